@@ -1,0 +1,5 @@
+//! The `cadre` binary.
+
+fn main() {
+    println!("cadre {}", env!("CARGO_PKG_VERSION"));
+}

@@ -1,0 +1,21 @@
+//! Model providers for cadre.
+//!
+//! A [`Provider`] turns a [`CompletionRequest`] into a stream of [`StreamEvent`]s: incremental
+//! [`AssistantMessageEvent`]s while the reply arrives, then exactly one terminal event (`Done` or
+//! `Failed`). Two wire formats are spoken: OpenAI Chat Completions (`openai-completions`) and
+//! Anthropic Messages (`anthropic-messages`). Retries with backoff live in [`retry`] and surface as
+//! `Retry` events so the caller can discard the partial reply of a failed attempt.
+//!
+//! The [`registry`] resolves `provider/model-id` names from built-ins and Pi-compatible
+//! `models.json` files, and credentials from literals or environment variables. This crate knows
+//! nothing about tools' behaviour, sessions or files other than `models.json`.
+
+pub mod error;
+pub mod model;
+pub mod provider;
+
+pub use error::{ErrorKind, LlmError};
+pub use model::{Api, Compat, Model, ModelCost};
+pub use provider::{CompletionRequest, Provider, StreamEvent};
+
+pub use cadre_protocol::AssistantMessageEvent;

@@ -1,0 +1,170 @@
+//! Agent events, named as Pi names them (`--mode json` prints one per line).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::message::{AssistantMessage, Message, ToolCall, ToolResultMessage};
+
+/// Incremental change to the assistant message being streamed (Pi's `AssistantMessageEvent`,
+/// without the `partial` copy: `message_update` already carries the partial message).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AssistantMessageEvent {
+    Start,
+    TextStart {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+    },
+    TextDelta {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        delta: String,
+    },
+    TextEnd {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        content: String,
+    },
+    ThinkingStart {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+    },
+    ThinkingDelta {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        delta: String,
+    },
+    ThinkingEnd {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        content: String,
+    },
+    #[serde(rename = "toolcall_start")]
+    ToolCallStart {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        id: String,
+        name: String,
+    },
+    #[serde(rename = "toolcall_delta")]
+    ToolCallDelta {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        delta: String,
+    },
+    #[serde(rename = "toolcall_end")]
+    ToolCallEnd {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        #[serde(rename = "toolCall")]
+        tool_call: ToolCall,
+    },
+}
+
+/// Events of one agent run. Names and fields follow Pi's `AgentEvent` / `AgentSessionEvent`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentEvent {
+    AgentStart,
+    AgentEnd {
+        messages: Vec<Message>,
+    },
+    TurnStart,
+    TurnEnd {
+        message: Message,
+        #[serde(rename = "toolResults")]
+        tool_results: Vec<ToolResultMessage>,
+    },
+    MessageStart {
+        message: Message,
+    },
+    MessageUpdate {
+        message: Box<AssistantMessage>,
+        #[serde(rename = "assistantMessageEvent")]
+        assistant_message_event: AssistantMessageEvent,
+    },
+    MessageEnd {
+        message: Message,
+    },
+    ToolExecutionStart {
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        #[serde(rename = "toolName")]
+        tool_name: String,
+        args: Value,
+    },
+    ToolExecutionUpdate {
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        #[serde(rename = "toolName")]
+        tool_name: String,
+        args: Value,
+        #[serde(rename = "partialResult")]
+        partial_result: Value,
+    },
+    ToolExecutionEnd {
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        #[serde(rename = "toolName")]
+        tool_name: String,
+        result: Value,
+        #[serde(rename = "isError")]
+        is_error: bool,
+    },
+    QueueUpdate {
+        steering: Vec<String>,
+        #[serde(rename = "followUp")]
+        follow_up: Vec<String>,
+    },
+    AutoRetryStart {
+        attempt: u32,
+        #[serde(rename = "maxAttempts")]
+        max_attempts: u32,
+        #[serde(rename = "delayMs")]
+        delay_ms: u64,
+        #[serde(rename = "errorMessage")]
+        error_message: String,
+    },
+    AutoRetryEnd {
+        success: bool,
+        attempt: u32,
+        #[serde(
+            rename = "finalError",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        final_error: Option<String>,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_names_match_pi() {
+        let cases = [
+            (AgentEvent::AgentStart, "agent_start"),
+            (AgentEvent::TurnStart, "turn_start"),
+            (
+                AgentEvent::ToolExecutionStart {
+                    tool_call_id: "a".into(),
+                    tool_name: "read".into(),
+                    args: Value::Null,
+                },
+                "tool_execution_start",
+            ),
+        ];
+        for (ev, name) in cases {
+            let v = serde_json::to_value(&ev).unwrap();
+            assert_eq!(v["type"], name);
+        }
+        let d = AssistantMessageEvent::ToolCallDelta {
+            content_index: 1,
+            delta: "{".into(),
+        };
+        let v = serde_json::to_value(&d).unwrap();
+        assert_eq!(v["type"], "toolcall_delta");
+        assert_eq!(v["contentIndex"], 1);
+    }
+}

@@ -1,0 +1,1 @@
+//! A fake model server for tests, benchmarks and `cadre demo`.

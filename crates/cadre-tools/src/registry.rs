@@ -1,0 +1,125 @@
+//! The tool trait and the registry of an agent's active tools.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cadre_protocol::{ContentBlock, ToolSpec};
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Where and under what conditions a tool call runs.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// Working directory relative paths resolve against.
+    pub cwd: PathBuf,
+    /// Cancelled on abort: a tool must stop promptly (kill processes, stop walking).
+    pub cancel: CancellationToken,
+    /// Partial results for `tool_execution_update` events (e.g. bash output so far).
+    pub updates: Option<mpsc::UnboundedSender<Value>>,
+    /// Directory for artifacts such as bash's full output when the result was truncated.
+    pub artifacts_dir: PathBuf,
+}
+
+/// The result of a tool call as the model will see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub content: Vec<ContentBlock>,
+    /// Tool-specific metadata kept in the session (not sent to the model).
+    pub details: Option<Value>,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(text: impl Into<String>) -> Self {
+        ToolOutput {
+            content: vec![ContentBlock::text(text)],
+            details: None,
+            is_error: false,
+        }
+    }
+
+    pub fn error(text: impl Into<String>) -> Self {
+        ToolOutput {
+            content: vec![ContentBlock::text(text)],
+            details: None,
+            is_error: true,
+        }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+}
+
+/// A tool the model can call.
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &str;
+
+    /// Name, description and JSON Schema of the parameters.
+    fn spec(&self) -> ToolSpec;
+
+    /// True for tools that change files or run arbitrary commands.
+    fn is_mutating(&self) -> bool {
+        false
+    }
+
+    /// The file this call would change, if it is a single-file mutation. Calls that mutate the
+    /// same file are serialised; everything else in one turn may run concurrently.
+    fn mutation_target(&self, _args: &Value, _cwd: &std::path::Path) -> Option<PathBuf> {
+        None
+    }
+
+    fn execute<'a>(&'a self, args: Value, ctx: ToolContext) -> BoxFuture<'a, ToolOutput>;
+}
+
+/// The active tools of one agent, in a stable order.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add a tool, replacing one of the same name.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.retain(|t| t.name() != tool.name());
+        self.tools.push(tool);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name)
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.name().to_string()).collect()
+    }
+
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.iter().map(|t| t.spec()).collect()
+    }
+
+    /// Keep only the named tools. Unknown names are returned as an error listing them, so a
+    /// typo never silently widens or empties the set.
+    pub fn retain_named(&mut self, names: &[String]) -> Result<(), Vec<String>> {
+        let unknown: Vec<String> = names
+            .iter()
+            .filter(|n| self.get(n).is_none())
+            .cloned()
+            .collect();
+        if !unknown.is_empty() {
+            return Err(unknown);
+        }
+        self.tools.retain(|t| names.iter().any(|n| n == t.name()));
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}

@@ -10,12 +10,18 @@
 //! `models.json` files, and credentials from literals or environment variables. This crate knows
 //! nothing about tools' behaviour, sessions or files other than `models.json`.
 
+pub mod cost;
 pub mod error;
 pub mod model;
 pub mod provider;
+pub mod registry;
+pub mod thinking;
 
+pub use cost::apply_cost;
 pub use error::{ErrorKind, LlmError};
 pub use model::{Api, Compat, Model, ModelCost};
 pub use provider::{CompletionRequest, Provider, StreamEvent};
+pub use registry::{ModelInfo, ModelRegistry, RegistryError};
+pub use thinking::{ThinkingResolution, resolve_thinking};
 
 pub use cadre_protocol::AssistantMessageEvent;

@@ -56,8 +56,9 @@ pub struct Compat {
     pub supports_store: Option<bool>,
 }
 
-/// A model resolved from the registry, with its credentials.
-#[derive(Debug, Clone, PartialEq)]
+/// A model resolved from the registry, with its credentials. `Debug` redacts the key and header
+/// values (they may carry credentials too).
+#[derive(Clone, PartialEq)]
 pub struct Model {
     /// Provider name, e.g. `anthropic`.
     pub provider: String,
@@ -86,5 +87,25 @@ impl Model {
     /// `provider/id`, the name users type.
     pub fn full_name(&self) -> String {
         format!("{}/{}", self.provider, self.id)
+    }
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("provider", &self.provider)
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("api", &self.api)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("reasoning", &self.reasoning)
+            .field("thinking_level_map", &self.thinking_level_map)
+            .field("context_window", &self.context_window)
+            .field("max_tokens", &self.max_tokens)
+            .field("cost", &self.cost)
+            .field("compat", &self.compat)
+            .finish()
     }
 }

@@ -5,6 +5,96 @@
 //! [`ToolRegistry`] holds the active tool set of one agent; the built-in tools follow Pi's names,
 //! parameters and output limits.
 
+pub mod args;
+pub mod bash;
+pub mod diff;
+pub mod edit;
+pub mod find;
+mod fsutil;
+pub mod grep;
+pub mod ls;
+pub mod paths;
+pub mod read;
 pub mod registry;
+pub mod truncate;
+pub mod write;
 
+use std::sync::Arc;
+
+pub use bash::BashTool;
+pub use edit::EditTool;
+pub use find::FindTool;
+pub use grep::GrepTool;
+pub use ls::LsTool;
+pub use read::ReadTool;
 pub use registry::{Tool, ToolContext, ToolOutput, ToolRegistry};
+pub use write::WriteTool;
+
+/// The built-in tools, in the order they are registered and described to the model.
+pub const BUILTIN_TOOL_NAMES: &[&str] = &["read", "bash", "edit", "write", "grep", "find", "ls"];
+
+/// A registry with all seven built-in tools, in [`BUILTIN_TOOL_NAMES`] order.
+pub fn builtin_tools() -> ToolRegistry {
+    let mut registry = ToolRegistry::new();
+    registry.register(Arc::new(ReadTool));
+    registry.register(Arc::new(BashTool::new()));
+    registry.register(Arc::new(EditTool));
+    registry.register(Arc::new(WriteTool));
+    registry.register(Arc::new(GrepTool));
+    registry.register(Arc::new(FindTool));
+    registry.register(Arc::new(LsTool));
+    registry
+}
+
+/// Run blocking file-system work off the async runtime. A panic inside becomes an error result
+/// rather than taking the agent down.
+pub(crate) async fn blocking<F>(work: F) -> ToolOutput
+where
+    F: FnOnce() -> ToolOutput + Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(output) => output,
+        Err(e) => ToolOutput::error(format!("Internal error in tool: {e}")),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_registry_matches_names() {
+        let registry = builtin_tools();
+        assert_eq!(registry.names(), BUILTIN_TOOL_NAMES);
+        for spec in registry.specs() {
+            assert_eq!(spec.parameters["type"], "object", "{}", spec.name);
+            assert!(!spec.description.is_empty());
+        }
+        let mutating: Vec<String> = BUILTIN_TOOL_NAMES
+            .iter()
+            .filter(|n| registry.get(n).is_some_and(|t| t.is_mutating()))
+            .map(|n| n.to_string())
+            .collect();
+        assert_eq!(mutating, ["bash", "edit", "write"]);
+    }
+
+    #[test]
+    fn mutation_targets_resolve_paths() {
+        let registry = builtin_tools();
+        let cwd = std::path::Path::new("/w");
+        let args = serde_json::json!({"path": "a/../b.txt", "content": "x"});
+        for name in ["write", "edit"] {
+            let tool = registry.get(name).unwrap();
+            assert_eq!(
+                tool.mutation_target(&args, cwd),
+                Some(std::path::PathBuf::from("/w/b.txt"))
+            );
+            assert_eq!(tool.mutation_target(&serde_json::json!(7), cwd), None);
+        }
+        assert_eq!(
+            registry.get("bash").unwrap().mutation_target(&args, cwd),
+            None
+        );
+    }
+}

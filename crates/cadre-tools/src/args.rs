@@ -1,0 +1,266 @@
+//! Reading tool arguments sent by the model.
+//!
+//! Models send garbage sometimes: a JSON string instead of an object (when their arguments were
+//! not valid JSON), numbers as strings, a missing field. Every problem becomes an [`ArgError`]
+//! that says exactly what is wrong, so the model can fix its call; nothing here panics.
+
+use serde_json::{Map, Value};
+use thiserror::Error;
+
+use crate::registry::ToolOutput;
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ArgError {
+    #[error("the arguments are not valid JSON ({0}); send a JSON object")]
+    NotJson(String),
+    #[error("the arguments must be a JSON object, got {0}")]
+    NotObject(String),
+    #[error("missing required argument `{name}` ({expected})")]
+    Missing {
+        name: String,
+        expected: &'static str,
+    },
+    #[error("argument `{name}` must be {expected}, got {got}")]
+    WrongType {
+        name: String,
+        expected: &'static str,
+        got: String,
+    },
+}
+
+impl ArgError {
+    /// The error as the result the model sees.
+    pub fn into_output(self, tool: &str) -> ToolOutput {
+        ToolOutput::error(format!("Invalid arguments for {tool}: {self}"))
+    }
+
+    pub(crate) fn wrong(name: &str, expected: &'static str, got: &Value) -> Self {
+        ArgError::WrongType {
+            name: name.to_string(),
+            expected,
+            got: describe(got),
+        }
+    }
+}
+
+/// A short description of a JSON value for error messages.
+pub fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_string(),
+        Value::Bool(b) => format!("boolean {b}"),
+        Value::Number(n) => format!("number {n}"),
+        Value::String(s) => {
+            let short: String = s.chars().take(40).collect();
+            if short.len() < s.len() {
+                format!("string {short:?}…")
+            } else {
+                format!("string {short:?}")
+            }
+        }
+        Value::Array(_) => "an array".to_string(),
+        Value::Object(_) => "an object".to_string(),
+    }
+}
+
+/// The argument object of one call.
+#[derive(Debug, Clone, Default)]
+pub struct Args(Map<String, Value>);
+
+impl Args {
+    /// Accepts an object, `null`/empty string (no arguments), or a string holding a JSON object.
+    pub fn parse(value: Value) -> Result<Args, ArgError> {
+        match value {
+            Value::Object(map) => Ok(Args(map)),
+            Value::Null => Ok(Args::default()),
+            Value::String(text) => {
+                if text.trim().is_empty() {
+                    return Ok(Args::default());
+                }
+                match serde_json::from_str::<Value>(&text) {
+                    Ok(Value::Object(map)) => Ok(Args(map)),
+                    Ok(other) => Err(ArgError::NotObject(describe(&other))),
+                    Err(e) => Err(ArgError::NotJson(e.to_string())),
+                }
+            }
+            other => Err(ArgError::NotObject(describe(&other))),
+        }
+    }
+
+    /// The raw value; `null` counts as absent.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.0.get(name).filter(|v| !v.is_null())
+    }
+
+    pub fn required_str(&self, name: &str) -> Result<String, ArgError> {
+        match self.get(name) {
+            None => Err(ArgError::Missing {
+                name: name.to_string(),
+                expected: "a string",
+            }),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(other) => Err(ArgError::wrong(name, "a string", other)),
+        }
+    }
+
+    pub fn optional_str(&self, name: &str) -> Result<Option<String>, ArgError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(ArgError::wrong(name, "a string", other)),
+        }
+    }
+
+    /// A whole non-negative number. Integral floats (`10.0`) and numeric strings (`"10"`) are
+    /// accepted because models send them.
+    pub fn optional_u64(&self, name: &str) -> Result<Option<u64>, ArgError> {
+        const EXPECTED: &str = "a non-negative whole number";
+        let Some(value) = self.get(name) else {
+            return Ok(None);
+        };
+        let number = match value {
+            Value::Number(n) => n.as_f64(),
+            Value::String(s) => s.trim().parse::<f64>().ok(),
+            _ => None,
+        };
+        match number {
+            Some(n) if n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= u64::MAX as f64 => {
+                Ok(Some(n as u64))
+            }
+            _ => Err(ArgError::wrong(name, EXPECTED, value)),
+        }
+    }
+
+    /// A finite non-negative number (seconds, for example).
+    pub fn optional_seconds(&self, name: &str) -> Result<Option<f64>, ArgError> {
+        const EXPECTED: &str = "a non-negative number of seconds";
+        let Some(value) = self.get(name) else {
+            return Ok(None);
+        };
+        let number = match value {
+            Value::Number(n) => n.as_f64(),
+            Value::String(s) => s.trim().parse::<f64>().ok(),
+            _ => None,
+        };
+        match number {
+            Some(n) if n.is_finite() && n >= 0.0 => Ok(Some(n)),
+            _ => Err(ArgError::wrong(name, EXPECTED, value)),
+        }
+    }
+
+    /// A boolean; `"true"`/`"false"` strings are accepted.
+    pub fn optional_bool(&self, name: &str) -> Result<Option<bool>, ArgError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => Ok(Some(true)),
+            Some(Value::String(s)) if s.eq_ignore_ascii_case("false") => Ok(Some(false)),
+            Some(other) => Err(ArgError::wrong(name, "a boolean", other)),
+        }
+    }
+
+    /// A positive limit, or the default when absent.
+    pub fn limit(&self, name: &str, default: u64) -> Result<usize, ArgError> {
+        match self.optional_u64(name)? {
+            None => Ok(usize::try_from(default).unwrap_or(usize::MAX)),
+            Some(0) => Err(ArgError::WrongType {
+                name: name.to_string(),
+                expected: "at least 1",
+                got: "0".to_string(),
+            }),
+            Some(n) => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_objects_strings_and_null() {
+        let a = Args::parse(json!({"path": "x"})).unwrap();
+        assert_eq!(a.required_str("path").unwrap(), "x");
+        let a = Args::parse(json!("{\"path\": \"y\"}")).unwrap();
+        assert_eq!(a.required_str("path").unwrap(), "y");
+        assert!(Args::parse(Value::Null).unwrap().get("path").is_none());
+        assert!(Args::parse(json!("  ")).unwrap().get("path").is_none());
+    }
+
+    #[test]
+    fn rejects_non_objects() {
+        assert_eq!(
+            Args::parse(json!([1])).unwrap_err(),
+            ArgError::NotObject("an array".into())
+        );
+        assert!(matches!(
+            Args::parse(json!("{\"path\": ")).unwrap_err(),
+            ArgError::NotJson(_)
+        ));
+        assert_eq!(
+            Args::parse(json!("42")).unwrap_err(),
+            ArgError::NotObject("number 42".into())
+        );
+        assert_eq!(
+            Args::parse(json!(true)).unwrap_err().to_string(),
+            "the arguments must be a JSON object, got boolean true"
+        );
+    }
+
+    #[test]
+    fn string_fields() {
+        let a = Args::parse(json!({"p": 3, "q": null})).unwrap();
+        assert_eq!(
+            a.required_str("p").unwrap_err().to_string(),
+            "argument `p` must be a string, got number 3"
+        );
+        assert_eq!(
+            a.required_str("q").unwrap_err().to_string(),
+            "missing required argument `q` (a string)"
+        );
+        assert_eq!(a.optional_str("q").unwrap(), None);
+        assert!(a.optional_str("p").is_err());
+    }
+
+    #[test]
+    fn numbers_are_lenient_but_checked() {
+        let a = Args::parse(json!({
+            "a": 3, "b": 3.0, "c": "7", "d": -1, "e": 1.5, "f": "x", "g": true, "h": 0
+        }))
+        .unwrap();
+        assert_eq!(a.optional_u64("a").unwrap(), Some(3));
+        assert_eq!(a.optional_u64("b").unwrap(), Some(3));
+        assert_eq!(a.optional_u64("c").unwrap(), Some(7));
+        assert!(a.optional_u64("d").is_err());
+        assert!(a.optional_u64("e").is_err());
+        assert_eq!(
+            a.optional_u64("f").unwrap_err().to_string(),
+            "argument `f` must be a non-negative whole number, got string \"x\""
+        );
+        assert!(a.optional_u64("g").is_err());
+        assert_eq!(a.optional_u64("missing").unwrap(), None);
+        assert_eq!(a.optional_seconds("e").unwrap(), Some(1.5));
+        assert!(a.optional_seconds("d").is_err());
+        assert_eq!(a.limit("missing", 9).unwrap(), 9);
+        assert_eq!(a.limit("a", 9).unwrap(), 3);
+        assert!(a.limit("h", 9).is_err());
+    }
+
+    #[test]
+    fn booleans() {
+        let a = Args::parse(json!({"a": true, "b": "false", "c": 1})).unwrap();
+        assert_eq!(a.optional_bool("a").unwrap(), Some(true));
+        assert_eq!(a.optional_bool("b").unwrap(), Some(false));
+        assert!(a.optional_bool("c").is_err());
+        assert_eq!(a.optional_bool("none").unwrap(), None);
+    }
+
+    #[test]
+    fn long_strings_are_shortened_in_errors() {
+        let long = "x".repeat(100);
+        let d = describe(&json!(long));
+        assert!(d.ends_with('…'));
+        assert!(d.len() < 60);
+    }
+}

@@ -1,0 +1,628 @@
+//! `bash{command, timeout?}`: run a shell command in the working directory.
+//!
+//! The command runs as `bash -c` (or `sh -c` where bash is missing) in its own process group, so
+//! timeout, abort or a dropped call kill the whole group, grandchildren included. stdout and
+//! stderr share one pipe, so the output interleaves exactly as in a terminal. The output keeps its
+//! tail (last 2000 lines / 50 KiB, like Pi); once it outgrows that, the full output streams to a
+//! file in the artifacts directory, and memory stays bounded however much the command prints.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use cadre_protocol::{ContentBlock, ToolSpec};
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use tokio::process::{Child, Command};
+use tokio::time::Instant;
+
+use crate::args::{ArgError, Args};
+use crate::registry::{Tool, ToolContext, ToolOutput};
+use crate::truncate::{
+    DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Limits, TruncatedBy, Truncation, format_size,
+    truncate_tail,
+};
+
+/// How often partial output is sent as a tool update at most.
+const UPDATE_INTERVAL: Duration = Duration::from_millis(100);
+/// After the shell exits, background processes may still hold the pipe open; output arriving
+/// within this quiet period is still collected, then the call returns without them.
+const DRAIN_IDLE: Duration = Duration::from_millis(100);
+/// The longest wait for background processes' output after the shell itself has exited.
+const DRAIN_MAX: Duration = Duration::from_secs(2);
+/// Read buffer size for the output pipe.
+const CHUNK: usize = 64 * 1024;
+
+#[derive(Debug, Clone, Default)]
+pub struct BashTool {
+    /// Applied when the call gives no timeout. `None`: no limit (Pi's classic behaviour).
+    default_timeout: Option<Duration>,
+}
+
+impl BashTool {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with_default_timeout(default_timeout: Option<Duration>) -> Self {
+        BashTool { default_timeout }
+    }
+}
+
+impl Tool for BashTool {
+    fn name(&self) -> &str {
+        "bash"
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "bash".into(),
+            description: format!(
+                "Execute a bash command in the current working directory. Returns stdout and \
+                 stderr. Output is truncated to last {DEFAULT_MAX_LINES} lines or {}KB (whichever \
+                 is hit first). If truncated, full output is saved to a temp file. Optionally \
+                 provide a timeout in seconds.",
+                DEFAULT_MAX_BYTES / 1024
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "Bash command to execute"},
+                    "timeout": {"type": "number", "description": "Timeout in seconds (optional, no default timeout)"}
+                },
+                "required": ["command"]
+            }),
+        }
+    }
+
+    fn is_mutating(&self) -> bool {
+        true
+    }
+
+    fn execute<'a>(&'a self, args: Value, ctx: ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let parsed = (|| {
+                let args = Args::parse(args)?;
+                Ok::<_, ArgError>((
+                    args.required_str("command")?,
+                    args.optional_seconds("timeout")?,
+                ))
+            })();
+            let (command, timeout) = match parsed {
+                Ok(p) => p,
+                Err(e) => return e.into_output("bash"),
+            };
+            if command.trim().is_empty() {
+                return ToolOutput::error("Invalid arguments for bash: `command` is empty");
+            }
+            // 0 means "no timeout", as in Pi.
+            let timeout = match timeout {
+                Some(t) if t > 0.0 => Some(Duration::try_from_secs_f64(t).unwrap_or(Duration::MAX)),
+                Some(_) => None,
+                None => self.default_timeout,
+            };
+            run(&command, timeout, &ctx).await
+        })
+    }
+}
+
+/// Kills the process group when dropped, unless disarmed: a call dropped mid-flight (its
+/// future cancelled by the caller) must not leave the command running.
+struct GroupGuard {
+    pgid: Option<i32>,
+}
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.pgid {
+            kill_process_group(pgid);
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.pgid = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[allow(unsafe_code)]
+fn kill_process_group(pgid: i32) {
+    // Never signal our own group or init by mistake.
+    if pgid <= 1 {
+        return;
+    }
+    // SAFETY: killpg takes two plain integers and only sends a signal; it has no memory-safety
+    // preconditions. `pgid` is the group created for this command (process_group(0)).
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
+    }
+}
+
+fn spawn_shell(shell: &str, command: &str, cwd: &Path) -> io::Result<(Child, pipe::Receiver)> {
+    let (reader, writer) = io::pipe()?;
+    let writer_err = writer.try_clone()?;
+    let mut cmd = Command::new(shell);
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::from(writer_err))
+        .process_group(0)
+        .kill_on_drop(true);
+    let child = cmd.spawn()?;
+    // `cmd` (and with it our copies of the write end) is dropped here, so the pipe reaches EOF
+    // once the command and its children close theirs.
+    drop(cmd);
+    let receiver = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+    Ok((child, receiver))
+}
+
+enum Ending {
+    Exited(ExitStatus),
+    TimedOut,
+    Aborted,
+}
+
+async fn run(command: &str, timeout: Option<Duration>, ctx: &ToolContext) -> ToolOutput {
+    if !ctx.cwd.is_dir() {
+        return ToolOutput::error(format!(
+            "Working directory does not exist: {}\nCannot execute bash commands.",
+            ctx.cwd.display()
+        ));
+    }
+    if ctx.cancel.is_cancelled() {
+        return ToolOutput::error("Command aborted");
+    }
+    let spawned = match spawn_shell("bash", command, &ctx.cwd) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => spawn_shell("sh", command, &ctx.cwd),
+        other => other,
+    };
+    let (mut child, mut output) = match spawned {
+        Ok(s) => s,
+        Err(e) => return ToolOutput::error(format!("Failed to start the shell: {e}")),
+    };
+    let mut guard = GroupGuard {
+        pgid: child.id().and_then(|id| i32::try_from(id).ok()),
+    };
+    let mut sink = OutputSink::new(ctx.artifacts_dir.clone(), Limits::default());
+    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+    let mut buf = vec![0u8; CHUNK];
+    let mut last_update: Option<Instant> = None;
+    let mut status: Option<ExitStatus> = None;
+    let mut drain_deadline: Option<Instant> = None;
+    let mut eof = false;
+
+    let ending = loop {
+        if eof && let Some(s) = status {
+            break Ending::Exited(s);
+        }
+        tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => break Ending::Aborted,
+            _ = sleep_until_opt(deadline) => break Ending::TimedOut,
+            exited = child.wait(), if status.is_none() => {
+                match exited {
+                    Ok(s) => {
+                        status = Some(s);
+                        drain_deadline = Instant::now().checked_add(DRAIN_MAX);
+                    }
+                    Err(e) => {
+                        guard.kill();
+                        return ToolOutput::error(format!("Failed to wait for the command: {e}"));
+                    }
+                }
+            }
+            // After the shell exits, stop waiting once the pipe has been quiet for a moment:
+            // a background process may keep it open indefinitely.
+            _ = tokio::time::sleep(DRAIN_IDLE), if status.is_some() && !eof => eof = true,
+            _ = sleep_until_opt(drain_deadline), if status.is_some() && !eof => eof = true,
+            read = output.read(&mut buf), if !eof => match read {
+                Ok(0) | Err(_) => eof = true,
+                Ok(n) => {
+                    sink.push(&buf[..n]);
+                    let due = last_update.is_none_or(|t| t.elapsed() >= UPDATE_INTERVAL);
+                    if due && let Some(updates) = &ctx.updates {
+                        let _ = updates.send(sink.snapshot());
+                        last_update = Some(Instant::now());
+                    }
+                }
+            },
+        }
+    };
+
+    match ending {
+        Ending::Exited(_) => guard.disarm(),
+        Ending::TimedOut | Ending::Aborted => {
+            guard.kill();
+            guard.disarm();
+            let _ = child.wait().await;
+            // Whatever the killed processes wrote before dying is still in the pipe.
+            drain(&mut output, &mut buf, &mut sink).await;
+        }
+    }
+    finish(sink, ending, timeout)
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Read what is left in the pipe, giving up after a quiet period.
+async fn drain(output: &mut pipe::Receiver, buf: &mut [u8], sink: &mut OutputSink) {
+    while let Ok(Ok(n)) = tokio::time::timeout(DRAIN_IDLE, output.read(buf)).await {
+        if n == 0 {
+            break;
+        }
+        sink.push(&buf[..n]);
+    }
+}
+
+fn finish(sink: OutputSink, ending: Ending, timeout: Option<Duration>) -> ToolOutput {
+    let report = sink.finish();
+    let mut text = report.text.clone();
+    let (status_line, exit_code, is_error) = match ending {
+        Ending::Exited(status) => match (status.code(), status.signal()) {
+            (Some(0), _) => (None, Some(0), false),
+            (Some(code), _) => (
+                Some(format!("Command exited with code {code}")),
+                Some(code),
+                true,
+            ),
+            (None, Some(sig)) => (
+                Some(format!("Command was killed by signal {sig}")),
+                None,
+                true,
+            ),
+            (None, None) => (
+                Some("Command ended without an exit code".to_string()),
+                None,
+                true,
+            ),
+        },
+        Ending::TimedOut => {
+            let secs = timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0);
+            (
+                Some(format!(
+                    "Command timed out after {} seconds",
+                    format_seconds(secs)
+                )),
+                None,
+                true,
+            )
+        }
+        Ending::Aborted => (Some("Command aborted".to_string()), None, true),
+    };
+    if text.is_empty() && status_line.is_none() {
+        text = "(no output)".to_string();
+    }
+    if let Some(line) = status_line {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(&line);
+    }
+    let mut details = json!({ "exitCode": exit_code });
+    if report.truncation.truncated {
+        details["truncation"] = json!(report.truncation);
+        if let Some(path) = &report.full_output_path {
+            details["fullOutputPath"] = json!(path.to_string_lossy());
+        }
+    }
+    ToolOutput {
+        content: vec![ContentBlock::text(text)],
+        details: Some(details),
+        is_error,
+    }
+}
+
+/// Whole seconds print without a fraction ("30", not "30.0").
+fn format_seconds(secs: f64) -> String {
+    if secs.fract() == 0.0 {
+        format!("{secs:.0}")
+    } else {
+        format!("{secs}")
+    }
+}
+
+/// The command's output: totals, a bounded tail, and (once the output outgrows the limits) the
+/// full output streamed to a file.
+struct OutputSink {
+    limits: Limits,
+    artifacts_dir: PathBuf,
+    total_bytes: u64,
+    newlines: u64,
+    last_byte: Option<u8>,
+    /// Length of the line being written and of the last completed one, for the "line is N"
+    /// hint when a single line is larger than the limit.
+    current_line_bytes: u64,
+    last_line_bytes: u64,
+    /// Everything while within the limits; afterwards at least the last `limits.max_bytes + 4`
+    /// bytes (enough for a tail truncation and one partial UTF-8 character).
+    tail: Vec<u8>,
+    spill: Option<(PathBuf, BufWriter<File>)>,
+    spill_error: Option<String>,
+}
+
+struct SinkReport {
+    text: String,
+    truncation: Truncation,
+    full_output_path: Option<PathBuf>,
+}
+
+impl OutputSink {
+    fn new(artifacts_dir: PathBuf, limits: Limits) -> Self {
+        OutputSink {
+            limits,
+            artifacts_dir,
+            total_bytes: 0,
+            newlines: 0,
+            last_byte: None,
+            current_line_bytes: 0,
+            last_line_bytes: 0,
+            tail: Vec::new(),
+            spill: None,
+            spill_error: None,
+        }
+    }
+
+    fn total_lines(&self) -> u64 {
+        if self.total_bytes == 0 {
+            0
+        } else {
+            self.newlines + u64::from(self.last_byte != Some(b'\n'))
+        }
+    }
+
+    fn over_limits(&self) -> bool {
+        self.total_bytes > self.limits.max_bytes as u64
+            || self.total_lines() > self.limits.max_lines as u64
+    }
+
+    fn keep_bytes(&self) -> usize {
+        self.limits.max_bytes.saturating_add(4)
+    }
+
+    fn push(&mut self, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        self.total_bytes += data.len() as u64;
+        match data.iter().rposition(|&b| b == b'\n') {
+            Some(last_nl) => {
+                let count = data.iter().filter(|&&b| b == b'\n').count() as u64;
+                self.newlines += count;
+                let before_last = data[..last_nl].iter().rposition(|&b| b == b'\n');
+                self.last_line_bytes = match before_last {
+                    Some(p) => (last_nl - p - 1) as u64,
+                    None => self.current_line_bytes + last_nl as u64,
+                };
+                self.current_line_bytes = (data.len() - last_nl - 1) as u64;
+            }
+            None => self.current_line_bytes += data.len() as u64,
+        }
+        self.last_byte = data.last().copied();
+        self.tail.extend_from_slice(data);
+
+        if !self.over_limits() {
+            return;
+        }
+        match &mut self.spill {
+            Some((_, file)) => {
+                if let Err(e) = file.write_all(data) {
+                    self.spill_error = Some(e.to_string());
+                    self.spill = None;
+                }
+            }
+            None if self.spill_error.is_none() => self.start_spill(),
+            None => {}
+        }
+        // Trim in large steps so the copy is amortised.
+        let keep = self.keep_bytes();
+        if self.tail.len() > keep.saturating_mul(2) {
+            let cut = self.tail.len() - keep;
+            self.tail.drain(..cut);
+        }
+    }
+
+    /// Open the full-output file and write everything so far (still all in `tail`: nothing is
+    /// trimmed before the limits are exceeded).
+    fn start_spill(&mut self) {
+        let path = self
+            .artifacts_dir
+            .join(format!("bash-{}.log", uuid::Uuid::new_v4().simple()));
+        let opened = std::fs::create_dir_all(&self.artifacts_dir)
+            .and_then(|()| File::create(&path))
+            .map(|f| BufWriter::with_capacity(64 * 1024, f))
+            .and_then(|mut w| w.write_all(&self.tail).map(|()| w));
+        match opened {
+            Ok(writer) => self.spill = Some((path, writer)),
+            Err(e) => self.spill_error = Some(e.to_string()),
+        }
+    }
+
+    fn truncated_tail(&self) -> Truncation {
+        let text = String::from_utf8_lossy(&self.tail);
+        truncate_tail(&text, self.limits)
+    }
+
+    /// Partial result for a tool update, in Pi's `{content, details}` shape.
+    fn snapshot(&self) -> Value {
+        let t = self.truncated_tail();
+        json!({
+            "content": [{"type": "text", "text": t.content}],
+            "details": {
+                "truncation": if t.truncated { json!(t) } else { Value::Null },
+                "fullOutputPath": self.spill.as_ref().map(|(p, _)| p.to_string_lossy().into_owned()),
+            }
+        })
+    }
+
+    fn finish(mut self) -> SinkReport {
+        let mut truncation = self.truncated_tail();
+        let full_output_path = match self.spill.take() {
+            Some((path, mut writer)) => match writer.flush() {
+                Ok(()) => Some(path),
+                Err(e) => {
+                    self.spill_error = Some(e.to_string());
+                    None
+                }
+            },
+            None => None,
+        };
+        let total_lines = self.total_lines();
+        truncation.total_lines = usize::try_from(total_lines).unwrap_or(usize::MAX);
+        truncation.total_bytes = usize::try_from(self.total_bytes).unwrap_or(usize::MAX);
+        let mut text = truncation.content.clone();
+        if truncation.truncated {
+            let where_full = match (&full_output_path, &self.spill_error) {
+                (Some(p), _) => format!("Full output: {}", p.display()),
+                (None, Some(e)) => format!("Full output could not be saved: {e}"),
+                (None, None) => "Full output was not saved".to_string(),
+            };
+            let end = total_lines;
+            let start = (end + 1).saturating_sub(truncation.output_lines as u64);
+            let notice = if truncation.last_line_partial {
+                let line_bytes = if self.last_byte == Some(b'\n') {
+                    self.last_line_bytes
+                } else {
+                    self.current_line_bytes
+                };
+                format!(
+                    "[Showing last {} of line {end} (line is {}). {where_full}]",
+                    format_size(truncation.output_bytes as u64),
+                    format_size(line_bytes)
+                )
+            } else if truncation.truncated_by == Some(TruncatedBy::Lines) {
+                format!("[Showing lines {start}-{end} of {end}. {where_full}]")
+            } else {
+                format!(
+                    "[Showing lines {start}-{end} of {end} ({} limit). {where_full}]",
+                    format_size(self.limits.max_bytes as u64)
+                )
+            };
+            text.push_str("\n\n");
+            text.push_str(&notice);
+        }
+        SinkReport {
+            text,
+            truncation,
+            full_output_path,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn sink(dir: &Path, max_lines: usize, max_bytes: usize) -> OutputSink {
+        OutputSink::new(
+            dir.to_path_buf(),
+            Limits {
+                max_lines,
+                max_bytes,
+            },
+        )
+    }
+
+    #[test]
+    fn small_output_is_kept_whole_and_not_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = sink(dir.path(), 10, 100);
+        s.push(b"a\nb");
+        s.push(b"\n");
+        let r = s.finish();
+        assert_eq!(r.text, "a\nb\n");
+        assert!(!r.truncation.truncated);
+        assert!(r.full_output_path.is_none());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn line_overflow_keeps_tail_and_saves_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = sink(dir.path(), 3, 1000);
+        let all: String = (1..=10).map(|i| format!("{i}\n")).collect();
+        for chunk in all.as_bytes().chunks(3) {
+            s.push(chunk);
+        }
+        let r = s.finish();
+        assert!(
+            r.text
+                .starts_with("8\n9\n10\n\n[Showing lines 8-10 of 10. Full output: ")
+        );
+        let path = r.full_output_path.unwrap();
+        assert_eq!(std::fs::read_to_string(path).unwrap(), all);
+    }
+
+    #[test]
+    fn byte_overflow_memory_stays_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = sink(dir.path(), usize::MAX, 64);
+        let line = b"0123456789\n";
+        for _ in 0..10_000 {
+            s.push(line);
+            assert!(s.tail.len() <= 2 * s.keep_bytes() + line.len());
+        }
+        let r = s.finish();
+        assert!(r.truncation.truncated);
+        assert_eq!(r.truncation.total_lines, 10_000);
+        assert!(r.truncation.output_bytes <= 64);
+        assert!(r.text.contains("(64B limit)"), "{}", r.text);
+        let saved = std::fs::read(r.full_output_path.unwrap()).unwrap();
+        assert_eq!(saved.len(), 110_000);
+    }
+
+    #[test]
+    fn one_huge_line_is_cut_from_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = sink(dir.path(), 100, 10);
+        s.push(b"short\n");
+        s.push(&[b'x'; 50]);
+        let r = s.finish();
+        assert!(r.truncation.last_line_partial);
+        assert!(
+            r.text
+                .starts_with("xxxxxxxxxx\n\n[Showing last 10B of line 2 (line is 50B)"),
+            "{}",
+            r.text
+        );
+    }
+
+    #[test]
+    fn unwritable_artifacts_dir_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("file");
+        std::fs::write(&blocker, "x").unwrap();
+        let mut s = sink(&blocker.join("sub"), 1, 1000);
+        s.push(b"a\nb\nc\n");
+        let r = s.finish();
+        assert!(
+            r.text.contains("Full output could not be saved"),
+            "{}",
+            r.text
+        );
+    }
+
+    #[test]
+    fn seconds_format() {
+        assert_eq!(format_seconds(30.0), "30");
+        assert_eq!(format_seconds(0.5), "0.5");
+    }
+}

@@ -1,0 +1,410 @@
+//! `grep{pattern, path?, glob?, ignoreCase?, literal?, context?, limit?}`: search file contents.
+//!
+//! Built on ripgrep's own crates: `ignore` walks the tree in parallel (respecting .gitignore,
+//! .ignore and skipping hidden files, like rg), `grep-regex` + `grep-searcher` search each file
+//! without per-line allocation (only matched and context lines are copied). Binary files are
+//! skipped. Results are sorted by path, so the same search always gives the same answer; with a
+//! match limit, the kept set is "the first `limit` matches in path order", maintained as files
+//! finish, and files sorting after a full set are not searched at all.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+use std::sync::Mutex;
+
+use cadre_protocol::ToolSpec;
+use futures_util::future::BoxFuture;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use ignore::overrides::OverrideBuilder;
+use ignore::{WalkBuilder, WalkState};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::args::{ArgError, Args};
+use crate::registry::{Tool, ToolContext, ToolOutput};
+use crate::truncate::{
+    DEFAULT_MAX_BYTES, GREP_MAX_LINE_CHARS, Limits, format_size, truncate_head, truncate_line,
+};
+use crate::{blocking, paths};
+
+pub const DEFAULT_GREP_LIMIT: u64 = 100;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GrepTool;
+
+#[derive(Debug, Clone)]
+struct GrepParams {
+    pattern: String,
+    raw_path: String,
+    glob: Option<String>,
+    ignore_case: bool,
+    literal: bool,
+    context: usize,
+    limit: usize,
+}
+
+fn parse(args: Value) -> Result<GrepParams, ArgError> {
+    let args = Args::parse(args)?;
+    Ok(GrepParams {
+        pattern: args.required_str("pattern")?,
+        raw_path: args.optional_str("path")?.unwrap_or_else(|| ".".into()),
+        glob: args.optional_str("glob")?.filter(|g| !g.trim().is_empty()),
+        ignore_case: args.optional_bool("ignoreCase")?.unwrap_or(false),
+        literal: args.optional_bool("literal")?.unwrap_or(false),
+        context: usize::try_from(args.optional_u64("context")?.unwrap_or(0)).unwrap_or(usize::MAX),
+        limit: args.limit("limit", DEFAULT_GREP_LIMIT)?,
+    })
+}
+
+impl Tool for GrepTool {
+    fn name(&self) -> &str {
+        "grep"
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "grep".into(),
+            description: format!(
+                "Search file contents for a pattern. Returns matching lines with file paths and \
+                 line numbers. Respects .gitignore. Output is truncated to {DEFAULT_GREP_LIMIT} \
+                 matches or {}KB (whichever is hit first). Long lines are truncated to \
+                 {GREP_MAX_LINE_CHARS} chars.",
+                DEFAULT_MAX_BYTES / 1024
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "Search pattern (regex or literal string)"},
+                    "path": {"type": "string", "description": "Directory or file to search (default: current directory)"},
+                    "glob": {"type": "string", "description": "Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'"},
+                    "ignoreCase": {"type": "boolean", "description": "Case-insensitive search (default: false)"},
+                    "literal": {"type": "boolean", "description": "Treat pattern as literal string instead of regex (default: false)"},
+                    "context": {"type": "number", "description": "Number of lines to show before and after each match (default: 0)"},
+                    "limit": {"type": "number", "description": "Maximum number of matches to return (default: 100)"}
+                },
+                "required": ["pattern"]
+            }),
+        }
+    }
+
+    fn execute<'a>(&'a self, args: Value, ctx: ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let params = match parse(args) {
+                Ok(p) => p,
+                Err(e) => return e.into_output("grep"),
+            };
+            let root = paths::resolve(&params.raw_path, &ctx.cwd);
+            let cancel = ctx.cancel.clone();
+            blocking(move || grep(&params, &root, &cancel)).await
+        })
+    }
+}
+
+/// One line of output.
+#[derive(Debug)]
+struct HitLine {
+    number: u64,
+    is_match: bool,
+    text: String,
+}
+
+#[derive(Debug, Default)]
+struct FileHits {
+    lines: Vec<HitLine>,
+    matches: usize,
+}
+
+/// The first `limit` matches in path order among the files searched so far.
+struct Collected {
+    files: BTreeMap<String, FileHits>,
+    total: usize,
+    limit: usize,
+}
+
+impl Collected {
+    /// True when `label` sorts after a set that already holds `limit` matches.
+    fn can_skip(&self, label: &str) -> bool {
+        self.total >= self.limit
+            && self
+                .files
+                .last_key_value()
+                .is_some_and(|(last, _)| label > last.as_str())
+    }
+
+    fn insert(&mut self, label: String, hits: FileHits) {
+        self.total += hits.matches;
+        self.files.insert(label, hits);
+        // Drop trailing files no longer needed to reach `limit`.
+        while let Some((_, last)) = self.files.last_key_value() {
+            if self.total - last.matches >= self.limit {
+                self.total -= last.matches;
+                self.files.pop_last();
+            } else {
+                break;
+            }
+        }
+    }
+}
+
+/// Collects one file's matched and context lines.
+struct HitSink<'c> {
+    hits: FileHits,
+    binary: bool,
+    cancel: &'c CancellationToken,
+}
+
+impl HitSink<'_> {
+    fn push(&mut self, number: Option<u64>, bytes: &[u8], is_match: bool) {
+        let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+        let text = String::from_utf8_lossy(bytes);
+        self.hits.lines.push(HitLine {
+            number: number.unwrap_or(0),
+            is_match,
+            text: text.into_owned(),
+        });
+    }
+}
+
+impl Sink for HitSink<'_> {
+    type Error = io::Error;
+
+    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, io::Error> {
+        self.push(m.line_number(), m.bytes(), true);
+        self.hits.matches += 1;
+        Ok(!self.cancel.is_cancelled())
+    }
+
+    fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, io::Error> {
+        self.push(c.line_number(), c.bytes(), false);
+        Ok(!self.cancel.is_cancelled())
+    }
+
+    fn binary_data(&mut self, _: &Searcher, _offset: u64) -> Result<bool, io::Error> {
+        self.binary = true;
+        Ok(false)
+    }
+}
+
+fn build_matcher(params: &GrepParams) -> Result<RegexMatcher, String> {
+    RegexMatcherBuilder::new()
+        .case_insensitive(params.ignore_case)
+        .fixed_strings(params.literal)
+        // Matches never span lines, as in rg without --multiline.
+        .line_terminator(Some(b'\n'))
+        .build(&params.pattern)
+        .map_err(|e| {
+            if params.literal {
+                format!("Invalid pattern {:?}: {e}", params.pattern)
+            } else {
+                format!(
+                    "Invalid regex pattern {:?}: {e}\nUse literal=true to search for the text as written.",
+                    params.pattern
+                )
+            }
+        })
+}
+
+fn grep(params: &GrepParams, root: &Path, cancel: &CancellationToken) -> ToolOutput {
+    let raw = &params.raw_path;
+    let is_dir = match std::fs::metadata(root) {
+        Ok(m) => m.is_dir(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return ToolOutput::error(format!("Path not found: {raw}"));
+        }
+        Err(e) => return ToolOutput::error(format!("Cannot search {raw}: {e}")),
+    };
+    let matcher = match build_matcher(params) {
+        Ok(m) => m,
+        Err(msg) => return ToolOutput::error(msg),
+    };
+    let mut walk = WalkBuilder::new(root);
+    // .gitignore applies even outside a git repository: agents work in plain directories too.
+    walk.require_git(false).hidden(true).threads(0);
+    if let Some(glob) = &params.glob {
+        let overrides = OverrideBuilder::new(root).add(glob).and_then(|b| b.build());
+        match overrides {
+            Ok(o) => {
+                walk.overrides(o);
+            }
+            Err(e) => return ToolOutput::error(format!("Invalid glob {glob:?}: {e}")),
+        }
+    }
+    let mut searcher_builder = SearcherBuilder::new();
+    searcher_builder
+        .line_number(true)
+        .before_context(params.context)
+        .after_context(params.context)
+        .max_matches(Some(params.limit as u64))
+        .binary_detection(BinaryDetection::quit(0));
+
+    let collected = Mutex::new(Collected {
+        files: BTreeMap::new(),
+        total: 0,
+        limit: params.limit,
+    });
+    let label_for = |path: &Path| -> String {
+        if is_dir {
+            paths::relative_label(path, root)
+        } else {
+            path.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| path.to_string_lossy().into_owned())
+        }
+    };
+
+    walk.build_parallel().run(|| {
+        let mut searcher = searcher_builder.build();
+        let matcher = matcher.clone();
+        let collected = &collected;
+        let label_for = &label_for;
+        Box::new(move |entry| {
+            if cancel.is_cancelled() {
+                return WalkState::Quit;
+            }
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            let label = label_for(entry.path());
+            if lock(collected).can_skip(&label) {
+                return WalkState::Continue;
+            }
+            let mut sink = HitSink {
+                hits: FileHits::default(),
+                binary: false,
+                cancel,
+            };
+            // Unreadable files are skipped, as rg does (it only warns).
+            if searcher
+                .search_path(&matcher, entry.path(), &mut sink)
+                .is_err()
+                || sink.binary
+                || sink.hits.matches == 0
+            {
+                return WalkState::Continue;
+            }
+            lock(collected).insert(label, sink.hits);
+            WalkState::Continue
+        })
+    });
+
+    if cancel.is_cancelled() {
+        return ToolOutput::error("Operation aborted");
+    }
+    let collected = collected.into_inner().unwrap_or_else(|p| p.into_inner());
+    render(params, collected)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panicking walker thread cannot leave `Collected` half-updated in a way that matters
+    // here; keep going with what is there.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn render(params: &GrepParams, collected: Collected) -> ToolOutput {
+    if collected.total == 0 {
+        return ToolOutput::ok("No matches found");
+    }
+    let limit = params.limit;
+    let mut out: Vec<String> = Vec::new();
+    let mut shown = 0usize;
+    let mut lines_cut = false;
+    'files: for (label, hits) in &collected.files {
+        let mut last_match: Option<u64> = None;
+        for line in &hits.lines {
+            if line.is_match {
+                if shown == limit {
+                    break 'files;
+                }
+                shown += 1;
+                last_match = Some(line.number);
+            } else if shown == limit
+                && last_match.is_none_or(|m| line.number > m + params.context as u64)
+            {
+                // Context belonging to matches past the limit.
+                break 'files;
+            }
+            let (text, cut) = truncate_line(&line.text, GREP_MAX_LINE_CHARS);
+            lines_cut |= cut;
+            let sep = if line.is_match { ':' } else { '-' };
+            out.push(format!("{label}{sep}{}{sep} {text}", line.number));
+        }
+    }
+    let truncation = truncate_head(&out.join("\n"), Limits::bytes_only(DEFAULT_MAX_BYTES));
+    let mut text = truncation.content.clone();
+    let mut notices = Vec::new();
+    let mut details = serde_json::Map::new();
+    if collected.total >= limit {
+        notices.push(format!(
+            "{limit} matches limit reached. Use limit={} for more, or refine pattern",
+            limit.saturating_mul(2)
+        ));
+        details.insert("matchLimitReached".into(), json!(limit));
+    }
+    if truncation.truncated {
+        notices.push(format!(
+            "{} limit reached",
+            format_size(DEFAULT_MAX_BYTES as u64)
+        ));
+        details.insert("truncation".into(), json!(truncation));
+    }
+    if lines_cut {
+        notices.push(format!(
+            "Some lines truncated to {GREP_MAX_LINE_CHARS} chars. Use read tool to see full lines"
+        ));
+        details.insert("linesTruncated".into(), json!(true));
+    }
+    if !notices.is_empty() {
+        text.push_str(&format!("\n\n[{}]", notices.join(". ")));
+    }
+    let output = ToolOutput::ok(text);
+    if details.is_empty() {
+        output
+    } else {
+        output.with_details(Value::Object(details))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn hits(n: usize) -> FileHits {
+        FileHits {
+            lines: (0..n)
+                .map(|i| HitLine {
+                    number: i as u64 + 1,
+                    is_match: true,
+                    text: String::new(),
+                })
+                .collect(),
+            matches: n,
+        }
+    }
+
+    #[test]
+    fn collected_keeps_first_files_in_path_order() {
+        let mut c = Collected {
+            files: BTreeMap::new(),
+            total: 0,
+            limit: 3,
+        };
+        c.insert("m".into(), hits(2));
+        c.insert("z".into(), hits(2));
+        assert_eq!(c.total, 4);
+        assert!(c.can_skip("zz"));
+        assert!(!c.can_skip("a"));
+        c.insert("a".into(), hits(2));
+        // a(2) + m(2) already reach 3: z is dropped.
+        assert_eq!(c.files.keys().cloned().collect::<Vec<_>>(), ["a", "m"]);
+        assert_eq!(c.total, 4);
+        c.insert("b".into(), hits(5));
+        assert_eq!(c.files.keys().cloned().collect::<Vec<_>>(), ["a", "b"]);
+        assert!(c.can_skip("c"));
+    }
+}

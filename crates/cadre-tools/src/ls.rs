@@ -1,0 +1,150 @@
+//! `ls{path?, limit?}`: list one directory.
+//!
+//! Entries are sorted alphabetically ignoring case, directories get a trailing `/` (a symlink to
+//! a directory counts as one), dotfiles are included.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use cadre_protocol::ToolSpec;
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use crate::args::{ArgError, Args};
+use crate::registry::{Tool, ToolContext, ToolOutput};
+use crate::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
+use crate::{blocking, paths};
+
+pub const DEFAULT_LS_LIMIT: u64 = 500;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LsTool;
+
+impl Tool for LsTool {
+    fn name(&self) -> &str {
+        "ls"
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "ls".into(),
+            description: format!(
+                "List directory contents. Returns entries sorted alphabetically, with '/' suffix \
+                 for directories. Includes dotfiles. Output is truncated to {DEFAULT_LS_LIMIT} \
+                 entries or {}KB (whichever is hit first).",
+                DEFAULT_MAX_BYTES / 1024
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Directory to list (default: current directory)"},
+                    "limit": {"type": "number", "description": "Maximum number of entries to return (default: 500)"}
+                }
+            }),
+        }
+    }
+
+    fn execute<'a>(&'a self, args: Value, ctx: ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let parsed = (|| {
+                let args = Args::parse(args)?;
+                Ok::<_, ArgError>((
+                    args.optional_str("path")?.unwrap_or_else(|| ".".into()),
+                    args.limit("limit", DEFAULT_LS_LIMIT)?,
+                ))
+            })();
+            let (raw, limit) = match parsed {
+                Ok(p) => p,
+                Err(e) => return e.into_output("ls"),
+            };
+            let dir = paths::resolve(&raw, &ctx.cwd);
+            blocking(move || list(&raw, &dir, limit)).await
+        })
+    }
+}
+
+/// Sort key: case-insensitive first, then the exact name so the order is total.
+fn sort_entries(names: &mut [String]) {
+    names.sort_by(|a, b| {
+        a.to_lowercase()
+            .cmp(&b.to_lowercase())
+            .then_with(|| a.cmp(b))
+    });
+}
+
+fn list(raw: &str, dir: &Path, limit: usize) -> ToolOutput {
+    match fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return ToolOutput::error(format!("Not a directory: {raw}")),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return ToolOutput::error(format!("Path not found: {raw}"));
+        }
+        Err(e) => return ToolOutput::error(format!("Cannot read directory {raw}: {e}")),
+    }
+    let reader = match fs::read_dir(dir) {
+        Ok(r) => r,
+        Err(e) => return ToolOutput::error(format!("Cannot read directory {raw}: {e}")),
+    };
+    let mut names: Vec<String> = reader
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    sort_entries(&mut names);
+    let limit_reached = names.len() > limit;
+    let results: Vec<String> = names
+        .into_iter()
+        .take(limit)
+        .map(|name| {
+            // `metadata` follows symlinks, so a link to a directory is shown as one.
+            let is_dir = fs::metadata(dir.join(&name)).is_ok_and(|m| m.is_dir());
+            if is_dir { format!("{name}/") } else { name }
+        })
+        .collect();
+    if results.is_empty() {
+        return ToolOutput::ok("(empty directory)");
+    }
+    let truncation = truncate_head(&results.join("\n"), Limits::bytes_only(DEFAULT_MAX_BYTES));
+    let mut text = truncation.content.clone();
+    let mut notices = Vec::new();
+    let mut details = serde_json::Map::new();
+    if limit_reached {
+        notices.push(format!(
+            "{limit} entries limit reached. Use limit={} for more",
+            limit.saturating_mul(2)
+        ));
+        details.insert("entryLimitReached".into(), json!(limit));
+    }
+    if truncation.truncated {
+        notices.push(format!(
+            "{} limit reached",
+            format_size(DEFAULT_MAX_BYTES as u64)
+        ));
+        details.insert("truncation".into(), json!(truncation));
+    }
+    if !notices.is_empty() {
+        text.push_str(&format!("\n\n[{}]", notices.join(". ")));
+    }
+    let output = ToolOutput::ok(text);
+    if details.is_empty() {
+        output
+    } else {
+        output.with_details(Value::Object(details))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorting_ignores_case_but_is_total() {
+        let mut v: Vec<String> = ["b", "A", "a", ".z", "B", "c"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        sort_entries(&mut v);
+        assert_eq!(v, [".z", "A", "a", "B", "b", "c"]);
+    }
+}

@@ -1,0 +1,297 @@
+//! `read{path, offset?, limit?}`: a text file's lines, or an image as an image block.
+//!
+//! Text is streamed line by line, so a huge file costs one pass and at most one result's worth
+//! of memory. Output follows Pi: plain text, and when something is left out a closing hint that
+//! names the next `offset`.
+
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+
+use cadre_protocol::{ContentBlock, ToolSpec};
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::args::Args;
+use crate::fsutil::{SNIFF_BYTES, base64_encode, image_mime, looks_binary};
+use crate::registry::{Tool, ToolContext, ToolOutput};
+use crate::truncate::{
+    DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, HeadCollector, Limits, TruncatedBy, format_size,
+};
+use crate::{blocking, paths};
+
+/// Larger images are refused rather than sent: providers reject them anyway.
+pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadTool;
+
+impl Tool for ReadTool {
+    fn name(&self) -> &str {
+        "read"
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "read".into(),
+            description: format!(
+                "Read the contents of a file. Supports text files and images (jpg, png, gif, webp). \
+                 Images are sent as attachments. For text files, output is truncated to \
+                 {DEFAULT_MAX_LINES} lines or {}KB (whichever is hit first). Use offset/limit for \
+                 large files. When you need the full file, continue with offset until complete.",
+                DEFAULT_MAX_BYTES / 1024
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Path to the file to read (relative or absolute)"},
+                    "offset": {"type": "number", "description": "Line number to start reading from (1-indexed)"},
+                    "limit": {"type": "number", "description": "Maximum number of lines to read"}
+                },
+                "required": ["path"]
+            }),
+        }
+    }
+
+    fn execute<'a>(&'a self, args: Value, ctx: ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let parsed = (|| {
+                let args = Args::parse(args)?;
+                let path = args.required_str("path")?;
+                let offset = args.optional_u64("offset")?;
+                let limit = match args.get("limit") {
+                    None => None,
+                    Some(_) => Some(args.limit("limit", 0)?),
+                };
+                Ok::<_, crate::args::ArgError>((path, offset, limit))
+            })();
+            let (raw, offset, limit) = match parsed {
+                Ok(p) => p,
+                Err(e) => return e.into_output("read"),
+            };
+            let abs = paths::resolve(&raw, &ctx.cwd);
+            let cancel = ctx.cancel.clone();
+            blocking(move || read_file(&raw, &abs, offset, limit, &cancel)).await
+        })
+    }
+}
+
+fn read_file(
+    raw: &str,
+    abs: &Path,
+    offset: Option<u64>,
+    limit: Option<usize>,
+    cancel: &CancellationToken,
+) -> ToolOutput {
+    let meta = match fs::metadata(abs) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return ToolOutput::error(format!("File not found: {raw}"));
+        }
+        Err(e) => return ToolOutput::error(format!("Cannot read {raw}: {e}")),
+    };
+    if meta.is_dir() {
+        return ToolOutput::error(format!(
+            "{raw} is a directory, not a file. Use ls to list its contents."
+        ));
+    }
+    let mut file = match File::open(abs) {
+        Ok(f) => f,
+        Err(e) => return ToolOutput::error(format!("Cannot read {raw}: {e}")),
+    };
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    if let Err(e) = (&mut file).take(SNIFF_BYTES as u64).read_to_end(&mut head) {
+        return ToolOutput::error(format!("Cannot read {raw}: {e}"));
+    }
+    if let Some(mime) = image_mime(&head) {
+        return read_image(raw, file, head, meta.len(), mime);
+    }
+    if looks_binary(&head) {
+        return ToolOutput::error(format!(
+            "Cannot read {raw}: it is a binary file ({}). read shows text files and images \
+             (png, jpg, gif, webp); use bash (for example `file` or `xxd | head`) to inspect it.",
+            format_size(meta.len())
+        ));
+    }
+    let reader = BufReader::with_capacity(64 * 1024, io::Cursor::new(head).chain(file));
+    match read_text(reader, offset, limit, cancel) {
+        Ok(text) => render_text(raw, offset, limit, text),
+        Err(ReadError::Aborted) => ToolOutput::error("Operation aborted"),
+        Err(ReadError::Io(e)) => ToolOutput::error(format!("Cannot read {raw}: {e}")),
+    }
+}
+
+fn read_image(raw: &str, mut file: File, mut bytes: Vec<u8>, size: u64, mime: &str) -> ToolOutput {
+    if size > MAX_IMAGE_BYTES {
+        return ToolOutput::error(format!(
+            "Image {raw} is {}, larger than the {} limit for images. Shrink it first \
+             (for example with bash and ImageMagick's `convert -resize`).",
+            format_size(size),
+            format_size(MAX_IMAGE_BYTES)
+        ));
+    }
+    if let Err(e) = file.read_to_end(&mut bytes) {
+        return ToolOutput::error(format!("Cannot read {raw}: {e}"));
+    }
+    ToolOutput {
+        content: vec![
+            ContentBlock::text(format!("Read image file [{mime}]")),
+            ContentBlock::Image {
+                data: base64_encode(&bytes),
+                mime_type: mime.to_string(),
+            },
+        ],
+        details: None,
+        is_error: false,
+    }
+}
+
+enum ReadError {
+    Aborted,
+    Io(io::Error),
+}
+
+impl From<io::Error> for ReadError {
+    fn from(e: io::Error) -> Self {
+        ReadError::Io(e)
+    }
+}
+
+/// What one pass over the file found.
+struct TextRead {
+    collected: crate::truncate::Truncation,
+    /// Lines in the whole file.
+    total_lines: usize,
+    /// Size of the first selected line (for the "line too long" hint).
+    first_line_bytes: usize,
+}
+
+fn read_text<R: BufRead>(
+    mut reader: R,
+    offset: Option<u64>,
+    limit: Option<usize>,
+    cancel: &CancellationToken,
+) -> Result<TextRead, ReadError> {
+    let start = usize::try_from(offset.unwrap_or(1).max(1) - 1).unwrap_or(usize::MAX);
+    let end = limit.map(|l| start.saturating_add(l));
+    let mut collector = HeadCollector::new(Limits::default());
+    let mut line = Vec::new();
+    let mut index = 0usize;
+    let (mut selected_lines, mut selected_bytes) = (0usize, 0usize);
+    let mut first_line_bytes = 0usize;
+    loop {
+        // Once the window is done, only the line count is left: count newlines per buffer.
+        let window_done = collector.is_stopped() || end.is_some_and(|e| index >= e);
+        if window_done {
+            index += count_remaining_lines(&mut reader, cancel)?;
+            break;
+        }
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        if index.is_multiple_of(4096) && cancel.is_cancelled() {
+            return Err(ReadError::Aborted);
+        }
+        let current = index;
+        index += 1;
+        if current < start {
+            continue;
+        }
+        let body = strip_line_end(&line);
+        if selected_lines == 0 {
+            first_line_bytes = body.len();
+        }
+        selected_lines += 1;
+        selected_bytes += body.len() + usize::from(selected_lines > 1);
+        collector.push(&String::from_utf8_lossy(body));
+    }
+    Ok(TextRead {
+        collected: collector.finish(selected_lines, selected_bytes),
+        total_lines: index,
+        first_line_bytes,
+    })
+}
+
+/// Lines left in `reader`, by the same rule as `truncate::count_lines`.
+fn count_remaining_lines<R: BufRead>(
+    reader: &mut R,
+    cancel: &CancellationToken,
+) -> Result<usize, ReadError> {
+    let mut lines = 0usize;
+    let mut dangling = false;
+    loop {
+        if cancel.is_cancelled() {
+            return Err(ReadError::Aborted);
+        }
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            break;
+        }
+        lines += chunk.iter().filter(|&&b| b == b'\n').count();
+        dangling = chunk.last() != Some(&b'\n');
+        let n = chunk.len();
+        reader.consume(n);
+    }
+    Ok(lines + usize::from(dangling))
+}
+
+fn strip_line_end(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+fn render_text(raw: &str, offset: Option<u64>, limit: Option<usize>, read: TextRead) -> ToolOutput {
+    let TextRead {
+        collected,
+        total_lines,
+        first_line_bytes,
+    } = read;
+    let start = usize::try_from(offset.unwrap_or(1).max(1) - 1).unwrap_or(usize::MAX);
+    let first_shown = start + 1;
+    if start > 0 && start >= total_lines {
+        return ToolOutput::error(format!(
+            "Offset {} is beyond end of file ({total_lines} lines total)",
+            offset.unwrap_or(0)
+        ));
+    }
+    if total_lines == 0 {
+        return ToolOutput::ok("(empty file)");
+    }
+    let details = || json!({ "truncation": collected });
+    if collected.first_line_exceeds_limit {
+        let text = format!(
+            "[Line {first_shown} is {}, exceeds {} limit. Use bash: sed -n '{first_shown}p' {raw} | head -c {DEFAULT_MAX_BYTES}]",
+            format_size(first_line_bytes as u64),
+            format_size(DEFAULT_MAX_BYTES as u64)
+        );
+        return ToolOutput::ok(text).with_details(details());
+    }
+    if collected.truncated {
+        let last_shown = start + collected.output_lines;
+        let next = last_shown + 1;
+        let why = match collected.truncated_by {
+            Some(TruncatedBy::Bytes) => {
+                format!(" ({} limit)", format_size(DEFAULT_MAX_BYTES as u64))
+            }
+            _ => String::new(),
+        };
+        let text = format!(
+            "{}\n\n[Showing lines {first_shown}-{last_shown} of {total_lines}{why}. Use offset={next} to continue.]",
+            collected.content
+        );
+        return ToolOutput::ok(text).with_details(details());
+    }
+    let shown_end = start + collected.output_lines;
+    if limit.is_some() && shown_end < total_lines {
+        let remaining = total_lines - shown_end;
+        let text = format!(
+            "{}\n\n[{remaining} more lines in file. Use offset={} to continue.]",
+            collected.content,
+            shown_end + 1
+        );
+        return ToolOutput::ok(text);
+    }
+    ToolOutput::ok(collected.content)
+}

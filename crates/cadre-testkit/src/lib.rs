@@ -1,1 +1,76 @@
-//! A fake model server for tests, benchmarks and `cadre demo`.
+//! A scripted fake model server for tests, benchmarks and `cadre demo`.
+//!
+//! [`FakeServer`] listens on `127.0.0.1` and speaks both streaming wire formats on one port:
+//! OpenAI Chat Completions (`POST {openai_base_url}/chat/completions`) and Anthropic Messages
+//! (`POST {anthropic_base_url}/v1/messages`). Responses are SSE over chunked HTTP/1.1, framed
+//! as the real services frame them, with text streamed in several deltas and tool-call
+//! arguments in at least two pieces.
+//!
+//! # Scripting model
+//!
+//! A test adds [`Rule`]s. Each rule pairs a [`Match`] — a predicate over a normalised view of
+//! the request that is the same for both formats (system text, user-authored text, assistant
+//! turns, tool calls and tool results) — with a sequence of [`Reply`]s. For every request the
+//! rules are tried in insertion order and the first match answers with its next reply; once
+//! its replies are used up, the last one repeats. A request no rule matches gets HTTP 400 in
+//! the service's error shape, saying `cadre-testkit: no scripted reply matches` and
+//! summarising the request, so a missing script shows up as an obvious failure.
+//!
+//! A reply is content ([`ReplyParts`]: thinking, text, tool calls) plus delivery: usage and
+//! cache numbers, stop reason, latency, delay between events, and an optional [`Fault`]
+//! (error status, cut connection, silence, malformed frame, missing terminal event, in-stream
+//! error). Every request is recorded ([`RecordedRequest`]), faulted and unmatched ones too,
+//! so tests can assert on what the client sent.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use cadre_testkit::prelude::*;
+//! use serde_json::json;
+//!
+//! # async fn demo() -> std::io::Result<()> {
+//! let server = FakeServer::start().await?;
+//! // First turn: call a tool. Second turn (one assistant message in the request): answer.
+//! server.script(
+//!     Rule::new(Match::first_user("read a").and(Match::assistant_turns(0)))
+//!         .reply(Reply::new().thinking("I should read it").tool_call("call_1", "read", json!({"path": "a"}))),
+//! );
+//! server.script(
+//!     Rule::new(Match::last_tool_result("contents of a"))
+//!         .reply(Reply::text("a says hello").usage(120, 8).cache(100, 0)),
+//! );
+//! // Anything else: first a rate limit, then a normal answer forever after.
+//! server.script(
+//!     Rule::always()
+//!         .reply(Reply::failing(Fault::rate_limited("1")))
+//!         .reply(Reply::text("ok")),
+//! );
+//!
+//! // ... point a client at server.openai_base_url() or server.anthropic_base_url() ...
+//!
+//! assert!(server.requests().iter().all(|r| r.header("authorization").is_some()));
+//! server.check_tool_calls_answered().map_err(std::io::Error::other)?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod anthropic;
+mod http;
+mod matcher;
+mod openai;
+mod request;
+mod script;
+mod server;
+mod wire;
+
+pub use matcher::Match;
+pub use request::{RecordedRequest, WireApi};
+pub use script::{Fault, Reply, ReplyParts, Rule, StopKind};
+pub use server::FakeServer;
+
+/// Everything a test needs, including the [`ReplyParts`] trait for chaining reply content.
+pub mod prelude {
+    pub use crate::{
+        FakeServer, Fault, Match, RecordedRequest, Reply, ReplyParts, Rule, StopKind, WireApi,
+    };
+}

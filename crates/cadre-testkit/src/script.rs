@@ -1,0 +1,399 @@
+//! The scripting vocabulary: rules pair a [`Match`] with the [`Reply`]s to give, in order.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::matcher::Match;
+
+/// Why the scripted turn ended; rendered as each service's stop reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopKind {
+    /// OpenAI `stop`, Anthropic `end_turn`.
+    Stop,
+    /// OpenAI `tool_calls`, Anthropic `tool_use`.
+    ToolUse,
+    /// OpenAI `length`, Anthropic `max_tokens`.
+    Length,
+    /// OpenAI `content_filter`, Anthropic `refusal`.
+    ContentFilter,
+}
+
+/// Something that goes wrong instead of (or in the middle of) a normal reply.
+///
+/// "Events" are SSE frames as written on the wire, counted from the first frame of the body
+/// (an Anthropic `ping` counts, so does the OpenAI role chunk).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Answer with this HTTP status instead of a stream. `body: None` renders the service's own
+    /// error JSON for that status (e.g. 429 `rate_limit_error`, 529 `overloaded_error`).
+    Status {
+        status: u16,
+        retry_after: Option<String>,
+        body: Option<String>,
+    },
+    /// Drop the TCP connection mid-stream after N events, without ending the chunked body.
+    CutAfter { events: usize },
+    /// Stop sending after N events but keep the connection open until the client leaves.
+    SilentAfter { events: usize },
+    /// After N events send one frame whose data is not valid JSON, then end the body.
+    MalformedAfter { events: usize },
+    /// Send all content but omit the terminal frame (`[DONE]` / `message_stop`), then end the body.
+    NoTerminal,
+    /// HTTP 400 with the service's own "context window exceeded" error body.
+    ContextOverflow,
+    /// After N events send the service's in-stream error (Anthropic `event: error` with
+    /// `overloaded_error`, OpenAI `data: {"error":..}`), then end the body.
+    ErrorEvent { events: usize },
+}
+
+impl Fault {
+    /// A bare status with the service's default error body.
+    pub fn status(status: u16) -> Fault {
+        Fault::Status {
+            status,
+            retry_after: None,
+            body: None,
+        }
+    }
+
+    /// HTTP 429 with a `retry-after` header (seconds or an HTTP date, passed through verbatim).
+    pub fn rate_limited(retry_after: impl Into<String>) -> Fault {
+        Fault::Status {
+            status: 429,
+            retry_after: Some(retry_after.into()),
+            body: None,
+        }
+    }
+}
+
+/// One piece of assistant output, in the order it is streamed.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Part {
+    Thinking {
+        text: String,
+        signature: String,
+    },
+    Text(String),
+    /// `arguments` is the raw JSON text streamed to the client (may be deliberately invalid).
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+}
+
+/// A scripted assistant turn: content parts plus how it is delivered.
+///
+/// Build it with the constructors (`Reply::text("hi")`) and chain more parts through the
+/// [`ReplyParts`] trait (`Reply::new().thinking("..").text("..")`), which the prelude exports.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Reply {
+    pub(crate) parts: Vec<Part>,
+    pub(crate) usage: Option<(u64, u64)>,
+    pub(crate) cache: (u64, u64),
+    pub(crate) stop: Option<StopKind>,
+    pub(crate) fault: Option<Fault>,
+    pub(crate) latency: Duration,
+    pub(crate) chunk_delay: Duration,
+}
+
+/// Appends content parts to a [`Reply`].
+///
+/// A trait only so that the same names work both as constructors (`Reply::text("..")`) and
+/// as chained builder calls (`reply.text("..")`); import it with `use cadre_testkit::prelude::*`.
+pub trait ReplyParts: Sized {
+    /// Appends visible text.
+    fn text(self, text: impl Into<String>) -> Self;
+    /// Appends a thinking block with a deterministic signature derived from its text.
+    fn thinking(self, text: impl Into<String>) -> Self;
+    /// Appends a thinking block with an explicit signature (Anthropic `signature_delta`).
+    fn thinking_signed(self, text: impl Into<String>, signature: impl Into<String>) -> Self;
+    /// Appends a tool call whose arguments are `arguments` serialised as compact JSON.
+    fn tool_call(self, id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self;
+    /// Appends a tool call with raw argument text, e.g. to test invalid JSON handling.
+    fn tool_call_raw(
+        self,
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self;
+}
+
+impl ReplyParts for Reply {
+    fn text(mut self, text: impl Into<String>) -> Self {
+        self.parts.push(Part::Text(text.into()));
+        self
+    }
+
+    fn thinking(self, text: impl Into<String>) -> Self {
+        let text = text.into();
+        let signature = default_signature(&text);
+        self.thinking_signed(text, signature)
+    }
+
+    fn thinking_signed(mut self, text: impl Into<String>, signature: impl Into<String>) -> Self {
+        self.parts.push(Part::Thinking {
+            text: text.into(),
+            signature: signature.into(),
+        });
+        self
+    }
+
+    fn tool_call(self, id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        let arguments = arguments.to_string();
+        self.tool_call_raw(id, name, arguments)
+    }
+
+    fn tool_call_raw(
+        mut self,
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        self.parts.push(Part::ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        });
+        self
+    }
+}
+
+impl Reply {
+    /// An empty reply (no content, `Stop`); add parts with [`ReplyParts`].
+    pub fn new() -> Reply {
+        Reply::default()
+    }
+
+    /// A reply consisting of one text part.
+    pub fn text(text: impl Into<String>) -> Reply {
+        ReplyParts::text(Reply::new(), text)
+    }
+
+    /// A reply consisting of one thinking part.
+    pub fn thinking(text: impl Into<String>) -> Reply {
+        ReplyParts::thinking(Reply::new(), text)
+    }
+
+    /// A reply consisting of one tool call.
+    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Reply {
+        ReplyParts::tool_call(Reply::new(), id, name, arguments)
+    }
+
+    /// A reply that fails with `fault` (shorthand for `Reply::new().fault(fault)`).
+    pub fn failing(fault: Fault) -> Reply {
+        Reply::new().fault(fault)
+    }
+
+    /// Reported token usage. `input` is uncached input (Anthropic `input_tokens`); OpenAI's
+    /// `prompt_tokens` is rendered as `input + cache_read + cache_write`. Defaults are derived
+    /// from the request and reply sizes.
+    pub fn usage(mut self, input: u64, output: u64) -> Reply {
+        self.usage = Some((input, output));
+        self
+    }
+
+    /// Reported cache tokens: `read` is Anthropic `cache_read_input_tokens` / OpenAI
+    /// `cached_tokens`; `write` is Anthropic `cache_creation_input_tokens`.
+    pub fn cache(mut self, read: u64, write: u64) -> Reply {
+        self.cache = (read, write);
+        self
+    }
+
+    /// Overrides the stop reason (default: `ToolUse` if there is a tool call, else `Stop`).
+    pub fn stop(mut self, stop: StopKind) -> Reply {
+        self.stop = Some(stop);
+        self
+    }
+
+    /// Makes the response fail in the given way.
+    pub fn fault(mut self, fault: Fault) -> Reply {
+        self.fault = Some(fault);
+        self
+    }
+
+    /// Waits this long before sending the response head.
+    pub fn latency(mut self, latency: Duration) -> Reply {
+        self.latency = latency;
+        self
+    }
+
+    /// Waits this long between SSE events.
+    pub fn chunk_delay(mut self, delay: Duration) -> Reply {
+        self.chunk_delay = delay;
+        self
+    }
+
+    /// The stop reason this reply reports.
+    pub(crate) fn stop_kind(&self) -> StopKind {
+        self.stop.unwrap_or_else(|| {
+            if self.has_tool_calls() {
+                StopKind::ToolUse
+            } else {
+                StopKind::Stop
+            }
+        })
+    }
+
+    fn has_tool_calls(&self) -> bool {
+        self.parts
+            .iter()
+            .any(|p| matches!(p, Part::ToolCall { .. }))
+    }
+
+    /// Characters of generated output, the basis of the default output token count.
+    pub(crate) fn output_chars(&self) -> usize {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Thinking { text, .. } | Part::Text(text) => text.chars().count(),
+                Part::ToolCall {
+                    name, arguments, ..
+                } => name.chars().count() + arguments.chars().count(),
+            })
+            .sum()
+    }
+}
+
+/// A deterministic, base64-looking signature so replays are stable across runs.
+fn default_signature(text: &str) -> String {
+    // FNV-1a: tiny, stable, and good enough to make different thoughts sign differently.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("EqQBCgIYAhIM{hash:016x}")
+}
+
+/// A match paired with the replies to give; the first matching rule answers.
+///
+/// Replies are used in order; once exhausted, the last one repeats. A rule without replies
+/// answers with an empty reply.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    pub(crate) matcher: Match,
+    pub(crate) replies: Vec<Reply>,
+}
+
+impl Rule {
+    pub fn new(matcher: Match) -> Rule {
+        Rule {
+            matcher,
+            replies: Vec::new(),
+        }
+    }
+
+    /// A rule that matches every request.
+    pub fn always() -> Rule {
+        Rule::new(Match::Always)
+    }
+
+    /// Appends the next reply in the sequence.
+    pub fn reply(mut self, reply: Reply) -> Rule {
+        self.replies.push(reply);
+        self
+    }
+
+    /// The reply for the `nth` (0-based) use of this rule.
+    pub(crate) fn reply_for(&self, nth: usize) -> Reply {
+        match self.replies.get(nth).or_else(|| self.replies.last()) {
+            Some(reply) => reply.clone(),
+            None => Reply::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn constructors_and_chaining_share_names() {
+        let a = Reply::text("hi");
+        assert_eq!(a.parts, vec![Part::Text("hi".into())]);
+        let b =
+            Reply::new()
+                .thinking("hmm")
+                .text("ok")
+                .tool_call("c1", "read", json!({"path": "a"}));
+        assert_eq!(b.parts.len(), 3);
+        assert!(
+            matches!(&b.parts[0], Part::Thinking { text, signature } if text == "hmm" && signature.starts_with("EqQB"))
+        );
+        assert_eq!(
+            b.parts[2],
+            Part::ToolCall {
+                id: "c1".into(),
+                name: "read".into(),
+                arguments: r#"{"path":"a"}"#.into()
+            }
+        );
+    }
+
+    #[test]
+    fn signatures_are_deterministic_and_distinct() {
+        assert_eq!(default_signature("a"), default_signature("a"));
+        assert_ne!(default_signature("a"), default_signature("b"));
+    }
+
+    #[test]
+    fn stop_kind_defaults_follow_content() {
+        assert_eq!(Reply::text("x").stop_kind(), StopKind::Stop);
+        assert_eq!(
+            Reply::tool_call("c", "n", json!({})).stop_kind(),
+            StopKind::ToolUse
+        );
+        assert_eq!(
+            Reply::text("x").stop(StopKind::Length).stop_kind(),
+            StopKind::Length
+        );
+    }
+
+    #[test]
+    fn output_chars_counts_all_parts() {
+        let r = Reply::new()
+            .thinking("ab")
+            .text("cde")
+            .tool_call_raw("id", "fn", "{}");
+        assert_eq!(r.output_chars(), 2 + 3 + 2 + 2);
+    }
+
+    #[test]
+    fn rule_replies_in_order_then_last_repeats() {
+        let rule = Rule::always()
+            .reply(Reply::text("one"))
+            .reply(Reply::text("two"));
+        assert_eq!(rule.reply_for(0), Reply::text("one"));
+        assert_eq!(rule.reply_for(1), Reply::text("two"));
+        assert_eq!(rule.reply_for(7), Reply::text("two"));
+        assert_eq!(Rule::always().reply_for(0), Reply::new());
+    }
+
+    #[test]
+    fn fault_helpers() {
+        assert_eq!(
+            Fault::rate_limited("3"),
+            Fault::Status {
+                status: 429,
+                retry_after: Some("3".into()),
+                body: None
+            }
+        );
+        assert_eq!(
+            Fault::status(500),
+            Fault::Status {
+                status: 500,
+                retry_after: None,
+                body: None
+            }
+        );
+        assert_eq!(
+            Reply::failing(Fault::NoTerminal).fault,
+            Some(Fault::NoTerminal)
+        );
+    }
+}

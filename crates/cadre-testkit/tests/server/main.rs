@@ -1,0 +1,33 @@
+//! End-to-end tests of the fake server over real TCP connections.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod client;
+mod openai;
+
+use serde_json::{Value, json};
+
+/// An OpenAI request with one user message.
+pub fn openai_body(user: &str) -> Value {
+    json!({
+        "model": "gpt-e2e",
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": user}]
+    })
+}
+
+/// An Anthropic request with one user message.
+#[allow(dead_code)]
+pub fn anthropic_body(user: &str) -> Value {
+    json!({
+        "model": "claude-e2e",
+        "stream": true,
+        "max_tokens": 1024,
+        "system": "be brief",
+        "messages": [{"role": "user", "content": user}]
+    })
+}
+
+pub const OPENAI_PATH: &str = "/v1/chat/completions";
+#[allow(dead_code)]
+pub const ANTHROPIC_PATH: &str = "/v1/messages";

@@ -1,3 +1,5 @@
 //! The cadre agent runtime: the agent loop, the session store and the host configuration.
 //!
 //! The core never prints: it emits [`cadre_protocol::AgentEvent`]s that front ends render.
+
+pub mod config;

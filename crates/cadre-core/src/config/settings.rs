@@ -1,0 +1,345 @@
+//! Pi-compatible `settings.json`: the global `$CADRE_HOME/settings.json`, overlaid by the
+//! project's `.cadre/settings.json` only when the project is trusted (T4). Nested objects merge
+//! key by key, as in Pi; keys cadre does not use are kept in [`Settings::raw`] and otherwise
+//! ignored.
+
+use std::path::{Path, PathBuf};
+
+use cadre_protocol::ThinkingLevel;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::paths::{CadreHome, project_config_dir};
+use super::{ConfigError, read_optional};
+
+/// The settings cadre reads.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settings {
+    pub default_provider: Option<String>,
+    pub default_model: Option<String>,
+    pub default_thinking_level: Option<ThinkingLevel>,
+    /// The `subagents` object, interpreted by the orchestrator.
+    pub subagents: Option<Value>,
+    /// The whole merged document.
+    pub raw: Map<String, Value>,
+}
+
+impl Settings {
+    /// The default model as a registry name: `defaultProvider/defaultModel`, or `defaultModel`
+    /// alone when no provider is set or the model already carries it.
+    pub fn default_model_name(&self) -> Option<String> {
+        let model = self.default_model.as_deref()?;
+        match self.default_provider.as_deref() {
+            Some(p) if !model.starts_with(&format!("{p}/")) => Some(format!("{p}/{model}")),
+            _ => Some(model.to_string()),
+        }
+    }
+
+    /// Build from one merged document (already validated per file).
+    fn from_merged(raw: Map<String, Value>) -> Settings {
+        let string = |key: &str| raw.get(key).and_then(Value::as_str).map(str::to_string);
+        Settings {
+            default_provider: string("defaultProvider"),
+            default_model: string("defaultModel"),
+            default_thinking_level: raw
+                .get("defaultThinkingLevel")
+                .and_then(Value::as_str)
+                .and_then(ThinkingLevel::parse),
+            subagents: raw.get("subagents").filter(|v| !v.is_null()).cloned(),
+            raw,
+        }
+    }
+}
+
+/// Settings plus where they came from, for `cadre doctor`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoadedSettings {
+    pub settings: Settings,
+    /// Files read, lowest precedence first.
+    pub files: Vec<PathBuf>,
+    /// The project settings file that exists but was not read because the project is untrusted.
+    pub skipped_untrusted: Option<PathBuf>,
+}
+
+/// Load the global settings and, for a trusted project, the project's on top.
+pub fn load_settings(
+    home: &CadreHome,
+    project_root: Option<&Path>,
+    trusted: bool,
+) -> Result<LoadedSettings, ConfigError> {
+    let mut merged = Map::new();
+    let mut out = LoadedSettings::default();
+    let global = home.settings_json();
+    if let Some(doc) = read_file(&global)? {
+        deep_merge(&mut merged, doc);
+        out.files.push(global);
+    }
+    if let Some(root) = project_root {
+        let project = project_config_dir(root).join("settings.json");
+        if !trusted {
+            // An untrusted project contributes nothing; its file is not even parsed.
+            if project.exists() {
+                out.skipped_untrusted = Some(project);
+            }
+        } else if let Some(doc) = read_file(&project)? {
+            deep_merge(&mut merged, doc);
+            out.files.push(project);
+        }
+    }
+    out.settings = Settings::from_merged(merged);
+    Ok(out)
+}
+
+/// The keys cadre interprets, with their types; used to validate each file where it is.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // deserialized only to type-check these keys where they are written
+struct Typed {
+    default_provider: Option<String>,
+    default_model: Option<String>,
+    default_thinking_level: Option<String>,
+    subagents: Option<Map<String, Value>>,
+}
+
+/// Read and validate one settings file; `None` when it does not exist.
+fn read_file(path: &Path) -> Result<Option<Map<String, Value>>, ConfigError> {
+    let Some(text) = read_optional(path)? else {
+        return Ok(None);
+    };
+    parse(path, &text).map(Some)
+}
+
+fn parse(path: &Path, text: &str) -> Result<Map<String, Value>, ConfigError> {
+    let doc: Value =
+        serde_json::from_str(text).map_err(|e| ConfigError::parse(path.to_path_buf(), &e))?;
+    let Value::Object(map) = doc else {
+        return Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message: "expected a JSON object".to_string(),
+        });
+    };
+    // Parsing the text again (not the value) keeps line and column in type errors.
+    let typed: Typed =
+        serde_json::from_str(text).map_err(|e| ConfigError::parse(path.to_path_buf(), &e))?;
+    if let Some(level) = typed.default_thinking_level
+        && ThinkingLevel::parse(&level).is_none()
+    {
+        return Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message: format!(
+                "defaultThinkingLevel: unknown level `{level}` (expected off, minimal, low, \
+                 medium, high, xhigh or max)"
+            ),
+        });
+    }
+    Ok(map)
+}
+
+/// Overlay `over` onto `base`: objects merge recursively, anything else replaces.
+fn deep_merge(base: &mut Map<String, Value>, over: Map<String, Value>) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(Value::Object(b)), Value::Object(o)) => deep_merge(b, o),
+            (_, v) => {
+                base.insert(key, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use serde_json::json;
+
+    use super::*;
+
+    struct Fixture {
+        _tmp: tempfile::TempDir,
+        home: CadreHome,
+        project: PathBuf,
+    }
+
+    fn fixture(global: Option<&str>, project: Option<&str>) -> Fixture {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = CadreHome::new(tmp.path().join("home"));
+        let root = tmp.path().join("proj");
+        std::fs::create_dir_all(root.join(".cadre")).unwrap();
+        std::fs::create_dir_all(home.root()).unwrap();
+        if let Some(g) = global {
+            std::fs::write(home.settings_json(), g).unwrap();
+        }
+        if let Some(p) = project {
+            std::fs::write(root.join(".cadre/settings.json"), p).unwrap();
+        }
+        Fixture {
+            _tmp: tmp,
+            home,
+            project: root,
+        }
+    }
+
+    const GLOBAL: &str = r#"{
+      "defaultProvider": "anthropic",
+      "defaultModel": "claude-sonnet-4-5",
+      "defaultThinkingLevel": "medium",
+      "theme": "dark",
+      "compaction": { "enabled": true, "reserveTokens": 16384 },
+      "subagents": { "authorization": "standing", "agentOverrides": { "code": { "model": "a/b" } } }
+    }"#;
+
+    const PROJECT: &str = r#"{
+      "defaultModel": "gpt-5",
+      "defaultProvider": "openai",
+      "compaction": { "reserveTokens": 8192 },
+      "subagents": { "dispatch": "sequential" }
+    }"#;
+
+    #[test]
+    fn global_only() {
+        let f = fixture(Some(GLOBAL), None);
+        let loaded = load_settings(&f.home, Some(&f.project), true).unwrap();
+        let s = &loaded.settings;
+        assert_eq!(s.default_provider.as_deref(), Some("anthropic"));
+        assert_eq!(s.default_model.as_deref(), Some("claude-sonnet-4-5"));
+        assert_eq!(s.default_thinking_level, Some(ThinkingLevel::Medium));
+        assert_eq!(
+            s.default_model_name().as_deref(),
+            Some("anthropic/claude-sonnet-4-5")
+        );
+        assert_eq!(s.raw.get("theme"), Some(&json!("dark")));
+        assert_eq!(loaded.files, vec![f.home.settings_json()]);
+        assert_eq!(loaded.skipped_untrusted, None);
+    }
+
+    #[test]
+    fn trusted_project_overrides_and_merges_nested_objects() {
+        let f = fixture(Some(GLOBAL), Some(PROJECT));
+        let loaded = load_settings(&f.home, Some(&f.project), true).unwrap();
+        let s = &loaded.settings;
+        assert_eq!(s.default_model_name().as_deref(), Some("openai/gpt-5"));
+        assert_eq!(s.default_thinking_level, Some(ThinkingLevel::Medium));
+        assert_eq!(
+            s.raw.get("compaction"),
+            Some(&json!({"enabled": true, "reserveTokens": 8192}))
+        );
+        assert_eq!(
+            s.subagents,
+            Some(json!({
+                "authorization": "standing",
+                "dispatch": "sequential",
+                "agentOverrides": {"code": {"model": "a/b"}}
+            }))
+        );
+        assert_eq!(loaded.files.len(), 2);
+    }
+
+    #[test]
+    fn untrusted_project_contributes_nothing_even_if_malformed() {
+        let f = fixture(Some(GLOBAL), Some(PROJECT));
+        let loaded = load_settings(&f.home, Some(&f.project), false).unwrap();
+        assert_eq!(
+            loaded.settings.default_provider.as_deref(),
+            Some("anthropic")
+        );
+        assert_eq!(loaded.files, vec![f.home.settings_json()]);
+        assert_eq!(
+            loaded.skipped_untrusted,
+            Some(f.project.join(".cadre/settings.json"))
+        );
+
+        let f = fixture(None, Some("{ not json"));
+        let loaded = load_settings(&f.home, Some(&f.project), false).unwrap();
+        assert_eq!(loaded.settings, Settings::default());
+        assert!(loaded.skipped_untrusted.is_some());
+    }
+
+    #[test]
+    fn no_files_gives_defaults() {
+        let f = fixture(None, None);
+        let loaded = load_settings(&f.home, Some(&f.project), true).unwrap();
+        assert_eq!(loaded, LoadedSettings::default());
+        let loaded = load_settings(&f.home, None, false).unwrap();
+        assert_eq!(loaded, LoadedSettings::default());
+    }
+
+    #[test]
+    fn malformed_files_name_the_path() {
+        let f = fixture(Some("{\n  \"defaultModel\": \n}"), None);
+        let err = load_settings(&f.home, None, true).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains(&f.home.settings_json().display().to_string()),
+            "{text}"
+        );
+        assert!(matches!(err, ConfigError::Parse { line: 3, .. }), "{err:?}");
+
+        let f = fixture(None, Some("{\"defaultModel\": 5}"));
+        let err = load_settings(&f.home, Some(&f.project), true).unwrap_err();
+        assert!(matches!(err, ConfigError::Parse { line: 1, .. }), "{err:?}");
+        assert!(err.to_string().contains(".cadre/settings.json"));
+
+        let f = fixture(Some("[1]"), None);
+        let err = load_settings(&f.home, None, true).unwrap_err();
+        assert!(err.to_string().contains("expected a JSON object"), "{err}");
+
+        let f = fixture(Some(r#"{"defaultThinkingLevel": "ultra"}"#), None);
+        let err = load_settings(&f.home, None, true).unwrap_err();
+        assert!(err.to_string().contains("ultra"), "{err}");
+
+        let f = fixture(Some(r#"{"subagents": "yes"}"#), None);
+        assert!(load_settings(&f.home, None, true).is_err());
+    }
+
+    #[test]
+    fn unknown_keys_and_nulls_are_accepted() {
+        let f = fixture(
+            Some(
+                r#"{"packages": ["pi-skills"], "retry": {"enabled": true}, "defaultModel": null, "subagents": null}"#,
+            ),
+            None,
+        );
+        let s = load_settings(&f.home, None, true).unwrap().settings;
+        assert_eq!(s.default_model, None);
+        assert_eq!(s.subagents, None);
+        assert_eq!(s.raw.get("packages"), Some(&json!(["pi-skills"])));
+    }
+
+    #[test]
+    fn default_model_name_rules() {
+        let mut s = Settings::default();
+        assert_eq!(s.default_model_name(), None);
+        s.default_provider = Some("openrouter".into());
+        assert_eq!(s.default_model_name(), None);
+        s.default_model = Some("openai/gpt-5".into());
+        assert_eq!(
+            s.default_model_name().as_deref(),
+            Some("openrouter/openai/gpt-5")
+        );
+        s.default_model = Some("openrouter/openai/gpt-5".into());
+        assert_eq!(
+            s.default_model_name().as_deref(),
+            Some("openrouter/openai/gpt-5")
+        );
+        s.default_provider = None;
+        s.default_model = Some("gpt-5".into());
+        assert_eq!(s.default_model_name().as_deref(), Some("gpt-5"));
+    }
+
+    #[test]
+    fn deep_merge_replaces_non_objects() {
+        let mut base = json!({"a": {"b": 1, "c": [1]}, "d": 1})
+            .as_object()
+            .unwrap()
+            .clone();
+        let over = json!({"a": {"c": [2], "e": null}, "d": {"x": 1}})
+            .as_object()
+            .unwrap()
+            .clone();
+        deep_merge(&mut base, over);
+        assert_eq!(
+            Value::Object(base),
+            json!({"a": {"b": 1, "c": [2], "e": null}, "d": {"x": 1}})
+        );
+    }
+}

@@ -1,0 +1,583 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use cadre_protocol::{
+    AssistantMessage, AssistantMessageEvent, ContentBlock, CustomMessage, Message, StopReason,
+    ThinkingLevel, ToolCall, ToolResultMessage, UserContent, UserMessage,
+};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::error::ErrorKind;
+use crate::model::Api;
+use crate::test_support::{decode, decode_all_splits, model, request, sse};
+
+fn m() -> Model {
+    let mut m = model(Api::AnthropicMessages);
+    m.base_url = "https://api.example.com".into();
+    m
+}
+
+fn assistant(content: Vec<ContentBlock>, api: &str, provider: &str) -> Message {
+    Message::Assistant(AssistantMessage {
+        content,
+        ..AssistantMessage::empty(api, provider, "model-1")
+    })
+}
+
+fn tool_result(id: &str, text: &str, is_error: bool) -> Message {
+    Message::ToolResult(ToolResultMessage {
+        tool_call_id: id.into(),
+        tool_name: "read".into(),
+        content: vec![ContentBlock::text(text)],
+        details: None,
+        is_error,
+        timestamp: 0,
+    })
+}
+
+fn call(id: &str, args: Value) -> ContentBlock {
+    ContentBlock::ToolCall(ToolCall {
+        id: id.into(),
+        name: "read".into(),
+        arguments: args,
+    })
+}
+
+// ---- request building ----
+
+#[test]
+fn request_url_headers_and_basics() {
+    let w = build_request(&request(m(), vec![Message::user("hi")]));
+    assert_eq!(w.url, "https://api.example.com/v1/messages");
+    assert!(
+        w.headers
+            .contains(&("x-api-key".into(), "secret-key".into()))
+    );
+    assert!(
+        w.headers
+            .contains(&("anthropic-version".into(), "2023-06-01".into()))
+    );
+    assert!(!w.headers.iter().any(|(k, _)| k == "authorization"));
+    let b = &w.body;
+    assert_eq!(b["model"], "model-1");
+    assert_eq!(b["stream"], true);
+    assert_eq!(b["max_tokens"], 8000);
+    assert!(b.get("thinking").is_none());
+    assert_eq!(
+        b["system"],
+        json!([{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}])
+    );
+    assert_eq!(
+        b["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}
+        ]}])
+    );
+    assert_eq!(
+        b["tools"],
+        json!([{"name": "read", "description": "Read a file",
+                "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}])
+    );
+}
+
+#[test]
+fn base_url_with_version_path_and_no_key() {
+    let mut model = m();
+    model.base_url = "http://proxy/v1/".into();
+    model.api_key = None;
+    let w = build_request(&request(model, vec![]));
+    assert_eq!(w.url, "http://proxy/v1/messages");
+    assert!(!w.headers.iter().any(|(k, _)| k == "x-api-key"));
+}
+
+#[test]
+fn empty_system_and_tools_left_out() {
+    let mut req = request(m(), vec![]);
+    req.system_prompt.clear();
+    req.tools.clear();
+    let b = build_body(&req);
+    assert!(b.get("system").is_none());
+    assert!(b.get("tools").is_none());
+    assert_eq!(b["messages"], json!([]));
+}
+
+#[test]
+fn thinking_budget_and_max_tokens() {
+    let mut model = m();
+    model.max_tokens = 64_000;
+    // Not a reasoning model: no thinking whatever the level.
+    assert_eq!(token_limits(&model, ThinkingLevel::High), (32_000, None));
+    model.reasoning = true;
+    assert_eq!(token_limits(&model, ThinkingLevel::Off), (32_000, None));
+    assert_eq!(
+        token_limits(&model, ThinkingLevel::Medium),
+        (40_192, Some(8_192))
+    );
+    assert_eq!(
+        token_limits(&model, ThinkingLevel::High),
+        (48_384, Some(16_384))
+    );
+    // The sum is capped at the model limit; the budget stays below max_tokens.
+    assert_eq!(
+        token_limits(&model, ThinkingLevel::Max),
+        (64_000, Some(63_999))
+    );
+    model.max_tokens = 16_000;
+    assert_eq!(
+        token_limits(&model, ThinkingLevel::High),
+        (16_000, Some(14_976))
+    );
+    // Too small for any thinking.
+    model.max_tokens = 1_500;
+    assert_eq!(token_limits(&model, ThinkingLevel::High), (1_500, None));
+    // Unknown limit: max_tokens is still sent.
+    model.max_tokens = 0;
+    assert_eq!(
+        token_limits(&model, ThinkingLevel::Low),
+        (4_096, Some(2_048))
+    );
+    // Map overrides: a number is the budget, null disables, other strings fall back.
+    model.max_tokens = 64_000;
+    model
+        .thinking_level_map
+        .insert(ThinkingLevel::Low, Some("3000".into()));
+    model
+        .thinking_level_map
+        .insert(ThinkingLevel::Minimal, None);
+    model
+        .thinking_level_map
+        .insert(ThinkingLevel::Medium, Some("medium".into()));
+    assert_eq!(
+        token_limits(&model, ThinkingLevel::Low),
+        (35_000, Some(3_000))
+    );
+    assert_eq!(token_limits(&model, ThinkingLevel::Minimal), (32_000, None));
+    assert_eq!(
+        token_limits(&model, ThinkingLevel::Medium),
+        (40_192, Some(8_192))
+    );
+
+    let mut req = request(model, vec![]);
+    req.thinking = ThinkingLevel::High;
+    let b = build_body(&req);
+    assert_eq!(
+        b["thinking"],
+        json!({"type": "enabled", "budget_tokens": 16_384})
+    );
+    assert_eq!(b["max_tokens"], 48_384);
+}
+
+#[test]
+fn conversation_mapping_groups_tool_results() {
+    let msgs = vec![
+        Message::user("read two"),
+        assistant(
+            vec![
+                ContentBlock::Thinking {
+                    thinking: "plan".into(),
+                    signature: Some("sig1".into()),
+                    redacted: false,
+                },
+                ContentBlock::Thinking {
+                    thinking: String::new(),
+                    signature: Some("opaque".into()),
+                    redacted: true,
+                },
+                ContentBlock::Thinking {
+                    thinking: "unsigned".into(),
+                    signature: None,
+                    redacted: false,
+                },
+                ContentBlock::text("Reading."),
+                ContentBlock::text(""),
+                call("toolu_1", json!({"path": "a"})),
+                call("functions.read:2", json!("{bad")),
+            ],
+            "anthropic-messages",
+            "prov",
+        ),
+        tool_result("toolu_1", "A", false),
+        tool_result("functions.read:2", "invalid arguments", true),
+        Message::Custom(CustomMessage {
+            custom_type: "note".into(),
+            content: UserContent::Text("injected".into()),
+            display: false,
+            details: None,
+            timestamp: 0,
+        }),
+    ];
+    let b = build_body(&request(m(), msgs));
+    assert_eq!(
+        b["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "read two"}]},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "plan", "signature": "sig1"},
+                {"type": "redacted_thinking", "data": "opaque"},
+                {"type": "text", "text": "Reading."},
+                {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {"path": "a"}},
+                {"type": "tool_use", "id": "functions_read_2", "name": "read", "input": {}},
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "A"}]},
+                {"type": "tool_result", "tool_use_id": "functions_read_2",
+                 "content": [{"type": "text", "text": "invalid arguments"}], "is_error": true},
+            ]},
+            {"role": "user", "content": [
+                {"type": "text", "text": "injected", "cache_control": {"type": "ephemeral"}}
+            ]},
+        ])
+    );
+}
+
+#[test]
+fn thinking_from_another_provider_is_dropped_and_empty_messages_skipped() {
+    let msgs = vec![
+        Message::user(""),
+        assistant(
+            vec![
+                ContentBlock::Thinking {
+                    thinking: "t".into(),
+                    signature: Some("foreign".into()),
+                    redacted: false,
+                },
+                ContentBlock::text("hi"),
+            ],
+            "openai-completions",
+            "other",
+        ),
+        assistant(vec![], "anthropic-messages", "prov"),
+        tool_result("c1", "", false),
+    ];
+    let b = build_body(&request(m(), msgs));
+    assert_eq!(
+        b["messages"],
+        json!([
+            {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "c1", "cache_control": {"type": "ephemeral"}}
+            ]},
+        ])
+    );
+}
+
+#[test]
+fn images_in_user_content() {
+    let msgs = vec![Message::User(UserMessage {
+        content: UserContent::Blocks(vec![
+            ContentBlock::text("see"),
+            ContentBlock::Image {
+                data: "AAA".into(),
+                mime_type: "image/png".into(),
+            },
+        ]),
+        timestamp: 0,
+    })];
+    let b = build_body(&request(m(), msgs));
+    assert_eq!(
+        b["messages"][0]["content"][1],
+        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAA"},
+               "cache_control": {"type": "ephemeral"}})
+    );
+}
+
+#[test]
+fn tool_ids_are_sanitized() {
+    assert_eq!(sanitize_tool_id("toolu_01-A"), "toolu_01-A");
+    assert_eq!(sanitize_tool_id("a.b:c d"), "a_b_c_d");
+    assert_eq!(sanitize_tool_id(""), "_");
+    assert_eq!(sanitize_tool_id("é"), "_");
+}
+
+// ---- stream decoding ----
+
+fn message_start() -> (&'static str, Value) {
+    (
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+            "content": [], "model": "model-1", "stop_reason": null,
+            "usage": {"input_tokens": 50, "output_tokens": 1, "cache_read_input_tokens": 200,
+                      "cache_creation_input_tokens": 30}}}),
+    )
+}
+
+fn block_start(index: u64, block: Value) -> (&'static str, Value) {
+    (
+        "content_block_start",
+        json!({"type": "content_block_start", "index": index, "content_block": block}),
+    )
+}
+
+fn delta(index: u64, d: Value) -> (&'static str, Value) {
+    (
+        "content_block_delta",
+        json!({"type": "content_block_delta", "index": index, "delta": d}),
+    )
+}
+
+fn block_stop(index: u64) -> (&'static str, Value) {
+    (
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": index}),
+    )
+}
+
+fn message_delta(reason: &str, output: u64) -> (&'static str, Value) {
+    (
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": null},
+               "usage": {"output_tokens": output}}),
+    )
+}
+
+fn message_stop() -> (&'static str, Value) {
+    ("message_stop", json!({"type": "message_stop"}))
+}
+
+fn ping() -> (&'static str, Value) {
+    ("ping", json!({"type": "ping"}))
+}
+
+#[test]
+fn text_reply_with_usage() {
+    let input = sse(&[
+        message_start(),
+        block_start(0, json!({"type": "text", "text": ""})),
+        ping(),
+        delta(0, json!({"type": "text_delta", "text": "Hello"})),
+        delta(0, json!({"type": "text_delta", "text": " wörld"})),
+        block_stop(0),
+        message_delta("end_turn", 12),
+        message_stop(),
+    ]);
+    let (events, result) = decode_all_splits(|| AnthropicDecoder::new(&m()), &input);
+    let msg = result.unwrap();
+    assert_eq!(msg.text(), "Hello wörld");
+    assert_eq!(msg.stop_reason, StopReason::Stop);
+    assert_eq!(msg.api, "anthropic-messages");
+    assert_eq!(
+        (
+            msg.usage.input,
+            msg.usage.output,
+            msg.usage.cache_read,
+            msg.usage.cache_write
+        ),
+        (50, 12, 200, 30)
+    );
+    assert_eq!(msg.usage.total_tokens, 292);
+    assert_eq!(events[0], AssistantMessageEvent::Start);
+    assert_eq!(
+        events.last(),
+        Some(&AssistantMessageEvent::TextEnd {
+            content_index: 0,
+            content: "Hello wörld".into()
+        })
+    );
+}
+
+#[test]
+fn thinking_with_signature_redacted_and_interleaved_tools() {
+    let input = sse(&[
+        message_start(),
+        block_start(0, json!({"type": "thinking", "thinking": ""})),
+        delta(0, json!({"type": "thinking_delta", "thinking": "Let me "})),
+        delta(0, json!({"type": "thinking_delta", "thinking": "think."})),
+        delta(0, json!({"type": "signature_delta", "signature": "EqQB"})),
+        block_stop(0),
+        block_start(1, json!({"type": "redacted_thinking", "data": "opaque=="})),
+        block_stop(1),
+        block_start(2, json!({"type": "text", "text": "Two reads."})),
+        block_stop(2),
+        block_start(
+            3,
+            json!({"type": "tool_use", "id": "toolu_a", "name": "read", "input": {}}),
+        ),
+        block_start(
+            4,
+            json!({"type": "tool_use", "id": "toolu_b", "name": "read", "input": {}}),
+        ),
+        delta(
+            3,
+            json!({"type": "input_json_delta", "partial_json": "{\"path\":"}),
+        ),
+        delta(
+            4,
+            json!({"type": "input_json_delta", "partial_json": "{\"path\": \"b\"}"}),
+        ),
+        delta(
+            3,
+            json!({"type": "input_json_delta", "partial_json": " \"a\"}"}),
+        ),
+        block_stop(4),
+        block_stop(3),
+        message_delta("tool_use", 80),
+        message_stop(),
+    ]);
+    let (events, result) = decode_all_splits(|| AnthropicDecoder::new(&m()), &input);
+    let msg = result.unwrap();
+    assert_eq!(msg.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        msg.content[..3],
+        [
+            ContentBlock::Thinking {
+                thinking: "Let me think.".into(),
+                signature: Some("EqQB".into()),
+                redacted: false
+            },
+            ContentBlock::Thinking {
+                thinking: String::new(),
+                signature: Some("opaque==".into()),
+                redacted: true
+            },
+            ContentBlock::text("Two reads."),
+        ]
+    );
+    let calls: Vec<_> = msg.tool_calls().collect();
+    assert_eq!(calls[0].id, "toolu_a");
+    assert_eq!(calls[0].arguments, json!({"path": "a"}));
+    assert_eq!(calls[1].id, "toolu_b");
+    assert_eq!(calls[1].arguments, json!({"path": "b"}));
+    let ends = events
+        .iter()
+        .filter(|e| matches!(e, AssistantMessageEvent::ToolCallEnd { .. }))
+        .count();
+    assert_eq!(ends, 2);
+    // The reply round-trips into the next request with its signatures.
+    let b = build_body(&request(m(), vec![Message::Assistant(msg)]));
+    assert_eq!(b["messages"][0]["content"][0]["signature"], "EqQB");
+    assert_eq!(b["messages"][0]["content"][1]["type"], "redacted_thinking");
+}
+
+#[test]
+fn every_stop_reason() {
+    for (reason, want) in [
+        ("end_turn", StopReason::Stop),
+        ("tool_use", StopReason::ToolUse),
+        ("max_tokens", StopReason::Length),
+        ("stop_sequence", StopReason::Stop),
+        ("pause_turn", StopReason::Stop),
+        ("refusal", StopReason::Stop),
+        ("model_context_window_exceeded", StopReason::Length),
+        ("brand_new", StopReason::Stop),
+    ] {
+        let input = sse(&[message_start(), message_delta(reason, 1), message_stop()]);
+        let (_, result) = decode(AnthropicDecoder::new(&m()), &[&input]);
+        assert_eq!(result.unwrap().stop_reason, want, "{reason}");
+    }
+}
+
+#[test]
+fn missing_message_stop_is_incomplete() {
+    let input = sse(&[
+        message_start(),
+        block_start(0, json!({"type": "text", "text": ""})),
+        delta(0, json!({"type": "text_delta", "text": "cut"})),
+        block_stop(0),
+        message_delta("end_turn", 3),
+    ]);
+    let (_, result) = decode(AnthropicDecoder::new(&m()), &[&input]);
+    let (err, partial) = result.unwrap_err();
+    assert!(matches!(err, LlmError::IncompleteStream { .. }), "{err}");
+    assert!(err.is_retryable());
+    assert_eq!(partial.text(), "cut");
+    let (_, result) = decode(AnthropicDecoder::new(&m()), &[b""]);
+    assert!(matches!(
+        result.unwrap_err().0,
+        LlmError::IncompleteStream { .. }
+    ));
+}
+
+#[test]
+fn error_events_are_typed() {
+    for (kind, want) in [
+        ("overloaded_error", ErrorKind::Retryable),
+        ("api_error", ErrorKind::Retryable),
+        ("rate_limit_error", ErrorKind::Retryable),
+        ("authentication_error", ErrorKind::Auth),
+        ("permission_error", ErrorKind::Auth),
+        ("billing_error", ErrorKind::Quota),
+        ("invalid_request_error", ErrorKind::Fatal),
+        ("not_found_error", ErrorKind::Fatal),
+        ("timeout_error", ErrorKind::Retryable),
+        ("mystery_error", ErrorKind::Retryable),
+    ] {
+        let input = sse(&[
+            message_start(),
+            (
+                "error",
+                json!({"type": "error", "error": {"type": kind, "message": "Boom"}}),
+            ),
+        ]);
+        let (_, result) = decode(AnthropicDecoder::new(&m()), &[&input]);
+        let (err, _) = result.unwrap_err();
+        assert_eq!(err.kind(), want, "{kind}");
+        assert!(err.to_string().contains("Boom"), "{err}");
+    }
+    let input = sse(&[(
+        "error",
+        json!({"type": "error", "error": {"type": "invalid_request_error",
+               "message": "prompt is too long: 300000 tokens > 200000 maximum"}}),
+    )]);
+    let (_, result) = decode(AnthropicDecoder::new(&m()), &[&input]);
+    assert_eq!(result.unwrap_err().0.kind(), ErrorKind::ContextOverflow);
+}
+
+#[test]
+fn malformed_events_are_retryable_errors() {
+    for bad in [
+        &b"event: content_block_delta\ndata: {\"type\": \"content_block_delta\",\n\n"[..],
+        &b"data: [1, 2]\n\n"[..],
+        &b"event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"delta\": {}}\n\n"[..],
+        &b"data: {\"type\": \"content_block_stop\"}\n\n"[..],
+        &b"data: {\"type\": \"content_block_start\", \"index\": -1}\n\n"[..],
+    ] {
+        let mut input = sse(&[message_start()]);
+        input.extend_from_slice(bad);
+        let (_, result) = decode(AnthropicDecoder::new(&m()), &[&input]);
+        let (err, _) = result.unwrap_err();
+        assert!(matches!(err, LlmError::MalformedStream { .. }), "{err}");
+        assert!(err.is_retryable());
+    }
+}
+
+#[test]
+fn unknown_blocks_and_events_are_skipped() {
+    let input = sse(&[
+        message_start(),
+        block_start(
+            0,
+            json!({"type": "server_tool_use", "id": "srv", "name": "web_search", "input": {}}),
+        ),
+        delta(
+            0,
+            json!({"type": "input_json_delta", "partial_json": "{\"q\":1}"}),
+        ),
+        block_stop(0),
+        block_start(1, json!({"type": "text", "text": ""})),
+        delta(1, json!({"type": "citations_delta", "citation": {}})),
+        delta(1, json!({"type": "text_delta", "text": "ok"})),
+        block_stop(1),
+        ("future_event", json!({"type": "future_event"})),
+        message_delta("end_turn", 1),
+        message_stop(),
+    ]);
+    let (_, result) = decode(AnthropicDecoder::new(&m()), &[&input]);
+    let msg = result.unwrap();
+    assert_eq!(msg.content, vec![ContentBlock::text("ok")]);
+}
+
+#[test]
+fn event_name_is_the_fallback_type_and_input_in_start_is_kept() {
+    let input = b"event: message_start\ndata: {\"message\": {\"usage\": {\"input_tokens\": 4}}}\n\n\
+event: content_block_start\ndata: {\"index\": 0, \"content_block\": {\"type\": \"tool_use\", \"id\": \"t\", \"name\": \"read\", \"input\": {\"path\": \"x\"}}}\n\n\
+event: content_block_stop\ndata: {\"index\": 0}\n\n\
+event: message_stop\ndata: {}\n\n";
+    let (_, result) = decode(AnthropicDecoder::new(&m()), &[input]);
+    let msg = result.unwrap();
+    assert_eq!(msg.usage.input, 4);
+    assert_eq!(
+        msg.tool_calls().next().unwrap().arguments,
+        json!({"path": "x"})
+    );
+    assert_eq!(msg.stop_reason, StopReason::ToolUse);
+}

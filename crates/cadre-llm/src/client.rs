@@ -1,0 +1,401 @@
+//! [`HttpProvider`]: the request loop shared by both wire formats.
+//!
+//! One attempt = send the request, check the status, feed the body through the SSE parser into
+//! the wire format's [`Decoder`], forward the resulting deltas. Every await of an attempt is raced
+//! against the cancellation token (so abort is immediate: dropping the reqwest future closes the
+//! connection) and, for network reads, against the idle timeout. Failed attempts are retried as
+//! [`RetryPolicy`] decides, with a `Retry` event before each wait.
+
+use std::future::Future;
+use std::time::{Duration, SystemTime};
+
+use cadre_protocol::{AssistantMessage, AssistantMessageEvent, StopReason};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::anthropic::{self, AnthropicDecoder};
+use crate::error::LlmError;
+use crate::http;
+use crate::model::{Api, Model};
+use crate::openai::{self, OpenAiDecoder};
+use crate::provider::{CompletionRequest, Provider, StreamEvent};
+use crate::retry::{RetryDecision, RetryPolicy};
+use crate::sse::{SseEvent, SseParser};
+
+/// Events buffered between the provider task and its consumer.
+const CHANNEL_CAPACITY: usize = 256;
+
+/// A request ready to send: URL, headers (before the model's own) and JSON body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WireRequest {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+/// Turns the SSE events of one response into assistant message events.
+pub trait Decoder: Send {
+    /// The response head arrived with a success status.
+    fn begin(&mut self, out: &mut Vec<AssistantMessageEvent>);
+    /// Handle one SSE event; `Ok(true)` means the terminal event was seen and reading stops.
+    fn on_event(
+        &mut self,
+        ev: &SseEvent,
+        out: &mut Vec<AssistantMessageEvent>,
+    ) -> Result<bool, LlmError>;
+    /// After the body ended (or the terminal event arrived): `IncompleteStream` unless the
+    /// format's terminal event was seen.
+    fn check_complete(&self) -> Result<(), LlmError>;
+    /// The final message (call after `check_complete` succeeded).
+    fn finish(self, out: &mut Vec<AssistantMessageEvent>) -> AssistantMessage;
+    /// What arrived before a failure.
+    fn into_partial(self) -> AssistantMessage;
+}
+
+/// The provider for `openai-completions` and `anthropic-messages` models over HTTP.
+#[derive(Debug, Clone, Default)]
+pub struct HttpProvider {
+    policy: RetryPolicy,
+}
+
+impl HttpProvider {
+    pub fn new(policy: RetryPolicy) -> Self {
+        HttpProvider { policy }
+    }
+
+    pub fn policy(&self) -> RetryPolicy {
+        self.policy
+    }
+}
+
+impl Provider for HttpProvider {
+    fn stream(
+        &self,
+        request: CompletionRequest,
+        cancel: CancellationToken,
+    ) -> mpsc::Receiver<StreamEvent> {
+        let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+        let policy = self.policy;
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(async move {
+                    let last = drive(policy, &request, &cancel, &tx).await;
+                    let _ = tx.send(last).await;
+                });
+            }
+            Err(_) => {
+                let partial = empty_message(&request.model);
+                let _ = tx.try_send(failed(
+                    LlmError::Fatal("provider used outside a tokio runtime".into()),
+                    partial,
+                ));
+            }
+        }
+        rx
+    }
+}
+
+/// A failed attempt: the error and the reply as far as it had arrived.
+struct Failure {
+    error: LlmError,
+    partial: AssistantMessage,
+}
+
+/// Everything one attempt needs, prepared once per request.
+struct Ctx<'a> {
+    client: reqwest::Client,
+    model: &'a Model,
+    url: String,
+    headers: HeaderMap,
+    body: Vec<u8>,
+    cancel: &'a CancellationToken,
+    tx: &'a mpsc::Sender<StreamEvent>,
+    idle: Duration,
+}
+
+/// Run a request with retries; returns the terminal event.
+async fn drive(
+    policy: RetryPolicy,
+    req: &CompletionRequest,
+    cancel: &CancellationToken,
+    tx: &mpsc::Sender<StreamEvent>,
+) -> StreamEvent {
+    let model = &req.model;
+    let wire = match model.api {
+        Api::OpenAiCompletions => openai::build_request(req),
+        Api::AnthropicMessages => anthropic::build_request(req),
+        Api::OpenAiResponses => {
+            return failed(
+                LlmError::Fatal(format!(
+                    "{}: the openai-responses API is not supported yet",
+                    model.full_name()
+                )),
+                empty_message(model),
+            );
+        }
+    };
+    let ctx = match prepare(policy, model, wire, cancel, tx) {
+        Ok(ctx) => ctx,
+        Err(e) => return failed(e, empty_message(model)),
+    };
+    let attempts = policy.attempts();
+    let mut attempt = 1;
+    loop {
+        let result = match model.api {
+            Api::AnthropicMessages => run_attempt(&ctx, AnthropicDecoder::new(model)).await,
+            _ => run_attempt(&ctx, OpenAiDecoder::new(model)).await,
+        };
+        let Failure { error, partial } = match result {
+            Ok(mut message) => {
+                crate::cost::apply_cost(model, &mut message.usage);
+                return StreamEvent::Done(message);
+            }
+            Err(f) => f,
+        };
+        if matches!(error, LlmError::Aborted) {
+            return aborted(partial);
+        }
+        let delay = match policy.decide(attempt, &error, fastrand::f64()) {
+            RetryDecision::GiveUp => return failed(error, partial),
+            RetryDecision::RetryAfter(d) => d,
+        };
+        let retry = StreamEvent::Retry {
+            attempt,
+            max_attempts: attempts,
+            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            error,
+        };
+        if tx.send(retry).await.is_err() {
+            return aborted(empty_message(model));
+        }
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return aborted(empty_message(model)),
+            _ = tokio::time::sleep(delay) => {}
+        }
+        attempt += 1;
+    }
+}
+
+fn prepare<'a>(
+    policy: RetryPolicy,
+    model: &'a Model,
+    wire: WireRequest,
+    cancel: &'a CancellationToken,
+    tx: &'a mpsc::Sender<StreamEvent>,
+) -> Result<Ctx<'a>, LlmError> {
+    let client = http::shared_client()?;
+    let body = serde_json::to_vec(&wire.body)
+        .map_err(|e| LlmError::Fatal(format!("cannot encode the request: {e}")))?;
+    let mut headers = HeaderMap::new();
+    let extra = model.headers.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    let defaults = wire.headers.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    // The model's configured headers come last so they can override the defaults.
+    for (name, value) in defaults.chain(extra) {
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+            LlmError::Fatal(format!(
+                "{}: invalid header name {name:?}",
+                model.full_name()
+            ))
+        })?;
+        // The value may be a secret: never echo it.
+        let mut value = HeaderValue::from_str(value).map_err(|_| {
+            LlmError::Fatal(format!(
+                "{}: invalid value for header {name}",
+                model.full_name()
+            ))
+        })?;
+        if matches!(name.as_str(), "authorization" | "x-api-key") {
+            value.set_sensitive(true);
+        }
+        headers.insert(name, value);
+    }
+    Ok(Ctx {
+        client,
+        model,
+        url: wire.url,
+        headers,
+        body,
+        cancel,
+        tx,
+        idle: policy.idle_timeout,
+    })
+}
+
+enum Guarded<T> {
+    Ready(T),
+    Idle,
+    Cancelled,
+}
+
+/// Await `fut` unless the request is cancelled or nothing happens for the idle timeout.
+async fn guarded<F: Future>(ctx: &Ctx<'_>, fut: F) -> Guarded<F::Output> {
+    tokio::select! {
+        biased;
+        _ = ctx.cancel.cancelled() => Guarded::Cancelled,
+        r = tokio::time::timeout(ctx.idle, fut) => match r {
+            Ok(v) => Guarded::Ready(v),
+            Err(_) => Guarded::Idle,
+        },
+    }
+}
+
+impl Ctx<'_> {
+    fn idle_error(&self) -> LlmError {
+        LlmError::IdleTimeout {
+            provider: self.model.provider.clone(),
+            after: self.idle,
+        }
+    }
+
+    fn key(&self) -> Option<&str> {
+        self.model.api_key.as_deref()
+    }
+
+    /// Forward events to the consumer; a closed channel counts as an abort.
+    async fn forward(&self, events: &mut Vec<AssistantMessageEvent>) -> Result<(), LlmError> {
+        for ev in events.drain(..) {
+            tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => return Err(LlmError::Aborted),
+                r = self.tx.send(StreamEvent::Delta(ev)) => {
+                    if r.is_err() {
+                        return Err(LlmError::Aborted);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One attempt: request, status check, streamed body.
+async fn run_attempt<D: Decoder>(
+    ctx: &Ctx<'_>,
+    mut decoder: D,
+) -> Result<AssistantMessage, Failure> {
+    let fail = |error: LlmError, decoder: D| Failure {
+        error,
+        partial: decoder.into_partial(),
+    };
+    let send = ctx
+        .client
+        .post(&ctx.url)
+        .headers(ctx.headers.clone())
+        .body(ctx.body.clone())
+        .send();
+    let mut response = match guarded(ctx, send).await {
+        Guarded::Cancelled => return Err(fail(LlmError::Aborted, decoder)),
+        Guarded::Idle => return Err(fail(ctx.idle_error(), decoder)),
+        Guarded::Ready(Err(e)) => {
+            return Err(fail(
+                http::connection_error(&ctx.model.provider, e, ctx.key()),
+                decoder,
+            ));
+        }
+        Guarded::Ready(Ok(r)) => r,
+    };
+    let status = response.status().as_u16();
+    if !(200..300).contains(&status) {
+        let retry_after = http::retry_after(response.headers(), SystemTime::now());
+        let body = match read_error_body(ctx, &mut response).await {
+            Some(b) => b,
+            None => return Err(fail(LlmError::Aborted, decoder)),
+        };
+        let error = http::http_error(&ctx.model.provider, status, retry_after, &body, ctx.key());
+        return Err(fail(error, decoder));
+    }
+
+    let mut out = Vec::new();
+    decoder.begin(&mut out);
+    if let Err(e) = ctx.forward(&mut out).await {
+        return Err(fail(e, decoder));
+    }
+    let mut parser = SseParser::new();
+    let mut events = Vec::new();
+    loop {
+        let bytes = match guarded(ctx, response.chunk()).await {
+            Guarded::Cancelled => return Err(fail(LlmError::Aborted, decoder)),
+            Guarded::Idle => return Err(fail(ctx.idle_error(), decoder)),
+            Guarded::Ready(Err(e)) => {
+                return Err(fail(
+                    http::connection_error(&ctx.model.provider, e, ctx.key()),
+                    decoder,
+                ));
+            }
+            Guarded::Ready(Ok(None)) => break,
+            Guarded::Ready(Ok(Some(b))) => b,
+        };
+        if let Err(e) = parser.push(&bytes, &mut events) {
+            let error = LlmError::MalformedStream {
+                provider: ctx.model.provider.clone(),
+                detail: e.to_string(),
+            };
+            return Err(fail(error, decoder));
+        }
+        let mut terminal = false;
+        for ev in events.drain(..) {
+            match decoder.on_event(&ev, &mut out) {
+                Ok(false) => {}
+                Ok(true) => {
+                    terminal = true;
+                    break;
+                }
+                Err(e) => return Err(fail(e, decoder)),
+            }
+        }
+        if let Err(e) = ctx.forward(&mut out).await {
+            return Err(fail(e, decoder));
+        }
+        if terminal {
+            break;
+        }
+    }
+    if let Err(e) = decoder.check_complete() {
+        return Err(fail(e, decoder));
+    }
+    let message = decoder.finish(&mut out);
+    match ctx.forward(&mut out).await {
+        Ok(()) => Ok(message),
+        Err(error) => Err(Failure {
+            error,
+            partial: message,
+        }),
+    }
+}
+
+/// Read up to [`http::MAX_ERROR_BODY`] bytes of an error response. `None` when cancelled; a
+/// body that stalls or breaks is used as far as it arrived.
+async fn read_error_body(ctx: &Ctx<'_>, response: &mut reqwest::Response) -> Option<String> {
+    let mut body = Vec::new();
+    while body.len() < http::MAX_ERROR_BODY {
+        match guarded(ctx, response.chunk()).await {
+            Guarded::Cancelled => return None,
+            Guarded::Ready(Ok(Some(chunk))) => body.extend_from_slice(&chunk),
+            Guarded::Ready(Ok(None)) | Guarded::Ready(Err(_)) | Guarded::Idle => break,
+        }
+    }
+    body.truncate(http::MAX_ERROR_BODY);
+    Some(String::from_utf8_lossy(&body).into_owned())
+}
+
+fn empty_message(model: &Model) -> AssistantMessage {
+    AssistantMessage::empty(model.api.as_str(), &model.provider, &model.id)
+}
+
+fn failed(error: LlmError, mut partial: AssistantMessage) -> StreamEvent {
+    partial.stop_reason = StopReason::Error;
+    partial.error_message = Some(error.to_string());
+    StreamEvent::Failed { error, partial }
+}
+
+fn aborted(mut partial: AssistantMessage) -> StreamEvent {
+    partial.stop_reason = StopReason::Aborted;
+    partial.error_message = Some(LlmError::Aborted.to_string());
+    StreamEvent::Failed {
+        error: LlmError::Aborted,
+        partial,
+    }
+}

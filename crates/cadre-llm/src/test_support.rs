@@ -1,0 +1,126 @@
+//! Helpers shared by the unit tests of the wire formats.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+
+use cadre_protocol::{AssistantMessage, AssistantMessageEvent, Message, ThinkingLevel, ToolSpec};
+use serde_json::json;
+
+use crate::client::Decoder;
+use crate::error::LlmError;
+use crate::model::{Api, Compat, Model, ModelCost};
+use crate::provider::CompletionRequest;
+use crate::sse::SseParser;
+
+pub fn model(api: Api) -> Model {
+    Model {
+        provider: "prov".into(),
+        id: "model-1".into(),
+        name: "Model 1".into(),
+        api,
+        base_url: "http://localhost:1/v1".into(),
+        api_key: Some("secret-key".into()),
+        headers: BTreeMap::new(),
+        reasoning: false,
+        thinking_level_map: BTreeMap::new(),
+        context_window: 100_000,
+        max_tokens: 8_000,
+        cost: ModelCost::default(),
+        compat: Compat::default(),
+    }
+}
+
+pub fn request(model: Model, messages: Vec<Message>) -> CompletionRequest {
+    CompletionRequest {
+        model,
+        system_prompt: "You are terse.".into(),
+        messages,
+        tools: vec![ToolSpec {
+            name: "read".into(),
+            description: "Read a file".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        }],
+        thinking: ThinkingLevel::Off,
+    }
+}
+
+pub type Decoded = (
+    Vec<AssistantMessageEvent>,
+    Result<AssistantMessage, (LlmError, AssistantMessage)>,
+);
+
+/// Run SSE bytes, split into the given chunks, through a decoder the way the client does.
+pub fn decode<D: Decoder>(mut decoder: D, chunks: &[&[u8]]) -> Decoded {
+    let mut parser = SseParser::new();
+    let mut out = Vec::new();
+    decoder.begin(&mut out);
+    let mut events = Vec::new();
+    for chunk in chunks {
+        parser.push(chunk, &mut events).unwrap();
+        for ev in events.drain(..) {
+            match decoder.on_event(&ev, &mut out) {
+                Ok(false) => {}
+                Ok(true) => return finish(decoder, out),
+                Err(e) => {
+                    let partial = decoder.into_partial();
+                    return (out, Err((e, partial)));
+                }
+            }
+        }
+    }
+    finish(decoder, out)
+}
+
+fn finish<D: Decoder>(decoder: D, mut out: Vec<AssistantMessageEvent>) -> Decoded {
+    match decoder.check_complete() {
+        Ok(()) => {
+            let msg = decoder.finish(&mut out);
+            (out, Ok(msg))
+        }
+        Err(e) => (out, Err((e, decoder.into_partial()))),
+    }
+}
+
+/// Decode the whole input at once and at every single split point; all must agree.
+pub fn decode_all_splits<D: Decoder>(make: impl Fn() -> D, input: &[u8]) -> Decoded {
+    let whole = decode(make(), &[input]);
+    for i in 0..=input.len() {
+        let split = decode(make(), &[&input[..i], &input[i..]]);
+        assert_eq!(
+            format!("{:?}", split.0),
+            format!("{:?}", whole.0),
+            "events differ at split {i}"
+        );
+        let a = split
+            .1
+            .as_ref()
+            .map(strip_ts)
+            .map_err(|(e, p)| (e.to_string(), strip_ts(p)));
+        let b = whole
+            .1
+            .as_ref()
+            .map(strip_ts)
+            .map_err(|(e, p)| (e.to_string(), strip_ts(p)));
+        assert_eq!(a, b, "result differs at split {i}");
+    }
+    whole
+}
+
+fn strip_ts(m: &AssistantMessage) -> AssistantMessage {
+    let mut m = m.clone();
+    m.timestamp = 0;
+    m
+}
+
+/// Build SSE bytes from (event name, JSON data) pairs.
+pub fn sse(events: &[(&str, serde_json::Value)]) -> Vec<u8> {
+    let mut s = String::new();
+    for (name, data) in events {
+        if !name.is_empty() {
+            s.push_str(&format!("event: {name}\n"));
+        }
+        s.push_str(&format!("data: {data}\n\n"));
+    }
+    s.into_bytes()
+}

@@ -10,18 +10,31 @@
 //! `models.json` files, and credentials from literals or environment variables. This crate knows
 //! nothing about tools' behaviour, sessions or files other than `models.json`.
 
+pub mod anthropic;
+pub mod assemble;
+pub mod client;
 pub mod cost;
 pub mod error;
+pub mod http;
 pub mod model;
+pub mod openai;
 pub mod provider;
 pub mod registry;
+pub mod retry;
+pub mod sse;
 pub mod thinking;
 
+pub use assemble::{MessageAssembler, PartialMessage};
+pub use client::HttpProvider;
 pub use cost::apply_cost;
 pub use error::{ErrorKind, LlmError};
 pub use model::{Api, Compat, Model, ModelCost};
 pub use provider::{CompletionRequest, Provider, StreamEvent};
 pub use registry::{ModelInfo, ModelRegistry, RegistryError};
+pub use retry::RetryPolicy;
 pub use thinking::{ThinkingResolution, resolve_thinking};
 
 pub use cadre_protocol::AssistantMessageEvent;
+
+#[cfg(test)]
+mod test_support;

@@ -311,6 +311,8 @@ fn finish(sink: OutputSink, ending: Ending, timeout: Option<Duration>) -> ToolOu
         text = "(no output)".to_string();
     }
     if let Some(line) = status_line {
+        let kept = text.trim_end_matches('\n').len();
+        text.truncate(kept);
         if !text.is_empty() {
             text.push_str("\n\n");
         }

@@ -1,0 +1,160 @@
+//! The bash tool with real processes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Env, call_with, err, ok, text};
+use serde_json::json;
+
+/// True while `pid` is a live (not zombie) process.
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            // The state follows the parenthesised command name.
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+        Err(_) => false,
+    }
+}
+
+#[tokio::test]
+async fn runs_in_cwd_and_reports_output() {
+    let env = Env::new();
+    env.write("marker.txt", "");
+    let out = env.call("bash", json!({"command": "ls; echo done"})).await;
+    assert_eq!(ok(&out), "marker.txt\ndone\n");
+    assert_eq!(out.details.unwrap()["exitCode"], 0);
+    let out = env.call("bash", json!({"command": "true"})).await;
+    assert_eq!(ok(&out), "(no output)");
+}
+
+#[tokio::test]
+async fn nonzero_exit_is_an_error_with_the_code() {
+    let env = Env::new();
+    let out = env
+        .call("bash", json!({"command": "echo oops; exit 3"}))
+        .await;
+    assert_eq!(err(&out), "oops\n\nCommand exited with code 3");
+    assert_eq!(out.details.unwrap()["exitCode"], 3);
+}
+
+#[tokio::test]
+async fn stderr_is_merged_in_order() {
+    let env = Env::new();
+    let out = env
+        .call(
+            "bash",
+            json!({"command": "echo one; echo two >&2; echo three; echo four >&2"}),
+        )
+        .await;
+    assert_eq!(ok(&out), "one\ntwo\nthree\nfour\n");
+}
+
+#[tokio::test]
+async fn timeout_kills_the_whole_group() {
+    let env = Env::new();
+    let out = env
+        .call(
+            "bash",
+            json!({"command": "sleep 30 & echo $!; sleep 30", "timeout": 1}),
+        )
+        .await;
+    let t = err(&out);
+    assert!(t.ends_with("Command timed out after 1 seconds"), "{t}");
+    let pid: u32 = t.lines().next().unwrap().trim().parse().unwrap();
+    // The background sleep was in the group and got SIGKILL; give the reaper a moment.
+    let mut gone = false;
+    for _ in 0..100 {
+        if !alive(pid) {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(gone, "grandchild {pid} survived the timeout");
+}
+
+#[tokio::test]
+async fn abort_kills_promptly() {
+    let env = Env::new();
+    let ctx = env.ctx();
+    let cancel = ctx.cancel.clone();
+    let call = tokio::spawn(call_with(
+        "bash",
+        json!({"command": "echo started; sleep 30"}),
+        ctx,
+    ));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cancel.cancel();
+    let out = call.await.unwrap();
+    let t = err(&out);
+    assert!(t.ends_with("Command aborted"), "{t}");
+    assert!(t.starts_with("started"), "{t}");
+}
+
+#[tokio::test]
+async fn background_process_does_not_hold_the_call() {
+    let env = Env::new();
+    // The background sleep inherits the output pipe; the call must still return.
+    let out = env
+        .call("bash", json!({"command": "sleep 5 & echo quick"}))
+        .await;
+    assert_eq!(ok(&out), "quick\n");
+}
+
+#[tokio::test]
+async fn huge_output_keeps_tail_and_saves_full_file() {
+    let env = Env::new();
+    let out = env.call("bash", json!({"command": "seq 1 200000"})).await;
+    let t = ok(&out);
+    assert!(
+        t.contains("\n200000\n"),
+        "{}",
+        &t[t.len().saturating_sub(200)..]
+    );
+    assert!(!t.starts_with("1\n"));
+    let details = out.details.clone().unwrap();
+    let path = details["fullOutputPath"].as_str().unwrap().to_string();
+    assert!(t.contains(&format!("Full output: {path}")));
+    assert!(t.contains("of 200000"), "{}", &t[t.len() - 200..]);
+    assert!(path.starts_with(&*env.artifacts.path().to_string_lossy()));
+    let full = std::fs::read_to_string(&path).unwrap();
+    let expected: String = (1..=200000).map(|i| format!("{i}\n")).collect();
+    assert_eq!(full, expected);
+    assert!(text(&out).len() <= 51 * 1024 + 200);
+}
+
+#[tokio::test]
+async fn updates_stream_partial_output() {
+    let env = Env::new();
+    let mut ctx = env.ctx();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    ctx.updates = Some(tx);
+    let out = call_with(
+        "bash",
+        json!({"command": "echo first; sleep 0.3; echo second"}),
+        ctx,
+    )
+    .await;
+    ok(&out);
+    let first = rx.recv().await.unwrap();
+    assert_eq!(first["content"][0]["type"], "text");
+    assert!(
+        first["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("first")
+    );
+}
+
+#[tokio::test]
+async fn missing_cwd_is_reported() {
+    let env = Env::new();
+    let mut ctx = env.ctx();
+    ctx.cwd = env.path("does-not-exist");
+    let out = call_with("bash", json!({"command": "echo hi"}), ctx).await;
+    assert!(err(&out).starts_with("Working directory does not exist"));
+}

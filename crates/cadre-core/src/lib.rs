@@ -2,4 +2,8 @@
 //!
 //! The core never prints: it emits [`cadre_protocol::AgentEvent`]s that front ends render.
 
+pub mod agent;
 pub mod config;
+pub mod context;
+pub mod prompt;
+pub mod session;

@@ -1,0 +1,309 @@
+//! The agent and its run loop.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use cadre_llm::CompletionRequest;
+use cadre_protocol::{
+    AgentEvent, AssistantMessage, Message, StopReason, ToolCall, ToolResultMessage, ToolSpec, Usage,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::controller::{AgentController, Shared};
+use super::emit::Emitter;
+use super::repair::{repair_history, unexecuted_result};
+use super::stream::stream_reply;
+use super::tools::{OPERATION_ABORTED, ToolEnv, execute_tool_calls, refuse_all};
+use super::{AgentConfig, AgentError, RunOutcome};
+use crate::session::SessionWriter;
+
+/// One conversation with a model and its tools.
+pub struct Agent {
+    config: AgentConfig,
+    tool_specs: Vec<ToolSpec>,
+    messages: Vec<Message>,
+    session: Option<SessionWriter>,
+    shared: Arc<Shared>,
+    emitter: Emitter,
+    usage: Usage,
+}
+
+/// Resets the running flag and cancels the run's token when a run ends, also when the run's
+/// future is dropped half-way (tools still running are then told to stop).
+struct RunGuard<'a> {
+    shared: &'a Shared,
+    token: CancellationToken,
+}
+
+impl Drop for RunGuard<'_> {
+    fn drop(&mut self) {
+        self.token.cancel();
+        self.shared.end_run();
+    }
+}
+
+impl Agent {
+    /// An agent continuing `history` (empty for a new conversation). Tool calls the history
+    /// left unanswered (a crash, an abort) are answered with an error result first, so the
+    /// next request is valid; results added at the end are also written to the session.
+    pub fn new(
+        config: AgentConfig,
+        history: Vec<Message>,
+        session: Option<SessionWriter>,
+    ) -> Agent {
+        let emitter = Emitter::new(config.events.clone());
+        let (messages, added) = repair_history(history);
+        let mut session = session;
+        if let Some(writer) = session.as_mut() {
+            for result in added {
+                writer.append_message(&Message::ToolResult(result));
+            }
+        }
+        let mut usage = Usage::default();
+        for m in &messages {
+            if let Message::Assistant(a) = m {
+                usage.add(&a.usage);
+            }
+        }
+        Agent {
+            tool_specs: config.tools.specs(),
+            shared: Shared::new(emitter.clone()),
+            config,
+            messages,
+            session,
+            emitter,
+            usage,
+        }
+    }
+
+    pub fn controller(&self) -> AgentController {
+        AgentController {
+            shared: self.shared.clone(),
+        }
+    }
+
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// The conversation so far.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Usage summed over every assistant message of the conversation (history included).
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    pub fn session_path(&self) -> Option<&Path> {
+        self.session.as_ref().map(SessionWriter::path)
+    }
+
+    /// The session writer, e.g. to record a model change.
+    pub fn session_mut(&mut self) -> Option<&mut SessionWriter> {
+        self.session.as_mut()
+    }
+
+    /// Write out and sync the session file.
+    pub async fn close(self) -> Result<(), AgentError> {
+        match self.session {
+            Some(writer) => Ok(writer.close().await?),
+            None => Ok(()),
+        }
+    }
+
+    /// Send a user prompt and run until the model stops.
+    pub async fn prompt(&mut self, text: impl Into<String>) -> Result<RunOutcome, AgentError> {
+        self.run(vec![Message::user(text)]).await
+    }
+
+    /// Send any messages (e.g. a custom notification) and run until the model stops.
+    pub async fn prompt_messages(
+        &mut self,
+        messages: Vec<Message>,
+    ) -> Result<RunOutcome, AgentError> {
+        self.run(messages).await
+    }
+
+    /// Run on queued steering or follow-up messages without a new prompt.
+    pub async fn run_queued(&mut self) -> Result<RunOutcome, AgentError> {
+        if !self.shared.has_queued() {
+            return Err(AgentError::NothingQueued);
+        }
+        self.run(Vec::new()).await
+    }
+
+    /// Emit start/end for a message that arrives whole, then record it.
+    fn add(&mut self, message: Message) {
+        self.emitter.emit_with(|| AgentEvent::MessageStart {
+            message: message.clone(),
+        });
+        self.emitter.emit_with(|| AgentEvent::MessageEnd {
+            message: message.clone(),
+        });
+        self.record(message);
+    }
+
+    /// Append to the history and the session file.
+    fn record(&mut self, message: Message) {
+        if let Some(writer) = self.session.as_mut() {
+            writer.append_message(&message);
+        }
+        self.messages.push(message);
+    }
+
+    async fn run(&mut self, prompts: Vec<Message>) -> Result<RunOutcome, AgentError> {
+        let token = self.shared.begin_run();
+        let shared = self.shared.clone();
+        let _guard = RunGuard {
+            shared: &shared,
+            token: token.clone(),
+        };
+        let first_index = self.messages.len();
+        self.emitter.emit(AgentEvent::AgentStart);
+        self.emitter.emit(AgentEvent::TurnStart);
+
+        let had_prompt = !prompts.is_empty();
+        for message in prompts {
+            self.add(message);
+        }
+        let mut pending: Vec<Message> = steering_messages(&self.shared);
+        if !had_prompt
+            && pending.is_empty()
+            && let Some(text) = self.shared.pop_follow_up()
+        {
+            pending.push(Message::user(text));
+        }
+
+        let mut outcome = RunOutcome {
+            final_message: None,
+            stop_reason: StopReason::Stop,
+            error: None,
+            turns: 0,
+            usage: Usage::default(),
+        };
+        'run: loop {
+            let mut more_tool_calls = true;
+            while more_tool_calls || !pending.is_empty() {
+                if outcome.turns > 0 {
+                    self.emitter.emit(AgentEvent::TurnStart);
+                }
+                for message in pending.drain(..) {
+                    self.add(message);
+                }
+                outcome.turns += 1;
+
+                let reply = self.request_reply(&token).await;
+                outcome.usage.add(&reply.usage);
+                self.usage.add(&reply.usage);
+                self.record(Message::Assistant(reply.clone()));
+                outcome.stop_reason = reply.stop_reason;
+                let calls: Vec<ToolCall> = reply.tool_calls().cloned().collect();
+
+                if matches!(reply.stop_reason, StopReason::Error | StopReason::Aborted) {
+                    // Calls of a failed or aborted reply never run, but each gets a result so
+                    // the history stays valid for the next prompt.
+                    let reason = match reply.stop_reason {
+                        StopReason::Aborted => OPERATION_ABORTED,
+                        _ => "Tool call was not executed: the model response failed.",
+                    };
+                    let results: Vec<ToolResultMessage> =
+                        calls.iter().map(|c| unexecuted_result(c, reason)).collect();
+                    self.finish_turn(&reply, results);
+                    outcome.error = Some(
+                        reply
+                            .error_message
+                            .clone()
+                            .unwrap_or_else(|| "the model request failed".into()),
+                    );
+                    outcome.final_message = Some(reply);
+                    break 'run;
+                }
+
+                let results = if calls.is_empty() {
+                    Vec::new()
+                } else if reply.stop_reason == StopReason::Length {
+                    refuse_all(&calls, &self.emitter, truncated_call_reason)
+                } else {
+                    let env = ToolEnv {
+                        registry: &self.config.tools,
+                        cwd: &self.config.cwd,
+                        artifacts_dir: &self.config.artifacts_dir,
+                        emitter: &self.emitter,
+                    };
+                    execute_tool_calls(&calls, &env, &token).await
+                };
+                self.finish_turn(&reply, results);
+                outcome.final_message = Some(reply);
+                if token.is_cancelled() {
+                    outcome.stop_reason = StopReason::Aborted;
+                    outcome.error = Some(OPERATION_ABORTED.into());
+                    break 'run;
+                }
+                more_tool_calls = !calls.is_empty();
+                pending = steering_messages(&self.shared);
+            }
+            match self.shared.pop_follow_up() {
+                Some(text) => pending.push(Message::user(text)),
+                None => break,
+            }
+        }
+
+        if self.emitter.enabled() {
+            self.emitter.emit(AgentEvent::AgentEnd {
+                messages: self.messages[first_index..].to_vec(),
+            });
+        }
+        if let Some(writer) = &self.session {
+            writer.flush().await?;
+        }
+        Ok(outcome)
+    }
+
+    /// Record the tool results (with their message events) and emit `turn_end`.
+    fn finish_turn(&mut self, reply: &AssistantMessage, results: Vec<ToolResultMessage>) {
+        for result in &results {
+            self.add(Message::ToolResult(result.clone()));
+        }
+        self.emitter.emit_with(|| AgentEvent::TurnEnd {
+            message: Message::Assistant(reply.clone()),
+            tool_results: results,
+        });
+    }
+
+    async fn request_reply(&self, token: &CancellationToken) -> AssistantMessage {
+        let request = CompletionRequest {
+            model: self.config.model.clone(),
+            system_prompt: self.config.system_prompt.clone(),
+            messages: self.messages.clone(),
+            tools: self.tool_specs.clone(),
+            thinking: self.config.thinking,
+        };
+        stream_reply(
+            self.config.provider.as_ref(),
+            &self.config.model,
+            request,
+            token,
+            &self.emitter,
+        )
+        .await
+    }
+}
+
+fn steering_messages(shared: &Shared) -> Vec<Message> {
+    shared
+        .take_steering()
+        .into_iter()
+        .map(Message::user)
+        .collect()
+}
+
+/// Pi's answer to tool calls of a reply cut off by the output token limit.
+fn truncated_call_reason(call: &ToolCall) -> String {
+    format!(
+        "Tool call \"{}\" was not executed: the response hit the output token limit, so its \
+         arguments may be truncated. Re-issue the tool call with complete arguments.",
+        call.name
+    )
+}

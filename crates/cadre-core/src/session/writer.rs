@@ -1,0 +1,301 @@
+//! The append-only writer of one session file.
+//!
+//! One tokio task owns the file. Callers hand it entries over an unbounded channel and never
+//! wait for the disk; the handle assigns entry ids and keeps the `parentId` chain itself, so
+//! appending returns the new id at once. The task writes whatever has queued up in one go
+//! (a burst of tool results becomes one write), which keeps a session cheap even with many
+//! concurrent agents.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use cadre_protocol::{Message, SESSION_VERSION, SessionEntry, SessionEntryKind, SessionHeader};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, oneshot};
+
+use super::error::SessionError;
+use super::load::LoadedSession;
+use super::paths::{iso_timestamp, session_file_name};
+
+enum Command {
+    Entry(Box<SessionEntry>),
+    /// Reply once everything sent before has reached the file.
+    Flush(oneshot::Sender<Result<(), String>>),
+    /// Like `Flush`, then fsync and stop.
+    Close(oneshot::Sender<Result<(), String>>),
+}
+
+/// Handle to a session file being appended to. Dropping it lets the writer task finish the
+/// queued entries and stop; [`SessionWriter::close`] also waits for that and syncs the file.
+#[derive(Debug)]
+pub struct SessionWriter {
+    path: PathBuf,
+    session_id: String,
+    tx: mpsc::UnboundedSender<Command>,
+    leaf: Option<String>,
+    ids: HashSet<String>,
+}
+
+impl SessionWriter {
+    /// Start a new session file in `dir` (created if missing) for a conversation in `cwd`.
+    /// `parent_session` is recorded in the header for child and forked sessions.
+    pub async fn create(
+        dir: &Path,
+        cwd: &Path,
+        parent_session: Option<&Path>,
+    ) -> Result<SessionWriter, SessionError> {
+        let session_id = uuid::Uuid::now_v7().to_string();
+        let timestamp = iso_timestamp(SystemTime::now());
+        let path = dir.join(session_file_name(&timestamp, &session_id));
+        let header = SessionHeader {
+            kind: "session".into(),
+            version: SESSION_VERSION,
+            id: session_id.clone(),
+            timestamp,
+            cwd: cwd.to_string_lossy().into_owned(),
+            parent_session: parent_session.map(|p| p.to_string_lossy().into_owned()),
+        };
+        let create_err = |source| SessionError::Create {
+            path: path.clone(),
+            source,
+        };
+        tokio::fs::create_dir_all(dir).await.map_err(create_err)?;
+        let file = tokio::fs::OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)
+            .await
+            .map_err(create_err)?;
+        let mut first = serde_json::to_vec(&header).map_err(|e| SessionError::Write {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        first.push(b'\n');
+        Ok(Self::start(
+            path,
+            session_id,
+            file,
+            first,
+            None,
+            HashSet::new(),
+        ))
+    }
+
+    /// Continue appending to an existing file, chaining new entries to its leaf. A file that
+    /// ends in a torn line gets a newline first so the next entry starts on its own line.
+    pub async fn resume(
+        path: &Path,
+        loaded: &LoadedSession,
+    ) -> Result<SessionWriter, SessionError> {
+        if loaded.header.version < 2 {
+            return Err(SessionError::Unsupported {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "version {} files have no entry ids; open it with Pi once to migrate it",
+                    loaded.header.version
+                ),
+            });
+        }
+        let file = tokio::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .await
+            .map_err(|source| SessionError::Create {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let first = if loaded.ends_with_newline {
+            Vec::new()
+        } else {
+            vec![b'\n']
+        };
+        let ids = loaded.entry_ids().map(str::to_string).collect();
+        Ok(Self::start(
+            path.to_path_buf(),
+            loaded.session_id().to_string(),
+            file,
+            first,
+            loaded.leaf_id().map(str::to_string),
+            ids,
+        ))
+    }
+
+    fn start(
+        path: PathBuf,
+        session_id: String,
+        file: tokio::fs::File,
+        first: Vec<u8>,
+        leaf: Option<String>,
+        ids: HashSet<String>,
+    ) -> SessionWriter {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(write_loop(file, first, rx));
+        SessionWriter {
+            path,
+            session_id,
+            tx,
+            leaf,
+            ids,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// Id of the last entry appended (or loaded), the parent of the next one.
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.leaf.as_deref()
+    }
+
+    /// Append a message entry; returns its id.
+    pub fn append_message(&mut self, message: &Message) -> String {
+        self.append(SessionEntryKind::Message {
+            message: message.clone(),
+        })
+    }
+
+    /// Append any entry; returns its id. Never blocks; write failures surface at `flush`.
+    pub fn append(&mut self, kind: SessionEntryKind) -> String {
+        let id = self.fresh_id();
+        let entry = SessionEntry {
+            id: id.clone(),
+            parent_id: self.leaf.replace(id.clone()),
+            timestamp: iso_timestamp(SystemTime::now()),
+            kind,
+        };
+        // A closed channel means the writer task stopped on an error; `flush` reports it.
+        let _ = self.tx.send(Command::Entry(Box::new(entry)));
+        id
+    }
+
+    /// Pi's ids: 8 hex characters, unique within the file.
+    fn fresh_id(&mut self) -> String {
+        loop {
+            let uuid = uuid::Uuid::new_v4().simple().to_string();
+            let id = uuid[..8].to_string();
+            if self.ids.insert(id.clone()) {
+                return id;
+            }
+        }
+    }
+
+    /// Wait until every entry appended so far has been written to the file.
+    pub async fn flush(&self) -> Result<(), SessionError> {
+        let (reply, wait) = oneshot::channel();
+        self.request(Command::Flush(reply), wait).await
+    }
+
+    /// Write everything, sync the file to disk and stop the writer task.
+    pub async fn close(self) -> Result<(), SessionError> {
+        let (reply, wait) = oneshot::channel();
+        self.request(Command::Close(reply), wait).await
+    }
+
+    async fn request(
+        &self,
+        command: Command,
+        wait: oneshot::Receiver<Result<(), String>>,
+    ) -> Result<(), SessionError> {
+        let stopped = || SessionError::Write {
+            path: self.path.clone(),
+            message: "the session writer stopped".into(),
+        };
+        self.tx.send(command).map_err(|_| stopped())?;
+        match wait.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(message)) => Err(SessionError::Write {
+                path: self.path.clone(),
+                message,
+            }),
+            Err(_) => Err(stopped()),
+        }
+    }
+}
+
+/// The writer task: batch whatever is queued, write it, answer flushes. After the first write
+/// error nothing more is written (the file would get a hole) and every flush reports it.
+async fn write_loop(
+    mut file: tokio::fs::File,
+    first: Vec<u8>,
+    mut rx: mpsc::UnboundedReceiver<Command>,
+) {
+    let mut buf = first;
+    let mut failed: Option<String> = None;
+    let mut waiters: Vec<oneshot::Sender<Result<(), String>>> = Vec::new();
+    let mut closing = None;
+    loop {
+        if buf.is_empty() && waiters.is_empty() {
+            match rx.recv().await {
+                Some(cmd) => take(cmd, &mut buf, &mut waiters, &mut closing, &mut failed),
+                None => break,
+            }
+        }
+        while closing.is_none() {
+            match rx.try_recv() {
+                Ok(cmd) => take(cmd, &mut buf, &mut waiters, &mut closing, &mut failed),
+                Err(_) => break,
+            }
+        }
+        if !buf.is_empty() && failed.is_none() {
+            let written = async {
+                file.write_all(&buf).await?;
+                file.flush().await
+            }
+            .await;
+            if let Err(e) = written {
+                failed = Some(e.to_string());
+            }
+        }
+        buf.clear();
+        if let Some(reply) = closing.take() {
+            if failed.is_none()
+                && let Err(e) = file.sync_all().await
+            {
+                failed = Some(e.to_string());
+            }
+            for w in waiters.drain(..) {
+                let _ = w.send(status(&failed));
+            }
+            let _ = reply.send(status(&failed));
+            return;
+        }
+        for w in waiters.drain(..) {
+            let _ = w.send(status(&failed));
+        }
+    }
+}
+
+fn status(failed: &Option<String>) -> Result<(), String> {
+    match failed {
+        Some(e) => Err(e.clone()),
+        None => Ok(()),
+    }
+}
+
+fn take(
+    cmd: Command,
+    buf: &mut Vec<u8>,
+    waiters: &mut Vec<oneshot::Sender<Result<(), String>>>,
+    closing: &mut Option<oneshot::Sender<Result<(), String>>>,
+    failed: &mut Option<String>,
+) {
+    match cmd {
+        Command::Entry(entry) => {
+            let start = buf.len();
+            if let Err(e) = serde_json::to_writer(&mut *buf, &entry) {
+                buf.truncate(start);
+                failed.get_or_insert_with(|| format!("cannot encode entry {}: {e}", entry.id));
+                return;
+            }
+            buf.push(b'\n');
+        }
+        Command::Flush(reply) => waiters.push(reply),
+        Command::Close(reply) => *closing = Some(reply),
+    }
+}

@@ -1,0 +1,3 @@
+mod agent_loop;
+mod common;
+mod session_store;

@@ -115,13 +115,11 @@ pub async fn post_with(
 }
 
 /// An open connection read incrementally (for faults that keep the connection open).
-#[allow(dead_code)]
 pub struct Open {
     pub stream: TcpStream,
     pub raw: Vec<u8>,
 }
 
-#[allow(dead_code)]
 impl Open {
     pub async fn send(addr: SocketAddr, path: &str, body: &Value) -> Open {
         let mut stream = TcpStream::connect(addr).await.unwrap();

@@ -1,8 +1,12 @@
 //! End-to-end tests of the fake server over real TCP connections.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod anthropic;
 mod client;
+mod faults;
 mod openai;
+mod reqwest_compat;
+mod routing;
 
 use serde_json::{Value, json};
 
@@ -17,7 +21,6 @@ pub fn openai_body(user: &str) -> Value {
 }
 
 /// An Anthropic request with one user message.
-#[allow(dead_code)]
 pub fn anthropic_body(user: &str) -> Value {
     json!({
         "model": "claude-e2e",
@@ -29,5 +32,4 @@ pub fn anthropic_body(user: &str) -> Value {
 }
 
 pub const OPENAI_PATH: &str = "/v1/chat/completions";
-#[allow(dead_code)]
 pub const ANTHROPIC_PATH: &str = "/v1/messages";

@@ -21,6 +21,7 @@ pub fn apply_cost(model: &Model, usage: &mut Usage) {
     }
 }
 
+// Tests cover R9: cost per million tokens.
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

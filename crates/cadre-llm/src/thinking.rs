@@ -184,6 +184,7 @@ fn anthropic_wire_budget(model: &Model, level: ThinkingLevel) -> Result<Option<u
     Ok(Some(budget.clamp(ANTHROPIC_MIN_BUDGET, cap)))
 }
 
+// Tests cover R8: the clamp table and wire values.
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -147,6 +147,7 @@ fn deep_merge(base: &mut Map<String, Value>, over: Map<String, Value>) {
     }
 }
 
+// Tests cover T4: project settings load only when trusted.
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -15,6 +15,11 @@ pub struct ProcessEnv;
 
 impl Env for ProcessEnv {
     fn var(&self, name: &str) -> Option<String> {
+        // Configured values are probed as names too; a literal key may contain `=` (base64
+        // padding), which the platform rejects as a variable name.
+        if name.is_empty() || name.contains(['=', '\0']) {
+            return None;
+        }
         std::env::var(name).ok().filter(|v| !v.is_empty())
     }
 }
@@ -76,6 +81,14 @@ mod tests {
         assert_eq!(env.var("C"), None);
         let dbg = format!("{env:?}");
         assert!(dbg.contains('A') && !dbg.contains("secret"));
+    }
+
+    #[test]
+    fn process_env_ignores_impossible_names() {
+        assert_eq!(ProcessEnv.var(""), None);
+        assert_eq!(ProcessEnv.var("abc=="), None);
+        assert_eq!(ProcessEnv.var("a\0b"), None);
+        assert_eq!(ProcessEnv.var("CADRE_SURELY_UNSET_VARIABLE_1234"), None);
     }
 
     #[test]

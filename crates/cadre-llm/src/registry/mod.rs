@@ -318,8 +318,9 @@ impl ModelRegistry {
             .collect()
     }
 
-    /// Resolve `provider/model-id` (or a bare id that only one provider has) to a callable model,
-    /// running `!command` credentials now.
+    /// Resolve `provider/model-id` (or a bare id, or a display `name`, that only one model has)
+    /// to a callable model. `!command` credentials run now, synchronously: async callers should
+    /// call this from a blocking context.
     pub fn resolve(&self, name: &str) -> Result<Model, RegistryError> {
         let (p, m) = self.find(name)?;
         let full_name = format!("{}/{}", p.name, m.id);
@@ -397,6 +398,16 @@ impl ModelRegistry {
             .flat_map(|p| p.models.iter().map(move |m| (p, m)))
             .filter(|(_, m)| m.id == name)
             .collect();
+        let matches = if matches.is_empty() {
+            // Pi matches on the configured display name too.
+            self.providers
+                .iter()
+                .flat_map(|p| p.models.iter().map(move |m| (p, m)))
+                .filter(|(_, m)| m.name == name)
+                .collect()
+        } else {
+            matches
+        };
         match matches.as_slice() {
             [one] => Ok(*one),
             [] => Err(RegistryError::UnknownModel {

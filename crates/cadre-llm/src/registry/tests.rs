@@ -1,3 +1,5 @@
+//! Model registry (R2) and credential handling (S5).
+
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;
@@ -114,6 +116,28 @@ fn bare_id_resolves_when_unique() {
     let reg = ModelRegistry::builtin(&env());
     let m = reg.resolve("claude-haiku-4-5").unwrap();
     assert_eq!(m.full_name(), "anthropic/claude-haiku-4-5");
+}
+
+#[test]
+fn display_name_resolves_when_unique() {
+    let reg = from(OLLAMA, &env());
+    assert_eq!(reg.resolve("Qwen Coder").unwrap().id, "qwen2.5-coder:7b");
+    assert_eq!(
+        reg.resolve("Claude Opus 4.1").unwrap().id,
+        "claude-opus-4-1"
+    );
+    assert!(reg.resolve("qwen coder").is_err());
+}
+
+#[test]
+fn literal_keys_with_equals_signs_work() {
+    let json = r#"{"providers":{"p":{"baseUrl":"https://p.example/v1","api":"openai-completions",
+      "apiKey":"abc+def/ghi==","models":[{"id":"m"}]}}}"#;
+    let reg = ModelRegistry::from_json(json, ModelsFile::None, &ProcessEnv).unwrap();
+    assert_eq!(
+        reg.resolve("p/m").unwrap().api_key.as_deref(),
+        Some("abc+def/ghi==")
+    );
 }
 
 #[test]

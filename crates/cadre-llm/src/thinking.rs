@@ -11,7 +11,8 @@
 //! Wire values:
 //! - OpenAI (`openai-completions`, `openai-responses`): the `reasoning_effort` string — the map's
 //!   value when given, else the level name (`minimal`, `low`, `medium`, `high`); `off` sends
-//!   nothing unless the map gives it a value (e.g. `"none"`).
+//!   nothing unless the map gives it a value (e.g. `"none"`); nothing at all when
+//!   `compat.supportsReasoningEffort` is `false`.
 //! - Anthropic (`anthropic-messages`): the thinking budget in tokens, as a decimal string — the
 //!   map's value when it is a number, else [`anthropic_budget`]'s table, capped to
 //!   `max_tokens - ANSWER_RESERVE_TOKENS` so the answer keeps room. When that cap is below
@@ -149,7 +150,8 @@ fn nearest_supported(model: &Model, requested: ThinkingLevel) -> Option<Thinking
 }
 
 fn openai_effort(model: &Model, level: ThinkingLevel) -> Option<String> {
-    if !model.reasoning {
+    // A server flagged as not understanding `reasoning_effort` gets none (Pi's compat switch).
+    if !model.reasoning || model.compat.supports_reasoning_effort == Some(false) {
         return None;
     }
     if let Some(Some(v)) = model.thinking_level_map.get(&level) {
@@ -421,6 +423,16 @@ mod tests {
             Some("medium")
         );
         assert_eq!(resolve_thinking(&m, Medium).budget_tokens(), None);
+    }
+
+    #[test]
+    fn openai_without_reasoning_effort_support_sends_nothing() {
+        let mut m = model(Api::OpenAiCompletions, true, &[]);
+        m.compat.supports_reasoning_effort = Some(false);
+        let r = resolve_thinking(&m, High);
+        assert_eq!(r.effective, High);
+        assert_eq!(r.wire_value, None);
+        assert!(r.clamp_reason.is_none());
     }
 
     #[test]

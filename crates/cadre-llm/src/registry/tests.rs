@@ -768,3 +768,10 @@ fn loopback_detection() {
         assert!(!is_loopback_url(no), "{no}");
     }
 }
+
+#[test]
+fn registry_can_be_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<ModelRegistry>();
+    assert_send_sync::<RegistryError>();
+}

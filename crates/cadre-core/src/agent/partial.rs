@@ -1,148 +1,52 @@
 //! The assistant message being streamed, rebuilt from provider deltas.
-
-use std::collections::HashMap;
+//!
+//! The rebuilding itself is cadre-llm's [`cadre_llm::PartialMessage`] (the same code the
+//! providers assemble replies with, so `message_update` never disagrees with the final
+//! message); this wrapper adds what the loop needs when a reply ends early.
 
 use cadre_llm::Model;
-use cadre_protocol::{AssistantMessage, AssistantMessageEvent, ContentBlock, StopReason, ToolCall};
-use serde_json::Value;
+use cadre_llm::assemble::parse_tool_arguments;
+use cadre_protocol::{AssistantMessage, AssistantMessageEvent, ContentBlock, StopReason};
 
-/// A partial assistant message. Providers number content blocks (`contentIndex`); the map
-/// tolerates numbering that is sparse or restarts, appending a block whenever an index is new.
-pub(crate) struct PartialMessage {
-    message: AssistantMessage,
-    positions: HashMap<usize, usize>,
-    /// Raw JSON argument text of tool calls still streaming, by position.
-    tool_args: HashMap<usize, String>,
-}
+pub(crate) struct PartialMessage(cadre_llm::PartialMessage);
 
 impl PartialMessage {
     pub(crate) fn new(model: &Model) -> Self {
-        PartialMessage {
-            message: AssistantMessage::empty(model.api.as_str(), &model.provider, &model.id),
-            positions: HashMap::new(),
-            tool_args: HashMap::new(),
-        }
+        PartialMessage(cadre_llm::PartialMessage::new(AssistantMessage::empty(
+            model.api.as_str(),
+            &model.provider,
+            &model.id,
+        )))
     }
 
     pub(crate) fn message(&self) -> &AssistantMessage {
-        &self.message
-    }
-
-    /// Position of the block for `index`, creating it with `make` when new.
-    fn slot(&mut self, index: usize, make: impl FnOnce() -> ContentBlock) -> usize {
-        if let Some(&p) = self.positions.get(&index) {
-            return p;
-        }
-        let p = self.message.content.len();
-        self.message.content.push(make());
-        self.positions.insert(index, p);
-        p
+        self.0.message()
     }
 
     pub(crate) fn apply(&mut self, event: &AssistantMessageEvent) {
-        let empty_text = || ContentBlock::text("");
-        let empty_thinking = || ContentBlock::Thinking {
-            thinking: String::new(),
-            signature: None,
-            redacted: false,
-        };
-        match event {
-            AssistantMessageEvent::Start => {}
-            AssistantMessageEvent::TextStart { content_index } => {
-                self.slot(*content_index, empty_text);
-            }
-            AssistantMessageEvent::TextDelta {
-                content_index,
-                delta,
-            } => {
-                let p = self.slot(*content_index, empty_text);
-                if let Some(ContentBlock::Text { text }) = self.message.content.get_mut(p) {
-                    text.push_str(delta);
-                }
-            }
-            AssistantMessageEvent::TextEnd {
-                content_index,
-                content,
-            } => {
-                let p = self.slot(*content_index, empty_text);
-                self.message.content[p] = ContentBlock::text(content.clone());
-            }
-            AssistantMessageEvent::ThinkingStart { content_index } => {
-                self.slot(*content_index, empty_thinking);
-            }
-            AssistantMessageEvent::ThinkingDelta {
-                content_index,
-                delta,
-            } => {
-                let p = self.slot(*content_index, empty_thinking);
-                if let Some(ContentBlock::Thinking { thinking, .. }) =
-                    self.message.content.get_mut(p)
-                {
-                    thinking.push_str(delta);
-                }
-            }
-            AssistantMessageEvent::ThinkingEnd {
-                content_index,
-                content,
-            } => {
-                let p = self.slot(*content_index, empty_thinking);
-                if let Some(ContentBlock::Thinking { thinking, .. }) =
-                    self.message.content.get_mut(p)
-                {
-                    *thinking = content.clone();
-                }
-            }
-            AssistantMessageEvent::ToolCallStart {
-                content_index,
-                id,
-                name,
-            } => {
-                let p = self.slot(*content_index, || {
-                    ContentBlock::ToolCall(ToolCall {
-                        id: id.clone(),
-                        name: name.clone(),
-                        arguments: Value::Object(Default::default()),
-                    })
-                });
-                self.tool_args.entry(p).or_default();
-            }
-            AssistantMessageEvent::ToolCallDelta {
-                content_index,
-                delta,
-            } => {
-                if let Some(&p) = self.positions.get(content_index) {
-                    self.tool_args.entry(p).or_default().push_str(delta);
-                }
-            }
-            AssistantMessageEvent::ToolCallEnd {
-                content_index,
-                tool_call,
-            } => {
-                let p = self.slot(*content_index, || ContentBlock::ToolCall(tool_call.clone()));
-                self.message.content[p] = ContentBlock::ToolCall(tool_call.clone());
-                self.tool_args.remove(&p);
-            }
-        }
+        self.0.apply(event);
     }
 
     /// The message as it stands, ended early (abort, failure, or a stream that stopped).
     /// Tool calls whose arguments were still streaming keep what arrived: parsed if it is
     /// valid JSON, otherwise the raw text, so the call can still be answered.
-    pub(crate) fn interrupted(
-        mut self,
-        stop_reason: StopReason,
-        error: String,
-    ) -> AssistantMessage {
-        for (p, raw) in self.tool_args.drain() {
-            if let Some(ContentBlock::ToolCall(call)) = self.message.content.get_mut(p)
-                && !raw.is_empty()
-            {
-                call.arguments = serde_json::from_str(&raw).unwrap_or(Value::String(raw));
+    pub(crate) fn interrupted(self, stop_reason: StopReason, error: String) -> AssistantMessage {
+        let streaming: Vec<(usize, serde_json::Value)> = (0..self.0.message().content.len())
+            .filter_map(|i| {
+                self.0
+                    .raw_arguments(i)
+                    .map(|raw| (i, parse_tool_arguments(raw)))
+            })
+            .collect();
+        let mut message = self.0.into_message();
+        for (i, arguments) in streaming {
+            if let Some(ContentBlock::ToolCall(call)) = message.content.get_mut(i) {
+                call.arguments = arguments;
             }
         }
-        self.message.stop_reason = stop_reason;
-        self.message.error_message = Some(error);
-        self.message
+        message.stop_reason = stop_reason;
+        message.error_message = Some(error);
+        message
     }
 }
 
@@ -151,7 +55,8 @@ impl PartialMessage {
 mod tests {
     use super::*;
     use cadre_llm::{Api, Compat, ModelCost};
-    use serde_json::json;
+    use cadre_protocol::ToolCall;
+    use serde_json::{Value, json};
 
     fn model() -> Model {
         Model {
@@ -195,16 +100,16 @@ mod tests {
                 delta: "lo".into(),
             },
             E::ToolCallStart {
-                content_index: 7,
+                content_index: 2,
                 id: "c1".into(),
                 name: "read".into(),
             },
             E::ToolCallDelta {
-                content_index: 7,
+                content_index: 2,
                 delta: "{\"path\":".into(),
             },
             E::ToolCallEnd {
-                content_index: 7,
+                content_index: 2,
                 tool_call: ToolCall {
                     id: "c1".into(),
                     name: "read".into(),

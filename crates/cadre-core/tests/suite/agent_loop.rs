@@ -563,3 +563,131 @@ async fn history_with_unanswered_calls_is_repaired_before_the_next_request() {
     provider.assert_valid();
     assert_eq!(result_texts(h.agent.messages()).len(), 1);
 }
+
+#[tokio::test]
+async fn tool_updates_become_events_and_a_panicking_tool_still_gets_a_result() {
+    let progress = FnTool::new("progress", |_, ctx| {
+        Box::pin(async move {
+            let updates = ctx.updates.expect("updates channel when events are wanted");
+            updates.send(json!({"line": 1})).unwrap();
+            updates.send(json!({"line": 2})).unwrap();
+            ToolOutput::ok("done").with_details(json!({"lines": 2}))
+        })
+    });
+    let boom = FnTool::new("boom", |_, _| Box::pin(async move { panic!("tool bug") }));
+    let provider = Scripted::new(|req| match last_text(req).as_str() {
+        "go" => tool_reply(&[
+            call("p", "progress", json!({})),
+            call("b", "boom", json!({})),
+        ]),
+        _ => text_reply("ok"),
+    });
+    let mut h = simple(provider.clone(), vec![progress, boom]);
+    let outcome = timeout(HANG_GUARD, h.agent.prompt("go"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.error, None);
+    let results = result_texts(h.agent.messages());
+    assert_eq!(results[0], ("p".into(), "done".into(), false));
+    assert_eq!(results[1].0, "b");
+    assert!(results[1].2);
+    let Some(Message::ToolResult(r)) = h.agent.messages().get(2) else {
+        panic!()
+    };
+    assert_eq!(r.details, Some(json!({"lines": 2})));
+
+    let events = drain(&mut h.events);
+    let updates: Vec<serde_json::Value> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolExecutionUpdate { partial_result, .. } => Some(partial_result.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(updates, vec![json!({"line": 1}), json!({"line": 2})]);
+    let ends: Vec<(String, bool)> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolExecutionEnd {
+                tool_call_id,
+                is_error,
+                result,
+                ..
+            } => {
+                assert!(result["content"].is_array());
+                Some((tool_call_id.clone(), *is_error))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends.len(), 2);
+    assert!(ends.contains(&("b".into(), true)));
+    let progress_end = events
+        .iter()
+        .position(|e| matches!(e, AgentEvent::ToolExecutionEnd { tool_call_id, .. } if tool_call_id == "p"))
+        .unwrap();
+    let last_update = events
+        .iter()
+        .rposition(|e| matches!(e, AgentEvent::ToolExecutionUpdate { .. }))
+        .unwrap();
+    assert!(last_update < progress_end);
+    provider.assert_valid();
+}
+
+#[tokio::test]
+async fn steer_queued_while_idle_is_delivered_with_the_next_prompt() {
+    let provider = Scripted::new(|req| text_reply(&format!("re {}", last_text(req))));
+    let mut h = simple(provider.clone(), vec![]);
+    h.agent.controller().steer("also this");
+    let outcome = h.agent.prompt("main").await.unwrap();
+    assert_eq!(outcome.turns, 1);
+    let first = &provider.requests()[0].messages;
+    assert_eq!(first.len(), 2);
+    assert_eq!(last_text(&provider.requests()[0]), "also this");
+
+    // With only steering queued, run_queued delivers it.
+    h.agent.controller().steer("steer only");
+    let outcome = h.agent.run_queued().await.unwrap();
+    assert_eq!(outcome.final_message.unwrap().text(), "re steer only");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abort_while_waiting_for_the_first_event() {
+    let waiting = Arc::new(Notify::new());
+    let w = waiting.clone();
+    let provider = Scripted::new(move |req| match last_text(req).as_str() {
+        "go" => vec![Step::Notify(w.clone()), Step::Hang],
+        other => text_reply(&format!("fresh {other}")),
+    });
+    let mut h = simple(provider.clone(), vec![]);
+    let controller = h.agent.controller();
+    let aborter = tokio::spawn(async move {
+        waiting.notified().await;
+        controller.abort();
+    });
+    let outcome = timeout(HANG_GUARD, h.agent.prompt("go"))
+        .await
+        .unwrap()
+        .unwrap();
+    aborter.await.unwrap();
+    assert_eq!(outcome.stop_reason, StopReason::Aborted);
+    let last = outcome.final_message.unwrap();
+    assert!(last.content.is_empty());
+    assert_eq!(last.error_message.as_deref(), Some("Request was aborted"));
+    let n = names(&drain(&mut h.events));
+    assert_eq!(
+        &n[n.len() - 4..],
+        &[
+            "message_start:assistant",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end"
+        ]
+    );
+    let next = timeout(HANG_GUARD, h.agent.prompt("again"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(next.final_message.unwrap().text(), "fresh again");
+}

@@ -354,7 +354,6 @@ pub(crate) fn context_overflow_body(input_tokens: u64) -> String {
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
-    use crate::script::ReplyParts;
 
     fn ctx() -> RenderCtx {
         RenderCtx {

@@ -16,7 +16,7 @@
 //! the service's error shape, saying `cadre-testkit: no scripted reply matches` and
 //! summarising the request, so a missing script shows up as an obvious failure.
 //!
-//! A reply is content ([`ReplyParts`]: thinking, text, tool calls) plus delivery: usage and
+//! A reply is content (thinking, text, tool calls) plus delivery: usage and
 //! cache numbers, stop reason, latency, delay between events, and an optional [`Fault`]
 //! (error status, cut connection, silence, malformed frame, missing terminal event, in-stream
 //! error). Every request is recorded ([`RecordedRequest`]), faulted and unmatched ones too,
@@ -25,7 +25,7 @@
 //! # Example
 //!
 //! ```no_run
-//! use cadre_testkit::prelude::*;
+//! use cadre_testkit::{Fault, FakeServer, Match, Reply, Rule};
 //! use serde_json::json;
 //!
 //! # async fn demo() -> std::io::Result<()> {
@@ -65,12 +65,10 @@ mod wire;
 
 pub use matcher::Match;
 pub use request::{RecordedRequest, WireApi};
-pub use script::{Fault, Reply, ReplyParts, Rule, StopKind};
+pub use script::{Fault, Reply, ReplySpec, Rule, StopKind};
 pub use server::FakeServer;
 
-/// Everything a test needs, including the [`ReplyParts`] trait for chaining reply content.
+/// Everything a test needs in one import.
 pub mod prelude {
-    pub use crate::{
-        FakeServer, Fault, Match, RecordedRequest, Reply, ReplyParts, Rule, StopKind, WireApi,
-    };
+    pub use crate::{FakeServer, Fault, Match, RecordedRequest, Reply, Rule, StopKind, WireApi};
 }

@@ -368,7 +368,6 @@ fn to_json<T: Serialize>(value: &T) -> String {
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
-    use crate::script::ReplyParts;
     use serde_json::{Value, json};
 
     fn ctx(include_usage: bool) -> RenderCtx {

@@ -85,10 +85,21 @@ pub(crate) enum Part {
 
 /// A scripted assistant turn: content parts plus how it is delivered.
 ///
-/// Build it with the constructors (`Reply::text("hi")`) and chain more parts through the
-/// [`ReplyParts`] trait (`Reply::new().thinking("..").text("..")`), which the prelude exports.
+/// `text`, `thinking` and `tool_call` work both as constructors and chained:
+/// `Reply::text("hi")`, `Reply::new().thinking("hmm").text("hi").tool_call(..)`. The other
+/// builder methods (`usage`, `cache`, `stop`, `fault`, `latency`, `chunk_delay`, …) chain.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Reply {
+    spec: ReplySpec,
+}
+
+/// The contents of a [`Reply`].
+///
+/// A separate type only because Rust cannot have `Reply::text("..")` (a constructor) and
+/// `reply.text("..")` (a chained call) on one type: the chained forms live here and are
+/// reached through `Deref`. Each returns a new `Reply` with the part appended.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReplySpec {
     pub(crate) parts: Vec<Part>,
     pub(crate) usage: Option<(u64, u64)>,
     pub(crate) cache: (u64, u64),
@@ -98,87 +109,94 @@ pub struct Reply {
     pub(crate) chunk_delay: Duration,
 }
 
-/// Appends content parts to a [`Reply`].
-///
-/// A trait only so that the same names work both as constructors (`Reply::text("..")`) and
-/// as chained builder calls (`reply.text("..")`); import it with `use cadre_testkit::prelude::*`.
-pub trait ReplyParts: Sized {
-    /// Appends visible text.
-    fn text(self, text: impl Into<String>) -> Self;
-    /// Appends a thinking block with a deterministic signature derived from its text.
-    fn thinking(self, text: impl Into<String>) -> Self;
-    /// Appends a thinking block with an explicit signature (Anthropic `signature_delta`).
-    fn thinking_signed(self, text: impl Into<String>, signature: impl Into<String>) -> Self;
-    /// Appends a tool call whose arguments are `arguments` serialised as compact JSON.
-    fn tool_call(self, id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self;
-    /// Appends a tool call with raw argument text, e.g. to test invalid JSON handling.
-    fn tool_call_raw(
-        self,
-        id: impl Into<String>,
-        name: impl Into<String>,
-        arguments: impl Into<String>,
-    ) -> Self;
+impl std::ops::Deref for Reply {
+    type Target = ReplySpec;
+    fn deref(&self) -> &ReplySpec {
+        &self.spec
+    }
 }
 
-impl ReplyParts for Reply {
-    fn text(mut self, text: impl Into<String>) -> Self {
-        self.parts.push(Part::Text(text.into()));
-        self
+impl ReplySpec {
+    /// Appends visible text.
+    pub fn text(&self, text: impl Into<String>) -> Reply {
+        self.with(Part::Text(text.into()))
     }
 
-    fn thinking(self, text: impl Into<String>) -> Self {
+    /// Appends a thinking block with a deterministic signature derived from its text.
+    pub fn thinking(&self, text: impl Into<String>) -> Reply {
         let text = text.into();
         let signature = default_signature(&text);
-        self.thinking_signed(text, signature)
+        self.with(Part::Thinking { text, signature })
     }
 
-    fn thinking_signed(mut self, text: impl Into<String>, signature: impl Into<String>) -> Self {
-        self.parts.push(Part::Thinking {
-            text: text.into(),
-            signature: signature.into(),
-        });
-        self
-    }
-
-    fn tool_call(self, id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
-        let arguments = arguments.to_string();
-        self.tool_call_raw(id, name, arguments)
-    }
-
-    fn tool_call_raw(
-        mut self,
+    /// Appends a tool call whose arguments are `arguments` serialised as compact JSON.
+    pub fn tool_call(
+        &self,
         id: impl Into<String>,
         name: impl Into<String>,
-        arguments: impl Into<String>,
-    ) -> Self {
-        self.parts.push(Part::ToolCall {
+        arguments: Value,
+    ) -> Reply {
+        self.with(Part::ToolCall {
             id: id.into(),
             name: name.into(),
-            arguments: arguments.into(),
-        });
-        self
+            arguments: arguments.to_string(),
+        })
+    }
+
+    fn with(&self, part: Part) -> Reply {
+        let mut spec = self.clone();
+        spec.parts.push(part);
+        Reply { spec }
     }
 }
 
 impl Reply {
-    /// An empty reply (no content, `Stop`); add parts with [`ReplyParts`].
+    /// An empty reply (no content, `Stop`).
     pub fn new() -> Reply {
         Reply::default()
     }
 
     /// A reply consisting of one text part.
     pub fn text(text: impl Into<String>) -> Reply {
-        ReplyParts::text(Reply::new(), text)
+        Reply::new().spec.text(text)
     }
 
     /// A reply consisting of one thinking part.
     pub fn thinking(text: impl Into<String>) -> Reply {
-        ReplyParts::thinking(Reply::new(), text)
+        Reply::new().spec.thinking(text)
     }
 
     /// A reply consisting of one tool call.
     pub fn tool_call(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Reply {
-        ReplyParts::tool_call(Reply::new(), id, name, arguments)
+        Reply::new().spec.tool_call(id, name, arguments)
+    }
+
+    /// Appends a thinking block with an explicit signature (Anthropic `signature_delta`).
+    pub fn thinking_signed(
+        mut self,
+        text: impl Into<String>,
+        signature: impl Into<String>,
+    ) -> Reply {
+        self.spec.parts.push(Part::Thinking {
+            text: text.into(),
+            signature: signature.into(),
+        });
+        self
+    }
+
+    /// Appends a tool call with raw argument text, e.g. to test invalid JSON handling.
+    pub fn tool_call_raw(
+        mut self,
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Reply {
+        self.spec.parts.push(Part::ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        });
+        self
     }
 
     /// A reply that fails with `fault` (shorthand for `Reply::new().fault(fault)`).
@@ -190,38 +208,38 @@ impl Reply {
     /// `prompt_tokens` is rendered as `input + cache_read + cache_write`. Defaults are derived
     /// from the request and reply sizes.
     pub fn usage(mut self, input: u64, output: u64) -> Reply {
-        self.usage = Some((input, output));
+        self.spec.usage = Some((input, output));
         self
     }
 
     /// Reported cache tokens: `read` is Anthropic `cache_read_input_tokens` / OpenAI
     /// `cached_tokens`; `write` is Anthropic `cache_creation_input_tokens`.
     pub fn cache(mut self, read: u64, write: u64) -> Reply {
-        self.cache = (read, write);
+        self.spec.cache = (read, write);
         self
     }
 
     /// Overrides the stop reason (default: `ToolUse` if there is a tool call, else `Stop`).
     pub fn stop(mut self, stop: StopKind) -> Reply {
-        self.stop = Some(stop);
+        self.spec.stop = Some(stop);
         self
     }
 
     /// Makes the response fail in the given way.
     pub fn fault(mut self, fault: Fault) -> Reply {
-        self.fault = Some(fault);
+        self.spec.fault = Some(fault);
         self
     }
 
     /// Waits this long before sending the response head.
     pub fn latency(mut self, latency: Duration) -> Reply {
-        self.latency = latency;
+        self.spec.latency = latency;
         self
     }
 
     /// Waits this long between SSE events.
     pub fn chunk_delay(mut self, delay: Duration) -> Reply {
-        self.chunk_delay = delay;
+        self.spec.chunk_delay = delay;
         self
     }
 

@@ -104,7 +104,6 @@ pub(crate) fn argument_pieces(arguments: &str) -> Vec<&str> {
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
-    use crate::script::ReplyParts;
 
     #[test]
     fn split_reassembles_and_respects_char_boundaries() {

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use cadre_llm::CompletionRequest;
 use cadre_protocol::{
-    AgentEvent, AssistantMessage, Message, StopReason, ToolCall, ToolResultMessage, ToolSpec, Usage,
+    AgentEvent, AssistantMessage, Message, SessionEntryKind, StopReason, ThinkingLevel, ToolCall,
+    ToolResultMessage, ToolSpec, Usage,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -43,9 +44,11 @@ impl Drop for RunGuard<'_> {
 }
 
 impl Agent {
-    /// An agent continuing `history` (empty for a new conversation). Tool calls the history
-    /// left unanswered (a crash, an abort) are answered with an error result first, so the
-    /// next request is valid; results added at the end are also written to the session.
+    /// An agent continuing `history` (empty for a new conversation), which is assumed to be in
+    /// `session` already. Tool calls the history left unanswered (a crash, an abort) are
+    /// answered with an error result first, so the next request is valid; results added at
+    /// the end are also written to the session. A new session file gets the model and
+    /// thinking level recorded, as Pi does, so a resume can restore them.
     pub fn new(
         config: AgentConfig,
         history: Vec<Message>,
@@ -55,6 +58,10 @@ impl Agent {
         let (messages, added) = repair_history(history);
         let mut session = session;
         if let Some(writer) = session.as_mut() {
+            if writer.leaf_id().is_none() {
+                writer.append(model_change(&config.model));
+                writer.append(thinking_change(config.thinking));
+            }
             for result in added {
                 writer.append_message(&Message::ToolResult(result));
             }
@@ -103,6 +110,30 @@ impl Agent {
     /// The session writer, e.g. to record a model change.
     pub fn session_mut(&mut self) -> Option<&mut SessionWriter> {
         self.session.as_mut()
+    }
+
+    /// Use another model from the next request on (recorded in the session when it changes).
+    pub fn set_model(&mut self, model: cadre_llm::Model) {
+        if (model.provider != self.config.model.provider || model.id != self.config.model.id)
+            && let Some(writer) = self.session.as_mut()
+        {
+            writer.append(model_change(&model));
+        }
+        self.config.model = model;
+    }
+
+    /// Use another thinking level from the next request on (recorded when it changes).
+    pub fn set_thinking(&mut self, level: ThinkingLevel) {
+        if level != self.config.thinking
+            && let Some(writer) = self.session.as_mut()
+        {
+            writer.append(thinking_change(level));
+        }
+        self.config.thinking = level;
+    }
+
+    pub fn set_system_prompt(&mut self, system_prompt: String) {
+        self.config.system_prompt = system_prompt;
     }
 
     /// Write out and sync the session file.
@@ -288,6 +319,19 @@ impl Agent {
             &self.emitter,
         )
         .await
+    }
+}
+
+fn model_change(model: &cadre_llm::Model) -> SessionEntryKind {
+    SessionEntryKind::ModelChange {
+        provider: model.provider.clone(),
+        model_id: model.id.clone(),
+    }
+}
+
+fn thinking_change(level: ThinkingLevel) -> SessionEntryKind {
+    SessionEntryKind::ThinkingLevelChange {
+        thinking_level: level.as_str().to_string(),
     }
 }
 

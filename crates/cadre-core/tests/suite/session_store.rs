@@ -97,6 +97,10 @@ async fn agent_session_round_trips_and_resumes_with_chain() {
     let loaded = load_session(&path).unwrap();
     assert!(loaded.dropped_lines.is_empty());
     assert_eq!(loaded.messages(), written);
+    // A new session records the model and thinking level first, as Pi does.
+    assert_eq!(loaded.model(), Some(("fake".into(), "scripted".into())));
+    assert_eq!(loaded.thinking_level().as_deref(), Some("off"));
+    assert_eq!(loaded.entries.len(), 6);
     h.agent.close().await.unwrap();
 
     // Resume: the chain continues from the leaf.
@@ -110,14 +114,26 @@ async fn agent_session_round_trips_and_resumes_with_chain() {
         loaded.messages(),
         tempfile::tempdir().unwrap(),
     );
+    // Resuming does not record the settings again; changing them does.
+    h2.agent.set_thinking(cadre_protocol::ThinkingLevel::High);
+    h2.agent.set_thinking(cadre_protocol::ThinkingLevel::High);
+    let mut other = model();
+    other.id = "other".into();
+    h2.agent.set_model(other.clone());
+    h2.agent.set_model(other);
     h2.agent.prompt("more").await.unwrap();
     h2.agent.close().await.unwrap();
     let l = lines(&path);
-    assert_eq!(l.len(), 7);
-    assert_eq!(l[5]["parentId"], json!(leaf));
-    assert_eq!(l[6]["parentId"], l[5]["id"]);
+    assert_eq!(l.len(), 11);
+    assert_eq!(l[7]["type"], "thinking_level_change");
+    assert_eq!(l[7]["parentId"], json!(leaf));
+    assert_eq!(l[8]["type"], "model_change");
+    assert_eq!(l[10]["parentId"], l[9]["id"]);
     let reloaded = load_session(&path).unwrap();
     assert_eq!(reloaded.messages().len(), 6);
+    assert_eq!(reloaded.model(), Some(("fake".into(), "other".into())));
+    assert_eq!(reloaded.thinking_level().as_deref(), Some("high"));
+    assert_eq!(provider.requests().last().unwrap().model.id, "other");
     provider.assert_valid();
 }
 

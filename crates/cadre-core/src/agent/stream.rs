@@ -1,7 +1,7 @@
 //! One model request: stream the reply, emit message events, end with a recorded message.
 
 use cadre_llm::{CompletionRequest, ErrorKind, Model, Provider, StreamEvent};
-use cadre_protocol::{AgentEvent, AssistantMessage, Message, StopReason};
+use cadre_protocol::{AgentEvent, AssistantMessage, AssistantMessageEvent, Message, StopReason};
 use tokio_util::sync::CancellationToken;
 
 use super::emit::Emitter;
@@ -60,7 +60,8 @@ pub(crate) async fn stream_reply(
             Some(StreamEvent::Delta(delta)) => {
                 start(&mut started, partial.message());
                 partial.apply(&delta);
-                if emitter.enabled() {
+                // Like Pi, `start` only opens the message; every later delta is an update.
+                if emitter.enabled() && delta != AssistantMessageEvent::Start {
                     emitter.emit(AgentEvent::MessageUpdate {
                         message: Box::new(partial.message().clone()),
                         assistant_message_event: delta,

@@ -299,3 +299,52 @@ fn take(
         Command::Close(reply) => *closing = Some(reply),
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn create_and_resume_report_unusable_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("not-a-dir");
+        std::fs::write(&file, "x").unwrap();
+        let err = SessionWriter::create(&file, dir.path(), None)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, SessionError::Create { .. }), "{err}");
+
+        let mut w = SessionWriter::create(dir.path(), dir.path(), None)
+            .await
+            .unwrap();
+        w.append_message(&Message::user("x"));
+        let path = w.path().to_path_buf();
+        w.close().await.unwrap();
+        let loaded = crate::session::load_session(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let err = SessionWriter::resume(&path, &loaded).await.unwrap_err();
+        assert!(matches!(err, SessionError::Create { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn many_appends_keep_order_and_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = SessionWriter::create(dir.path(), dir.path(), None)
+            .await
+            .unwrap();
+        let ids: Vec<String> = (0..500)
+            .map(|i| w.append_message(&Message::user(format!("m{i}"))))
+            .collect();
+        w.flush().await.unwrap();
+        let loaded = crate::session::load_session(w.path()).unwrap();
+        assert_eq!(loaded.entries.len(), 500);
+        for (i, e) in loaded.entries.iter().enumerate() {
+            assert_eq!(e.id, ids[i]);
+            assert_eq!(e.parent_id.as_ref(), i.checked_sub(1).map(|p| &ids[p]));
+        }
+        assert_eq!(loaded.messages().len(), 500);
+        // Dropping the handle lets the task finish on its own.
+        drop(w);
+    }
+}

@@ -42,8 +42,9 @@ impl Request {
 }
 
 /// Reads one request: head up to the blank line, then a `content-length` or chunked body.
-pub(crate) async fn read_request<R: AsyncRead + Unpin>(
-    reader: &mut R,
+/// Answers `expect: 100-continue` (curl sends it for large bodies) before reading the body.
+pub(crate) async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
+    reader: &mut S,
 ) -> Result<Request, HttpError> {
     let mut buf = Vec::with_capacity(8 * 1024);
     let head_end = loop {
@@ -85,6 +86,13 @@ pub(crate) async fn read_request<R: AsyncRead + Unpin>(
         body: Vec::new(),
     };
     let mut rest = buf.split_off(head_end + 4);
+    if request
+        .header("expect")
+        .is_some_and(|e| e.eq_ignore_ascii_case("100-continue"))
+    {
+        reader.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await?;
+        reader.flush().await?;
+    }
     let chunked = request
         .header("transfer-encoding")
         .is_some_and(|te| te.to_ascii_lowercase().contains("chunked"));
@@ -252,8 +260,20 @@ mod tests {
     use super::*;
 
     async fn parse(raw: &[u8]) -> Result<Request, HttpError> {
-        let mut reader = raw;
-        read_request(&mut reader).await
+        let mut stream = tokio::io::join(raw, Vec::new());
+        read_request(&mut stream).await
+    }
+
+    #[tokio::test]
+    async fn answers_expect_continue() {
+        let raw = b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}";
+        let mut stream = tokio::io::join(&raw[..], Vec::new());
+        let r = read_request(&mut stream).await.unwrap();
+        assert_eq!(r.body, b"{}");
+        assert_eq!(stream.writer(), b"HTTP/1.1 100 Continue\r\n\r\n");
+        let mut stream = tokio::io::join(&b"POST / HTTP/1.1\r\n\r\n"[..], Vec::new());
+        read_request(&mut stream).await.unwrap();
+        assert!(stream.writer().is_empty());
     }
 
     #[tokio::test]

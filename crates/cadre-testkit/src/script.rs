@@ -353,6 +353,29 @@ mod tests {
     }
 
     #[test]
+    fn chained_parts_keep_earlier_settings() {
+        let r = Reply::new()
+            .usage(1, 2)
+            .cache(3, 4)
+            .stop(StopKind::Length)
+            .fault(Fault::NoTerminal)
+            .latency(Duration::from_millis(1))
+            .chunk_delay(Duration::from_millis(2))
+            .text("a")
+            .thinking("b")
+            .tool_call("c", "d", json!(1));
+        assert_eq!(r.usage, Some((1, 2)));
+        assert_eq!(r.cache, (3, 4));
+        assert_eq!(r.stop_kind(), StopKind::Length);
+        assert_eq!(r.fault, Some(Fault::NoTerminal));
+        assert_eq!(r.latency, Duration::from_millis(1));
+        assert_eq!(r.chunk_delay, Duration::from_millis(2));
+        assert_eq!(r.parts.len(), 3);
+        assert_eq!(Reply::text("x").text("y").parts.len(), 2);
+        assert_eq!(Reply::thinking("t").parts.len(), 1);
+    }
+
+    #[test]
     fn signatures_are_deterministic_and_distinct() {
         assert_eq!(default_signature("a"), default_signature("a"));
         assert_ne!(default_signature("a"), default_signature("b"));

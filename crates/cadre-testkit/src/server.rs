@@ -125,6 +125,11 @@ impl FakeServer {
         lock(&self.shared.requests).clone()
     }
 
+    /// Forgets the recorded requests (long benchmarks keep memory flat this way).
+    pub fn clear_requests(&self) {
+        lock(&self.shared.requests).clear();
+    }
+
     /// The most recent request, if any.
     pub fn last_request(&self) -> Option<RecordedRequest> {
         lock(&self.shared.requests).last().cloned()
@@ -249,53 +254,31 @@ async fn serve_connection(mut stream: TcpStream, shared: &Shared) {
     let seq = shared.seq.fetch_add(1, Ordering::Relaxed) + 1;
     let api = recorded.api;
 
-    let outcome = if routed.is_none() {
+    // Write errors only mean the client went away; there is nobody to report them to.
+    let _ = if routed.is_none() {
         let message = format!(
             "cadre-testkit: no route for {} (serve POST …/chat/completions or …/v1/messages)",
             recorded.path
         );
-        send_error(
-            &mut stream,
-            api,
-            seq,
-            404,
-            None,
-            &error_body(api, 404, Some(&message)),
-        )
-        .await
+        let body = error_body(api, 404, Some(&message));
+        send_error(&mut stream, api, seq, 404, None, &body).await
     } else if recorded.body.is_null() {
-        let message = "cadre-testkit: request body is not valid JSON";
-        send_error(
-            &mut stream,
+        let body = error_body(
             api,
-            seq,
             400,
-            None,
-            &error_body(api, 400, Some(message)),
-        )
-        .await
+            Some("cadre-testkit: request body is not valid JSON"),
+        );
+        send_error(&mut stream, api, seq, 400, None, &body).await
+    } else if let Some(reply) = shared.pick(&recorded) {
+        respond(&mut stream, &recorded, &reply, seq, body_len).await
     } else {
-        match shared.pick(&recorded) {
-            Some(reply) => respond(&mut stream, &recorded, &reply, seq, body_len).await,
-            None => {
-                let message = format!(
-                    "cadre-testkit: no scripted reply matches: {}",
-                    recorded.summary()
-                );
-                send_error(
-                    &mut stream,
-                    api,
-                    seq,
-                    400,
-                    None,
-                    &error_body(api, 400, Some(&message)),
-                )
-                .await
-            }
-        }
+        let message = format!(
+            "cadre-testkit: no scripted reply matches: {}",
+            recorded.summary()
+        );
+        let body = error_body(api, 400, Some(&message));
+        send_error(&mut stream, api, seq, 400, None, &body).await
     };
-    // Write errors just mean the client went away; nothing to report to anyone.
-    let _ = outcome;
 }
 
 fn error_body(api: WireApi, status: u16, message: Option<&str>) -> String {

@@ -169,6 +169,9 @@ async fn requests_are_recorded_with_headers_and_bodies() {
     assert_eq!(requests[1].api, WireApi::OpenAi);
     assert_eq!(requests[1].body, unmatched);
     assert_eq!(server.last_request().unwrap().body, unmatched);
+    server.clear_requests();
+    assert!(server.requests().is_empty());
+    assert_eq!(server.last_request(), None);
 }
 
 #[tokio::test]

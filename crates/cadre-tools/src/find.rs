@@ -99,14 +99,20 @@ fn compile(pattern: &str) -> Result<PathGlob, String> {
         .build()
         .map_err(|e| format!("Invalid glob {pattern:?}: {e}"))?
         .compile_matcher();
-    let wants_hidden = trimmed
-        .split('/')
-        .any(|c| c.starts_with('.') && c != "." && c != "..");
+    let wants_hidden = names_hidden(trimmed);
     Ok(PathGlob {
         matcher,
         full_path,
         wants_hidden,
     })
+}
+
+/// True when a glob names a hidden component (`.github/**`, `**/.env*`): the walk must then
+/// include hidden entries, or the pattern could never match.
+pub(crate) fn names_hidden(glob: &str) -> bool {
+    glob.trim_start_matches('!')
+        .split('/')
+        .any(|c| c.starts_with('.') && c != "." && c != "..")
 }
 
 fn find(

@@ -221,7 +221,14 @@ fn grep(params: &GrepParams, root: &Path, cancel: &CancellationToken) -> ToolOut
     };
     let mut walk = WalkBuilder::new(root);
     // .gitignore applies even outside a git repository: agents work in plain directories too.
-    walk.require_git(false).hidden(true).threads(0);
+    let wants_hidden = params
+        .glob
+        .as_deref()
+        .is_some_and(crate::find::names_hidden);
+    walk.require_git(false)
+        .hidden(!wants_hidden)
+        .threads(0)
+        .filter_entry(|e| e.file_name() != ".git");
     if let Some(glob) = &params.glob {
         let overrides = OverrideBuilder::new(root).add(glob).and_then(|b| b.build());
         match overrides {

@@ -187,10 +187,12 @@ fn read_text<R: BufRead>(
             index += count_remaining_lines(&mut reader, cancel)?;
             break;
         }
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
+        // One byte more than a result can hold: a longer line is refused by the collector
+        // either way, and a minified multi-megabyte line never sits in memory whole.
+        let Some(full_len) = read_line_capped(&mut reader, &mut line, DEFAULT_MAX_BYTES + 1)?
+        else {
             break;
-        }
+        };
         if index.is_multiple_of(4096) && cancel.is_cancelled() {
             return Err(ReadError::Aborted);
         }
@@ -199,13 +201,18 @@ fn read_text<R: BufRead>(
         if current < start {
             continue;
         }
-        let body = strip_line_end(&line);
+        let body_len = if line.len() == full_len && line.ends_with(b"\r") {
+            line.pop();
+            full_len - 1
+        } else {
+            full_len
+        };
         if selected_lines == 0 {
-            first_line_bytes = body.len();
+            first_line_bytes = body_len;
         }
         selected_lines += 1;
-        selected_bytes += body.len() + usize::from(selected_lines > 1);
-        collector.push(&String::from_utf8_lossy(body));
+        selected_bytes += body_len + usize::from(selected_lines > 1);
+        collector.push(&String::from_utf8_lossy(&line));
     }
     Ok(TextRead {
         collected: collector.finish(selected_lines, selected_bytes),
@@ -237,9 +244,71 @@ fn count_remaining_lines<R: BufRead>(
     Ok(lines + usize::from(dangling))
 }
 
-fn strip_line_end(line: &[u8]) -> &[u8] {
-    let line = line.strip_suffix(b"\n").unwrap_or(line);
-    line.strip_suffix(b"\r").unwrap_or(line)
+/// Read one line (without its `\n`) into `buf`, keeping at most `cap` bytes of it. Returns the
+/// line's full length, or `None` at the end of the input.
+fn read_line_capped<R: BufRead>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> io::Result<Option<usize>> {
+    buf.clear();
+    let mut len = 0usize;
+    let mut any = false;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(any.then_some(len));
+        }
+        any = true;
+        let newline = chunk.iter().position(|&b| b == b'\n');
+        let piece = &chunk[..newline.unwrap_or(chunk.len())];
+        let room = cap.saturating_sub(buf.len());
+        buf.extend_from_slice(&piece[..piece.len().min(room)]);
+        len += piece.len();
+        match newline {
+            Some(i) => {
+                reader.consume(i + 1);
+                return Ok(Some(len));
+            }
+            None => {
+                let n = chunk.len();
+                reader.consume(n);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capped_lines() {
+        let mut r = BufReader::with_capacity(4, io::Cursor::new(b"abcdefgh\nxy\n\nz".to_vec()));
+        let mut buf = Vec::new();
+        assert_eq!(read_line_capped(&mut r, &mut buf, 3).unwrap(), Some(8));
+        assert_eq!(buf, b"abc");
+        assert_eq!(read_line_capped(&mut r, &mut buf, 3).unwrap(), Some(2));
+        assert_eq!(buf, b"xy");
+        assert_eq!(read_line_capped(&mut r, &mut buf, 3).unwrap(), Some(0));
+        assert_eq!(read_line_capped(&mut r, &mut buf, 3).unwrap(), Some(1));
+        assert_eq!(buf, b"z");
+        assert_eq!(read_line_capped(&mut r, &mut buf, 3).unwrap(), None);
+    }
+
+    #[test]
+    fn remaining_line_count() {
+        let cancel = CancellationToken::new();
+        for (input, expected) in [("", 0), ("a", 1), ("a\n", 1), ("a\nb", 2), ("\n\n", 2)] {
+            let mut r = BufReader::with_capacity(2, io::Cursor::new(input.as_bytes().to_vec()));
+            assert_eq!(
+                count_remaining_lines(&mut r, &cancel).ok(),
+                Some(expected),
+                "{input:?}"
+            );
+        }
+    }
 }
 
 fn render_text(raw: &str, offset: Option<u64>, limit: Option<usize>, read: TextRead) -> ToolOutput {

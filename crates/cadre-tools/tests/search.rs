@@ -52,6 +52,20 @@ async fn grep_ignore_case_and_literal() {
 }
 
 #[tokio::test]
+async fn grep_hidden_only_when_the_glob_names_it() {
+    let env = tree();
+    let out = env.call("grep", json!({"pattern": "hello_hidden"})).await;
+    assert_eq!(ok(&out), "No matches found");
+    let out = env
+        .call(
+            "grep",
+            json!({"pattern": "hello_hidden", "glob": ".hidden/*.rs"}),
+        )
+        .await;
+    assert_eq!(ok(&out), ".hidden/secret.rs:1: fn hello_hidden() {}");
+}
+
+#[tokio::test]
 async fn grep_context_lines() {
     let env = Env::new();
     env.write("f.txt", "1\n2\n3\nMATCH\n5\n6\n7\n");

@@ -38,6 +38,13 @@ pub use run::Agent;
 
 use crate::session::SessionError;
 
+/// A check applied to every tool call at dispatch, before the tool is looked up: allowlists,
+/// read-only enforcement, tool budgets. It sees every call in call order (so it can count
+/// them) and refuses one by returning the message the model gets as the call's error result.
+pub trait ToolGate: Send + Sync {
+    fn check(&self, call: &cadre_protocol::ToolCall) -> Option<String>;
+}
+
 /// Everything an agent needs to run.
 #[derive(Clone)]
 pub struct AgentConfig {

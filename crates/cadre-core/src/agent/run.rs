@@ -15,7 +15,7 @@ use super::emit::Emitter;
 use super::repair::{repair_history, unexecuted_result};
 use super::stream::stream_reply;
 use super::tools::{OPERATION_ABORTED, ToolEnv, execute_tool_calls, refuse_all};
-use super::{AgentConfig, AgentError, RunOutcome};
+use super::{AgentConfig, AgentError, RunOutcome, ToolGate};
 use crate::session::SessionWriter;
 
 /// One conversation with a model and its tools.
@@ -27,6 +27,7 @@ pub struct Agent {
     shared: Arc<Shared>,
     emitter: Emitter,
     usage: Usage,
+    gate: Option<Arc<dyn ToolGate>>,
 }
 
 /// Resets the running flag and cancels the run's token when a run ends, also when the run's
@@ -80,6 +81,7 @@ impl Agent {
             session,
             emitter,
             usage,
+            gate: None,
         }
     }
 
@@ -130,6 +132,11 @@ impl Agent {
             writer.append(thinking_change(level));
         }
         self.config.thinking = level;
+    }
+
+    /// Check every tool call at dispatch with `gate` (see [`ToolGate`]).
+    pub fn set_tool_gate(&mut self, gate: Arc<dyn ToolGate>) {
+        self.gate = Some(gate);
     }
 
     pub fn set_system_prompt(&mut self, system_prompt: String) {
@@ -259,6 +266,7 @@ impl Agent {
                 } else {
                     let env = ToolEnv {
                         registry: &self.config.tools,
+                        gate: self.gate.as_deref(),
                         cwd: &self.config.cwd,
                         artifacts_dir: &self.config.artifacts_dir,
                         emitter: &self.emitter,

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::ToolGate;
 use super::emit::Emitter;
 
 /// How long tools get to wind down on their own after an abort (kill their processes, return
@@ -25,6 +26,7 @@ pub(crate) const OPERATION_ABORTED: &str = "Operation aborted";
 /// Where the tools of one agent run.
 pub(crate) struct ToolEnv<'a> {
     pub registry: &'a ToolRegistry,
+    pub gate: Option<&'a dyn ToolGate>,
     pub cwd: &'a Path,
     pub artifacts_dir: &'a Path,
     pub emitter: &'a Emitter,
@@ -116,9 +118,17 @@ pub(crate) async fn execute_tool_calls(
     env: &ToolEnv<'_>,
     cancel: &CancellationToken,
 ) -> Vec<ToolResultMessage> {
+    let refusals: Vec<Option<String>> = calls
+        .iter()
+        .map(|c| env.gate.and_then(|g| g.check(c)))
+        .collect();
     let tools: Vec<Option<Arc<dyn Tool>>> = calls
         .iter()
-        .map(|c| env.registry.get(&c.name).cloned())
+        .zip(&refusals)
+        .map(|(c, refused)| match refused {
+            Some(_) => None,
+            None => env.registry.get(&c.name).cloned(),
+        })
         .collect();
     let plan: Vec<Option<Option<PathBuf>>> = calls
         .iter()
@@ -142,7 +152,11 @@ pub(crate) async fn execute_tool_calls(
         started.push(flag.clone());
         let Some(tool) = tools[i].clone() else {
             emit_start(env.emitter, call);
-            let output = ToolOutput::error(format!("Tool {} not found", call.name));
+            let output = ToolOutput::error(
+                refusals[i]
+                    .clone()
+                    .unwrap_or_else(|| format!("Tool {} not found", call.name)),
+            );
             emit_end(env.emitter, call, &output);
             outputs[i] = Some(output);
             done[i].cancel();

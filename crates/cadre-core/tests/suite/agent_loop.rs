@@ -691,3 +691,52 @@ async fn abort_while_waiting_for_the_first_event() {
         .unwrap();
     assert_eq!(next.final_message.unwrap().text(), "fresh again");
 }
+
+/// Refuses `write` and counts every call it sees.
+struct ReadOnlyGate(Mutex<Vec<String>>);
+
+impl cadre_core::agent::ToolGate for ReadOnlyGate {
+    fn check(&self, call: &cadre_protocol::ToolCall) -> Option<String> {
+        self.0.lock().unwrap().push(call.id.clone());
+        (call.name == "write").then(|| "write is not allowed for this agent".to_string())
+    }
+}
+
+#[tokio::test]
+async fn tool_gate_sees_every_call_and_refusals_are_results() {
+    let ran: Arc<Mutex<u32>> = Arc::default();
+    let r = ran.clone();
+    let write = FnTool::mutating("write", move |_, _| {
+        let r = r.clone();
+        Box::pin(async move {
+            *r.lock().unwrap() += 1;
+            ToolOutput::ok("written")
+        })
+    });
+    let provider = Scripted::new(|req| match last_text(req).as_str() {
+        "go" => tool_reply(&[
+            call("w", "write", json!({"path": "x"})),
+            call("e", "echo", json!({})),
+            call("u", "unknown", json!({})),
+        ]),
+        _ => text_reply("ok"),
+    });
+    let mut h = simple(provider.clone(), vec![write, echo_tool()]);
+    let gate = Arc::new(ReadOnlyGate(Mutex::default()));
+    h.agent.set_tool_gate(gate.clone());
+    h.agent.prompt("go").await.unwrap();
+    assert_eq!(*gate.0.lock().unwrap(), vec!["w", "e", "u"]);
+    assert_eq!(*ran.lock().unwrap(), 0);
+    let results = result_texts(h.agent.messages());
+    assert_eq!(
+        results[0],
+        (
+            "w".into(),
+            "write is not allowed for this agent".into(),
+            true
+        )
+    );
+    assert!(!results[1].2);
+    assert_eq!(results[2].1, "Tool unknown not found");
+    provider.assert_valid();
+}

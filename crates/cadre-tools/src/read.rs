@@ -278,39 +278,6 @@ fn read_line_capped<R: BufRead>(
     }
 }
 
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn capped_lines() {
-        let mut r = BufReader::with_capacity(4, io::Cursor::new(b"abcdefgh\nxy\n\nz".to_vec()));
-        let mut buf = Vec::new();
-        assert_eq!(read_line_capped(&mut r, &mut buf, 3).unwrap(), Some(8));
-        assert_eq!(buf, b"abc");
-        assert_eq!(read_line_capped(&mut r, &mut buf, 3).unwrap(), Some(2));
-        assert_eq!(buf, b"xy");
-        assert_eq!(read_line_capped(&mut r, &mut buf, 3).unwrap(), Some(0));
-        assert_eq!(read_line_capped(&mut r, &mut buf, 3).unwrap(), Some(1));
-        assert_eq!(buf, b"z");
-        assert_eq!(read_line_capped(&mut r, &mut buf, 3).unwrap(), None);
-    }
-
-    #[test]
-    fn remaining_line_count() {
-        let cancel = CancellationToken::new();
-        for (input, expected) in [("", 0), ("a", 1), ("a\n", 1), ("a\nb", 2), ("\n\n", 2)] {
-            let mut r = BufReader::with_capacity(2, io::Cursor::new(input.as_bytes().to_vec()));
-            assert_eq!(
-                count_remaining_lines(&mut r, &cancel).ok(),
-                Some(expected),
-                "{input:?}"
-            );
-        }
-    }
-}
-
 fn render_text(raw: &str, offset: Option<u64>, limit: Option<usize>, read: TextRead) -> ToolOutput {
     let TextRead {
         collected,
@@ -363,4 +330,37 @@ fn render_text(raw: &str, offset: Option<u64>, limit: Option<usize>, read: TextR
         return ToolOutput::ok(text);
     }
     ToolOutput::ok(collected.content)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capped_lines() {
+        let mut r = BufReader::with_capacity(4, io::Cursor::new(b"abcdefgh\nxy\n\nz".to_vec()));
+        let mut buf = Vec::new();
+        assert_eq!(read_line_capped(&mut r, &mut buf, 3).unwrap(), Some(8));
+        assert_eq!(buf, b"abc");
+        assert_eq!(read_line_capped(&mut r, &mut buf, 3).unwrap(), Some(2));
+        assert_eq!(buf, b"xy");
+        assert_eq!(read_line_capped(&mut r, &mut buf, 3).unwrap(), Some(0));
+        assert_eq!(read_line_capped(&mut r, &mut buf, 3).unwrap(), Some(1));
+        assert_eq!(buf, b"z");
+        assert_eq!(read_line_capped(&mut r, &mut buf, 3).unwrap(), None);
+    }
+
+    #[test]
+    fn remaining_line_count() {
+        let cancel = CancellationToken::new();
+        for (input, expected) in [("", 0), ("a", 1), ("a\n", 1), ("a\nb", 2), ("\n\n", 2)] {
+            let mut r = BufReader::with_capacity(2, io::Cursor::new(input.as_bytes().to_vec()));
+            assert_eq!(
+                count_remaining_lines(&mut r, &cancel).ok(),
+                Some(expected),
+                "{input:?}"
+            );
+        }
+    }
 }

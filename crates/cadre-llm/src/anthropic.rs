@@ -337,8 +337,10 @@ impl AnthropicDecoder {
 
     fn update_usage(&mut self, u: &Value) {
         let usage = self.asm.usage_mut();
+        // Counts are cumulative; a later event that omits or zeroes a count (some proxies send
+        // `input_tokens: 0` in `message_delta`) must not erase the earlier one.
         let set = |field: &mut u64, key: &str| {
-            if let Some(n) = u.get(key).and_then(Value::as_u64) {
+            if let Some(n) = u.get(key).and_then(Value::as_u64).filter(|n| *n > 0) {
                 *field = n;
             }
         };

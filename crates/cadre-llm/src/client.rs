@@ -308,6 +308,26 @@ async fn run_attempt<D: Decoder>(
         return Err(fail(error, decoder));
     }
 
+    if is_json(&response) {
+        // The server ignored `stream: true` (or a proxy answered 200 with an error object).
+        let body = read_error_body(ctx, &mut response).await;
+        let Some(body) = body else {
+            return Err(fail(LlmError::Aborted, decoder));
+        };
+        let detail = match http::error_message(&body) {
+            Some(m) => format!(
+                "expected an event stream, got JSON: {}",
+                http::redact(&m, ctx.key())
+            ),
+            None => "expected an event stream, got an empty JSON body".to_string(),
+        };
+        let error = LlmError::MalformedStream {
+            provider: ctx.model.provider.clone(),
+            detail,
+        };
+        return Err(fail(error, decoder));
+    }
+
     let mut out = Vec::new();
     decoder.begin(&mut out);
     if let Err(e) = ctx.forward(&mut out).await {
@@ -350,6 +370,9 @@ async fn run_attempt<D: Decoder>(
             return Err(fail(e, decoder));
         }
         if terminal {
+            // Let the body finish in the background so the connection can go back to the pool
+            // without delaying the reply.
+            tokio::spawn(drain(response));
             break;
         }
     }
@@ -379,6 +402,26 @@ async fn read_error_body(ctx: &Ctx<'_>, response: &mut reqwest::Response) -> Opt
     }
     body.truncate(http::MAX_ERROR_BODY);
     Some(String::from_utf8_lossy(&body).into_owned())
+}
+
+/// Read what is left of a finished response (normally just the end of the chunked body).
+async fn drain(mut response: reqwest::Response) {
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        while let Ok(Some(_)) = response.chunk().await {}
+    })
+    .await;
+}
+
+fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        })
 }
 
 fn empty_message(model: &Model) -> AssistantMessage {

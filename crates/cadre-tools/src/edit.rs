@@ -4,6 +4,8 @@
 //! exactly once, and must not overlap another edit; the call is all-or-nothing. Matching happens
 //! on LF-normalised text without a BOM, because the model never sends `\r` or an invisible BOM;
 //! the file's line endings (of its first line break) and BOM are restored on write, like Pi.
+//! An `oldText` not found verbatim is looked up once more forgiving trailing whitespace and
+//! typographic quotes/dashes/spaces (`fuzzy`), still required to be unique.
 
 use std::fs;
 use std::io;
@@ -19,7 +21,7 @@ use crate::diff::line_diff;
 use crate::fsutil::{atomic_write, looks_binary};
 use crate::registry::{Tool, ToolContext, ToolOutput};
 use crate::write::target_path;
-use crate::{blocking, paths};
+use crate::{blocking, fuzzy, paths};
 
 /// Unchanged lines shown around each change in the diff.
 const DIFF_CONTEXT: usize = 4;
@@ -81,23 +83,57 @@ pub fn normalize_to_lf(text: &str) -> String {
     text.replace("\r\n", "\n").replace('\r', "\n")
 }
 
+/// The result of [`apply_edits`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    pub content: String,
+    /// Edits found only after normalising whitespace, quotes and dashes (see `fuzzy`).
+    pub fuzzy: Vec<usize>,
+}
+
+/// Where one edit applies in the original content.
+struct Span {
+    start: usize,
+    end: usize,
+    index: usize,
+    new_text: String,
+}
+
 /// Apply `edits` to LF-normalised `content`. Pure: the core of the edit tool.
-pub fn apply_edits(content: &str, edits: &[Edit]) -> Result<String, EditError> {
+pub fn apply_edits(content: &str, edits: &[Edit]) -> Result<Applied, EditError> {
     let total = edits.len();
-    let mut spans: Vec<(usize, usize, usize, String)> = Vec::with_capacity(total);
+    let mut spans: Vec<Span> = Vec::with_capacity(total);
+    let mut fuzzy_content: Option<fuzzy::Normalized> = None;
+    let mut fuzzy_used = Vec::new();
     for (index, edit) in edits.iter().enumerate() {
         let old = normalize_to_lf(&edit.old_text);
         if old.is_empty() {
             return Err(EditError::EmptyOldText { index, total });
         }
-        match occurrences(content, &old) {
-            (0, _) | (_, None) => return Err(EditError::NotFound { index, total }),
-            (1, Some(start)) => spans.push((
-                start,
-                start + old.len(),
-                index,
-                normalize_to_lf(&edit.new_text),
-            )),
+        let (start, end) = match occurrences(content, &old) {
+            (1, Some(start)) => (start, start + old.len()),
+            (0, _) | (_, None) => {
+                // Not there verbatim: try again forgiving whitespace and typography.
+                let haystack = fuzzy_content.get_or_insert_with(|| fuzzy::normalize(content));
+                let needle = fuzzy::normalize(&old).text;
+                if needle.is_empty() {
+                    return Err(EditError::NotFound { index, total });
+                }
+                match occurrences(&haystack.text, &needle) {
+                    (1, Some(at)) => {
+                        fuzzy_used.push(index);
+                        haystack.original_range(at, at + needle.len())
+                    }
+                    (0, _) | (_, None) => return Err(EditError::NotFound { index, total }),
+                    (count, _) => {
+                        return Err(EditError::Ambiguous {
+                            index,
+                            total,
+                            count,
+                        });
+                    }
+                }
+            }
             (count, _) => {
                 return Err(EditError::Ambiguous {
                     index,
@@ -105,30 +141,38 @@ pub fn apply_edits(content: &str, edits: &[Edit]) -> Result<String, EditError> {
                     count,
                 });
             }
-        }
+        };
+        spans.push(Span {
+            start,
+            end,
+            index,
+            new_text: normalize_to_lf(&edit.new_text),
+        });
     }
-    spans.sort_by_key(|s| s.0);
+    spans.sort_by_key(|s| s.start);
     for pair in spans.windows(2) {
-        if pair[0].1 > pair[1].0 {
-            let (a, b) = (pair[0].2.min(pair[1].2), pair[0].2.max(pair[1].2));
+        if pair[0].end > pair[1].start {
             return Err(EditError::Overlap {
-                first: a,
-                second: b,
+                first: pair[0].index.min(pair[1].index),
+                second: pair[0].index.max(pair[1].index),
             });
         }
     }
     let mut out = String::with_capacity(content.len());
     let mut cursor = 0;
-    for (start, end, _, new_text) in &spans {
-        out.push_str(&content[cursor..*start]);
-        out.push_str(new_text);
-        cursor = *end;
+    for span in &spans {
+        out.push_str(&content[cursor..span.start]);
+        out.push_str(&span.new_text);
+        cursor = span.end;
     }
     out.push_str(&content[cursor..]);
     if out == content {
         return Err(EditError::NoChange);
     }
-    Ok(out)
+    Ok(Applied {
+        content: out,
+        fuzzy: fuzzy_used,
+    })
 }
 
 /// Parse the edits, accepting what models actually send: `edits` as an array or as a JSON
@@ -291,8 +335,11 @@ fn edit_file(raw: &str, abs: &Path, edits: &[Edit]) -> ToolOutput {
     };
     let crlf = uses_crlf(content);
     let normalized = normalize_to_lf(content);
-    let new_content = match apply_edits(&normalized, edits) {
-        Ok(c) => c,
+    let Applied {
+        content: new_content,
+        fuzzy,
+    } = match apply_edits(&normalized, edits) {
+        Ok(applied) => applied,
         Err(e) => return ToolOutput::error(format!("{e} (file: {raw})")),
     };
     let restored = if crlf {
@@ -314,6 +361,7 @@ fn edit_file(raw: &str, abs: &Path, edits: &[Edit]) -> ToolOutput {
         "firstChangedLine": diff.first_changed_line,
         "added": diff.added,
         "removed": diff.removed,
+        "fuzzyMatchedEdits": fuzzy,
     }))
 }
 
@@ -340,9 +388,13 @@ mod tests {
     #[test]
     fn applies_against_the_original() {
         // The second edit matches the original "b", not the text produced by the first.
-        let out = apply_edits("a b c", &[e("a", "b"), e("c", "d")]).unwrap();
+        let out = apply_edits("a b c", &[e("a", "b"), e("c", "d")])
+            .unwrap()
+            .content;
         assert_eq!(out, "b b d");
-        let out = apply_edits("x\ny\nz\n", &[e("z", "Z"), e("x", "X")]).unwrap();
+        let out = apply_edits("x\ny\nz\n", &[e("z", "Z"), e("x", "X")])
+            .unwrap()
+            .content;
         assert_eq!(out, "X\ny\nZ\n");
     }
 
@@ -387,7 +439,9 @@ mod tests {
     #[test]
     fn adjacent_edits_do_not_overlap() {
         assert_eq!(
-            apply_edits("abcdef", &[e("abc", "1"), e("def", "2")]).unwrap(),
+            apply_edits("abcdef", &[e("abc", "1"), e("def", "2")])
+                .unwrap()
+                .content,
             "12"
         );
     }
@@ -413,8 +467,42 @@ mod tests {
 
     #[test]
     fn crlf_input_text_is_normalized() {
-        let out = apply_edits("a\nb\n", &[e("a\r\nb", "x\r\ny")]).unwrap();
+        let out = apply_edits("a\nb\n", &[e("a\r\nb", "x\r\ny")])
+            .unwrap()
+            .content;
         assert_eq!(out, "x\ny\n");
+    }
+
+    #[test]
+    fn fuzzy_fallback_replaces_only_the_match() {
+        let file = "say \u{201C}hi\u{201D}\nrest   \n";
+        let out = apply_edits(file, &[e("say \"hi\"", "say 'yo'")]).unwrap();
+        assert_eq!(out.content, "say 'yo'\nrest   \n");
+        assert_eq!(out.fuzzy, vec![0]);
+        // Trailing whitespace the model left out.
+        let out = apply_edits("a  \nb\nc  \n", &[e("a\nb", "X")]).unwrap();
+        assert_eq!(out.content, "X\nc  \n");
+        // Trailing whitespace the model added.
+        let out = apply_edits("a\nb\n", &[e("a   \nb", "X")]).unwrap();
+        assert_eq!(out.content, "X\n");
+        // Exact matches are not reported as fuzzy.
+        assert!(apply_edits("abc", &[e("b", "B")]).unwrap().fuzzy.is_empty());
+    }
+
+    #[test]
+    fn fuzzy_fallback_still_demands_uniqueness() {
+        assert_eq!(
+            apply_edits("it\u{2019}s\nit's\n", &[e("it\u{2018}s", "x")]).unwrap_err(),
+            EditError::Ambiguous {
+                index: 0,
+                total: 1,
+                count: 2
+            }
+        );
+        assert_eq!(
+            apply_edits("abc", &[e("   ", "x")]).unwrap_err(),
+            EditError::NotFound { index: 0, total: 1 }
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod diff;
 pub mod edit;
 pub mod find;
 mod fsutil;
+mod fuzzy;
 pub mod grep;
 pub mod ls;
 pub mod paths;

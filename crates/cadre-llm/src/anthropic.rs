@@ -53,23 +53,10 @@ pub fn build_request(req: &CompletionRequest) -> WireRequest {
     }
 }
 
-/// Default thinking budget (tokens) of a level.
-pub fn default_budget(level: ThinkingLevel) -> Option<u64> {
-    match level {
-        ThinkingLevel::Off => None,
-        ThinkingLevel::Minimal => Some(1_024),
-        ThinkingLevel::Low => Some(2_048),
-        ThinkingLevel::Medium => Some(8_192),
-        ThinkingLevel::High => Some(16_384),
-        ThinkingLevel::Xhigh => Some(32_768),
-        ThinkingLevel::Max => Some(63_999),
-    }
-}
-
-/// `max_tokens` and the thinking budget for a request. A numeric `thinkingLevelMap` value
-/// overrides the default budget, `null` disables thinking for the level. The budget must stay
-/// below `max_tokens`, which is raised above the budget within the model's limit; if the limit
-/// leaves too little room, the budget shrinks, and below the API minimum thinking is dropped.
+/// `max_tokens` and the thinking budget for a request. The budget is
+/// [`crate::thinking::resolve_thinking`]'s (map value or default table, kept below the model's
+/// output limit, `None` when thinking is off or does not fit); `max_tokens` is then raised above
+/// the budget, up to the model's limit, so the answer keeps room after the thinking.
 pub fn token_limits(model: &Model, level: ThinkingLevel) -> (u64, Option<u64>) {
     let limit = if model.max_tokens > 0 {
         model.max_tokens
@@ -77,25 +64,22 @@ pub fn token_limits(model: &Model, level: ThinkingLevel) -> (u64, Option<u64>) {
         FALLBACK_MAX_OUTPUT
     };
     let base = limit.min(DEFAULT_MAX_OUTPUT);
-    if !model.reasoning || level == ThinkingLevel::Off {
-        return (base, None);
+    let budget = crate::thinking::resolve_thinking(model, level)
+        .budget_tokens()
+        .filter(|b| *b >= MIN_THINKING_BUDGET);
+    match budget {
+        Some(budget) => {
+            let max_tokens = base.saturating_add(budget).min(limit);
+            // The API requires budget < max_tokens; resolve_thinking already keeps room, this
+            // guards a model entry it did not foresee.
+            if max_tokens > budget {
+                (max_tokens, Some(budget))
+            } else {
+                (base, None)
+            }
+        }
+        None => (base, None),
     }
-    let budget = match model.thinking_level_map.get(&level) {
-        Some(None) => return (base, None),
-        Some(Some(v)) => v.trim().parse::<u64>().ok().or(default_budget(level)),
-        None => default_budget(level),
-    };
-    let Some(mut budget) = budget else {
-        return (base, None);
-    };
-    let max_tokens = base.saturating_add(budget).min(limit);
-    if max_tokens <= budget {
-        budget = max_tokens.saturating_sub(MIN_THINKING_BUDGET);
-    }
-    if budget < MIN_THINKING_BUDGET {
-        return (base, None);
-    }
-    (max_tokens, Some(budget))
 }
 
 /// The JSON body of a streamed Messages request.

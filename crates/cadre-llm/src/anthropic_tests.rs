@@ -117,10 +117,14 @@ fn thinking_budget_and_max_tokens() {
         token_limits(&model, ThinkingLevel::High),
         (48_384, Some(16_384))
     );
-    // The sum is capped at the model limit; the budget stays below max_tokens.
+    // xhigh and max need a map value; the sum is capped at the model limit and the budget
+    // stays below max_tokens.
+    model
+        .thinking_level_map
+        .insert(ThinkingLevel::Max, Some("64000".into()));
     assert_eq!(
         token_limits(&model, ThinkingLevel::Max),
-        (64_000, Some(63_999))
+        (64_000, Some(62_976))
     );
     model.max_tokens = 16_000;
     assert_eq!(
@@ -130,12 +134,9 @@ fn thinking_budget_and_max_tokens() {
     // Too small for any thinking.
     model.max_tokens = 1_500;
     assert_eq!(token_limits(&model, ThinkingLevel::High), (1_500, None));
-    // Unknown limit: max_tokens is still sent.
+    // Unknown limit: max_tokens is still sent, thinking has no room.
     model.max_tokens = 0;
-    assert_eq!(
-        token_limits(&model, ThinkingLevel::Low),
-        (4_096, Some(2_048))
-    );
+    assert_eq!(token_limits(&model, ThinkingLevel::Low), (4_096, None));
     // Map overrides: a number is the budget, null disables, other strings fall back.
     model.max_tokens = 64_000;
     model

@@ -92,23 +92,12 @@ pub fn build_body(req: &CompletionRequest) -> Value {
     Value::Object(body)
 }
 
-/// The `reasoning_effort` value for a level, or `None` to send nothing. A `thinkingLevelMap`
-/// string wins (even for `off`, e.g. `"none"`); a `null` entry means the level is unsupported.
-/// Without a map entry, `off` sends nothing and other levels send their own name (`max`, which
-/// OpenAI does not define, is sent as `xhigh`).
+/// The `reasoning_effort` value for a level, or `None` to send nothing. The mapping (map
+/// values, `null` entries, `compat.supportsReasoningEffort`, `off`) is
+/// [`crate::thinking::resolve_thinking`]'s, so the value recorded with a session is the value
+/// sent.
 pub fn reasoning_effort(model: &Model, level: ThinkingLevel) -> Option<String> {
-    if !model.reasoning || model.compat.supports_reasoning_effort == Some(false) {
-        return None;
-    }
-    match model.thinking_level_map.get(&level) {
-        Some(Some(value)) => Some(value.clone()),
-        Some(None) => None,
-        None => match level {
-            ThinkingLevel::Off => None,
-            ThinkingLevel::Max => Some("xhigh".to_string()),
-            other => Some(other.as_str().to_string()),
-        },
-    }
+    crate::thinking::resolve_thinking(model, level).wire_value
 }
 
 /// Map the conversation to Chat Completions messages.

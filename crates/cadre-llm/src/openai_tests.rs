@@ -132,8 +132,9 @@ fn reasoning_effort_from_levels_map_and_compat() {
         (ThinkingLevel::Low, "low"),
         (ThinkingLevel::Medium, "medium"),
         (ThinkingLevel::High, "high"),
-        (ThinkingLevel::Xhigh, "xhigh"),
-        (ThinkingLevel::Max, "xhigh"),
+        // Without a map value these are clamped by the thinking rules.
+        (ThinkingLevel::Xhigh, "high"),
+        (ThinkingLevel::Max, "high"),
     ] {
         assert_eq!(reasoning_effort(&model, level).as_deref(), Some(want));
     }
@@ -152,7 +153,11 @@ fn reasoning_effort_from_levels_map_and_compat() {
         reasoning_effort(&model, ThinkingLevel::Off).as_deref(),
         Some("none")
     );
-    assert_eq!(reasoning_effort(&model, ThinkingLevel::Low), None);
+    // A level mapped to null is clamped to the nearest supported one below.
+    assert_eq!(
+        reasoning_effort(&model, ThinkingLevel::Low).as_deref(),
+        Some("minimal")
+    );
 
     let mut req = request(model.clone(), vec![]);
     req.thinking = ThinkingLevel::Medium;

@@ -310,15 +310,21 @@ impl Tool for EditTool {
 }
 
 fn edit_file(raw: &str, abs: &Path, edits: &[Edit]) -> ToolOutput {
-    let bytes = match fs::read(abs) {
-        Ok(b) => b,
+    match fs::metadata(abs) {
+        Ok(meta) if meta.is_file() => {}
+        Ok(meta) if meta.is_dir() => {
+            return ToolOutput::error(format!("Cannot edit {raw}: it is a directory"));
+        }
+        Ok(_) => {
+            return ToolOutput::error(format!("Cannot edit {raw}: it is not a regular file"));
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return ToolOutput::error(format!("File not found: {raw}"));
         }
-        Err(e) if abs.is_dir() => {
-            let _ = e;
-            return ToolOutput::error(format!("Cannot edit {raw}: it is a directory"));
-        }
+        Err(e) => return ToolOutput::error(format!("Cannot read {raw}: {e}")),
+    }
+    let bytes = match fs::read(abs) {
+        Ok(b) => b,
         Err(e) => return ToolOutput::error(format!("Cannot read {raw}: {e}")),
     };
     if looks_binary(&bytes) {

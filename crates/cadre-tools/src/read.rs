@@ -96,6 +96,10 @@ fn read_file(
             "{raw} is a directory, not a file. Use ls to list its contents."
         ));
     }
+    // A FIFO or device could block forever or never end.
+    if !meta.is_file() {
+        return ToolOutput::error(format!("Cannot read {raw}: it is not a regular file"));
+    }
     let mut file = match File::open(abs) {
         Ok(f) => f,
         Err(e) => return ToolOutput::error(format!("Cannot read {raw}: {e}")),

@@ -112,6 +112,23 @@ async fn read_errors() {
     env.write("bin.dat", [0u8, 1, 2, 3, 0, 255]);
     let e = err(&env.call("read", json!({"path": "bin.dat"})).await);
     assert!(e.contains("binary file"), "{e}");
+    let fifo = env.path("pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let e = err(&env.call("read", json!({"path": "pipe"})).await);
+    assert!(e.contains("not a regular file"), "{e}");
+    let e = err(&env
+        .call(
+            "edit",
+            json!({"path": "pipe", "edits": [{"oldText": "a", "newText": "b"}]}),
+        )
+        .await);
+    assert!(e.contains("not a regular file"), "{e}");
     env.write("e.txt", "");
     assert_eq!(
         ok(&env.call("read", json!({"path": "e.txt"})).await),

@@ -4,5 +4,6 @@
 
 mod abort;
 mod faults;
+mod raw;
 mod replies;
 mod support;

@@ -80,14 +80,20 @@ async fn timeout_kills_the_whole_group() {
 #[tokio::test]
 async fn abort_kills_promptly() {
     let env = Env::new();
-    let ctx = env.ctx();
+    let mut ctx = env.ctx();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    ctx.updates = Some(tx);
     let cancel = ctx.cancel.clone();
     let call = tokio::spawn(call_with(
         "bash",
         json!({"command": "echo started; sleep 30"}),
         ctx,
     ));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Cancel once the command is demonstrably running.
+    tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("no output update")
+        .expect("update channel closed");
     cancel.cancel();
     let out = call.await.unwrap();
     let t = err(&out);

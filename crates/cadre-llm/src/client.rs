@@ -4,7 +4,9 @@
 //! the wire format's [`Decoder`], forward the resulting deltas. Every await of an attempt is raced
 //! against the cancellation token (so abort is immediate: dropping the reqwest future closes the
 //! connection) and, for network reads, against the idle timeout. Failed attempts are retried as
-//! [`RetryPolicy`] decides, with a `Retry` event before each wait.
+//! [`RetryPolicy`] decides, with a `Retry` event before each wait. As in Pi's
+//! `auto_retry_start`, `Retry.attempt` is the number of the retry about to happen (1 for the first)
+//! and `Retry.max_attempts` the most retries there can be (`RetryPolicy::max_attempts - 1`).
 
 use std::future::Future;
 use std::time::{Duration, SystemTime};
@@ -161,9 +163,10 @@ async fn drive(
             RetryDecision::GiveUp => return failed(error, partial),
             RetryDecision::RetryAfter(d) => d,
         };
+        // Numbered as Pi's `auto_retry_start`: the n-th retry of at most `attempts - 1`.
         let retry = StreamEvent::Retry {
             attempt,
-            max_attempts: attempts,
+            max_attempts: attempts - 1,
             delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
             error,
         };

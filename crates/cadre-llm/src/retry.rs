@@ -12,6 +12,10 @@ use std::time::Duration;
 use crate::error::LlmError;
 
 /// Retry and timeout settings of a provider.
+///
+/// Pi's settings map onto it as `max_attempts = retry.maxRetries + 1`,
+/// `base_delay = retry.baseDelayMs`, `max_delay = retry.provider.maxRetryDelayMs`; the defaults
+/// are Pi's (three retries after 2 s, 4 s, 8 s; server delays up to 60 s).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Total attempts, the first one included (so `4` means up to three retries). `0` behaves as
@@ -22,6 +26,7 @@ pub struct RetryPolicy {
     /// Cap on the computed backoff and on an honoured `retry-after`.
     pub max_delay: Duration,
     /// A stream (or a response head) with no bytes for this long is abandoned as `IdleTimeout`.
+    /// Generous by default: reasoning models may think for a long time before their first byte.
     pub idle_timeout: Duration,
 }
 
@@ -29,7 +34,7 @@ impl Default for RetryPolicy {
     fn default() -> Self {
         RetryPolicy {
             max_attempts: 4,
-            base_delay: Duration::from_secs(1),
+            base_delay: Duration::from_secs(2),
             max_delay: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(120),
         }
@@ -64,20 +69,17 @@ impl RetryPolicy {
         }
     }
 
-    /// Exponential backoff for the retry after attempt `failed_attempt`, with jitter between 50%
-    /// and 100% of the exponential value, never above `max_delay`.
+    /// Exponential backoff for the retry after attempt `failed_attempt`: `base_delay` doubled per
+    /// further attempt, with ±20% jitter, never above `max_delay`.
     pub fn backoff(&self, failed_attempt: u32, unit_random: f64) -> Duration {
         let exp = failed_attempt.saturating_sub(1).min(20);
-        let full = self
-            .base_delay
-            .saturating_mul(1u32 << exp)
-            .min(self.max_delay);
+        let full = self.base_delay.saturating_mul(1u32 << exp);
         let r = if unit_random.is_finite() {
             unit_random.clamp(0.0, 1.0)
         } else {
-            0.0
+            0.5
         };
-        full.mul_f64(0.5 + 0.5 * r)
+        full.mul_f64(0.8 + 0.4 * r).min(self.max_delay)
     }
 }
 
@@ -116,26 +118,31 @@ mod tests {
     #[test]
     fn backoff_doubles_with_jitter_and_cap() {
         let p = policy();
-        assert_eq!(p.backoff(1, 1.0), Duration::from_secs(1));
-        assert_eq!(p.backoff(1, 0.0), Duration::from_millis(500));
-        assert_eq!(p.backoff(2, 1.0), Duration::from_secs(2));
-        assert_eq!(p.backoff(3, 1.0), Duration::from_secs(4));
-        assert_eq!(p.backoff(5, 1.0), Duration::from_secs(10), "capped");
+        assert_eq!(p.backoff(1, 0.5), Duration::from_secs(1));
+        assert_eq!(p.backoff(1, 0.0), Duration::from_millis(800));
+        assert_eq!(p.backoff(1, 1.0), Duration::from_millis(1200));
+        assert_eq!(p.backoff(2, 0.5), Duration::from_secs(2));
+        assert_eq!(p.backoff(3, 0.5), Duration::from_secs(4));
+        assert_eq!(
+            p.backoff(4, 1.0),
+            Duration::from_secs(9) + Duration::from_millis(600)
+        );
+        assert_eq!(p.backoff(5, 0.0), Duration::from_secs(10), "capped");
         assert_eq!(p.backoff(1000, 1.0), Duration::from_secs(10), "no overflow");
-        assert_eq!(p.backoff(0, 1.0), Duration::from_secs(1));
-        assert_eq!(p.backoff(1, f64::NAN), Duration::from_millis(500));
-        assert_eq!(p.backoff(1, 7.0), Duration::from_secs(1));
+        assert_eq!(p.backoff(0, 0.5), Duration::from_secs(1));
+        assert_eq!(p.backoff(1, f64::NAN), Duration::from_secs(1));
+        assert_eq!(p.backoff(1, 7.0), Duration::from_millis(1200));
     }
 
     #[test]
     fn retries_only_retryable_errors_within_the_budget() {
         let p = policy();
         assert_eq!(
-            p.decide(1, &conn(), 1.0),
+            p.decide(1, &conn(), 0.5),
             RetryDecision::RetryAfter(Duration::from_secs(1))
         );
         assert_eq!(
-            p.decide(3, &conn(), 1.0),
+            p.decide(3, &conn(), 0.5),
             RetryDecision::RetryAfter(Duration::from_secs(4))
         );
         assert_eq!(p.decide(4, &conn(), 1.0), RetryDecision::GiveUp);
@@ -168,6 +175,15 @@ mod tests {
         );
         let e = http(429, ErrorKind::Retryable, Some(Duration::from_secs(11)));
         assert_eq!(p.decide(1, &e, 0.0), RetryDecision::GiveUp);
+    }
+
+    #[test]
+    fn defaults_are_pis() {
+        let d = RetryPolicy::default();
+        assert_eq!(d.max_attempts, 4);
+        assert_eq!(d.backoff(1, 0.5), Duration::from_secs(2));
+        assert_eq!(d.backoff(3, 0.5), Duration::from_secs(8));
+        assert_eq!(d.max_delay, Duration::from_secs(60));
     }
 
     #[test]

@@ -190,6 +190,14 @@ fn prepare<'a>(
     tx: &'a mpsc::Sender<StreamEvent>,
 ) -> Result<Ctx<'a>, LlmError> {
     let client = http::shared_client()?;
+    // A malformed base URL is a configuration error, not a connection problem to retry.
+    reqwest::Url::parse(&wire.url).map_err(|e| {
+        LlmError::Fatal(format!(
+            "{}: invalid base URL {:?}: {e}",
+            model.full_name(),
+            model.base_url
+        ))
+    })?;
     let body = serde_json::to_vec(&wire.body)
         .map_err(|e| LlmError::Fatal(format!("cannot encode the request: {e}")))?;
     let mut headers = HeaderMap::new();

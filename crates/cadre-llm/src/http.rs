@@ -221,9 +221,15 @@ pub fn http_error(
 /// A transport failure (connect, reset, broken body) as a retryable connection error. The URL is
 /// left out of the message: it is known to the caller and may carry query parameters.
 pub fn connection_error(provider: &str, err: reqwest::Error, api_key: Option<&str>) -> LlmError {
+    let builder = err.is_builder();
+    let message = redact(&error_chain(&err.without_url()), api_key);
+    if builder {
+        // The request could not even be built (bad URL scheme, bad header): retrying cannot help.
+        return LlmError::Fatal(format!("cannot send the request to {provider}: {message}"));
+    }
     LlmError::Connection {
         provider: provider.to_string(),
-        message: redact(&error_chain(&err.without_url()), api_key),
+        message,
     }
 }
 

@@ -237,3 +237,16 @@ async fn unreachable_server_is_a_connection_error_after_retries() {
     assert!(matches!(err, LlmError::Connection { .. }), "{err}");
     assert_eq!(out.retries.len(), 1);
 }
+
+#[tokio::test]
+async fn bad_base_urls_fail_without_retries() {
+    let server = FakeServer::start().await.unwrap();
+    for url in ["not a url", "ftp://127.0.0.1/v1"] {
+        let mut m = model(&server, cadre_llm::Api::OpenAiCompletions);
+        m.base_url = url.into();
+        let out = run(request(m, "x")).await;
+        let (err, _) = out.failed();
+        assert_eq!(err.kind(), ErrorKind::Fatal, "{url}: {err}");
+        assert!(out.retries.is_empty(), "{url}");
+    }
+}

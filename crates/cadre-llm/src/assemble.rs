@@ -329,8 +329,10 @@ impl MessageAssembler {
         }
     }
 
-    /// Start a tool call. A missing or empty id is replaced by a generated one; a second start
-    /// for a call that is already open is ignored (some servers repeat id and name).
+    /// Start a tool call. A missing or empty id is replaced by a generated one. A repeated start
+    /// for the open call under `key` is ignored (some servers repeat id and name on every
+    /// chunk), unless it carries a different id: then it is a new call reusing the key (some
+    /// servers put every call at index 0), and the previous one is closed.
     pub fn tool_start(
         &mut self,
         key: BlockKey,
@@ -338,8 +340,15 @@ impl MessageAssembler {
         name: &str,
         out: &mut Vec<AssistantMessageEvent>,
     ) {
-        if self.find(key, Kind::Tool).is_some() {
-            return;
+        if let Some(index) = self.find(key, Kind::Tool) {
+            let new_id = id.filter(|i| !i.is_empty());
+            let same = match (new_id, self.partial.message().content.get(index)) {
+                (Some(new_id), Some(ContentBlock::ToolCall(open))) => open.id == new_id,
+                _ => true,
+            };
+            if same {
+                return;
+            }
         }
         self.open_tool(key, id, name, out);
     }
@@ -624,6 +633,29 @@ mod tests {
             StopReason::ToolUse,
             "stop upgraded to toolUse"
         );
+        assert_eq!(replay(&out).content, msg.content);
+    }
+
+    #[test]
+    fn a_new_id_under_the_same_key_is_a_new_call() {
+        let mut a = asm();
+        let mut out = Vec::new();
+        a.tool_start(BlockKey::Tool(0), Some("c1"), "read", &mut out);
+        a.tool_args(BlockKey::Tool(0), "{\"path\":\"a\"}", &mut out);
+        a.tool_start(BlockKey::Tool(0), Some("c1"), "", &mut out);
+        a.tool_start(BlockKey::Tool(0), Some(""), "", &mut out);
+        a.tool_start(BlockKey::Tool(0), None, "", &mut out);
+        a.tool_start(BlockKey::Tool(0), Some("c2"), "bash", &mut out);
+        a.tool_args(BlockKey::Tool(0), "{\"command\":\"ls\"}", &mut out);
+        let msg = a.finish(&mut out);
+        let calls: Vec<_> = msg.tool_calls().collect();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].arguments, json!({"path": "a"}));
+        assert_eq!(
+            (calls[1].id.as_str(), calls[1].name.as_str()),
+            ("c2", "bash")
+        );
+        assert_eq!(calls[1].arguments, json!({"command": "ls"}));
         assert_eq!(replay(&out).content, msg.content);
     }
 

@@ -170,7 +170,12 @@ async fn drive(
             delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
             error,
         };
-        if tx.send(retry).await.is_err() {
+        let sent = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => false,
+            r = tx.send(retry) => r.is_ok(),
+        };
+        if !sent {
             return aborted(empty_message(model));
         }
         tokio::select! {

@@ -250,3 +250,17 @@ async fn bad_base_urls_fail_without_retries() {
         assert!(out.retries.is_empty(), "{url}");
     }
 }
+
+#[tokio::test]
+async fn invalid_configured_headers_fail_without_echoing_values() {
+    let server = FakeServer::start().await.unwrap();
+    for (name, value) in [("bad header", "v"), ("x-token", "secret\nvalue")] {
+        let mut m = model(&server, cadre_llm::Api::AnthropicMessages);
+        m.headers.insert(name.into(), value.into());
+        let out = run(request(m, "x")).await;
+        let (err, _) = out.failed();
+        assert_eq!(err.kind(), ErrorKind::Fatal, "{err}");
+        assert!(!err.to_string().contains("secret"), "{err}");
+    }
+    assert!(server.requests().is_empty());
+}

@@ -101,31 +101,56 @@ impl Tool for GrepTool {
     }
 }
 
-/// One line of output.
+/// One line of output, already cut to the display length.
 #[derive(Debug)]
 struct HitLine {
     number: u64,
     is_match: bool,
     text: String,
+    cut: bool,
 }
 
 #[derive(Debug, Default)]
 struct FileHits {
     lines: Vec<HitLine>,
     matches: usize,
+    /// Size of these lines once formatted (label, number, text).
+    bytes: usize,
 }
 
-/// The first `limit` matches in path order among the files searched so far.
+/// What the output can show at most: the first `limit` matches and `max_bytes` of text, in path
+/// order. Anything past either bound is never displayed, so it is never kept: memory stays
+/// bounded however many files match.
 struct Collected {
     files: BTreeMap<String, FileHits>,
+    /// Matches and formatted bytes in `files`.
     total: usize,
+    bytes: usize,
+    /// Matches seen in every searched file, kept or not.
+    found: usize,
     limit: usize,
+    max_bytes: usize,
 }
 
 impl Collected {
-    /// True when `label` sorts after a set that already holds `limit` matches.
+    fn new(limit: usize, max_bytes: usize) -> Self {
+        Collected {
+            files: BTreeMap::new(),
+            total: 0,
+            bytes: 0,
+            found: 0,
+            limit,
+            max_bytes,
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.total >= self.limit || self.bytes >= self.max_bytes
+    }
+
+    /// True when `label` sorts after a set that already fills the output.
     fn can_skip(&self, label: &str) -> bool {
-        self.total >= self.limit
+        self.full()
             && self
                 .files
                 .last_key_value()
@@ -133,12 +158,17 @@ impl Collected {
     }
 
     fn insert(&mut self, label: String, hits: FileHits) {
+        self.found += hits.matches;
         self.total += hits.matches;
+        self.bytes += hits.bytes;
         self.files.insert(label, hits);
-        // Drop trailing files no longer needed to reach `limit`.
+        // Drop trailing files the earlier ones make invisible.
         while let Some((_, last)) = self.files.last_key_value() {
-            if self.total - last.matches >= self.limit {
-                self.total -= last.matches;
+            let before_total = self.total - last.matches;
+            let before_bytes = self.bytes - last.bytes;
+            if before_total >= self.limit || before_bytes >= self.max_bytes {
+                self.total = before_total;
+                self.bytes = before_bytes;
                 self.files.pop_last();
             } else {
                 break;
@@ -151,34 +181,51 @@ impl Collected {
 struct HitSink<'c> {
     hits: FileHits,
     binary: bool,
+    /// Length of the file's label, for the formatted size.
+    label_len: usize,
+    max_bytes: usize,
     cancel: &'c CancellationToken,
 }
 
 impl HitSink<'_> {
-    fn push(&mut self, number: Option<u64>, bytes: &[u8], is_match: bool) {
+    /// Keep one line; false once this file alone fills the output.
+    fn push(&mut self, number: Option<u64>, bytes: &[u8], is_match: bool) -> bool {
         let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
         let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
         let text = String::from_utf8_lossy(bytes);
+        let (text, cut) = truncate_line(&text, GREP_MAX_LINE_CHARS);
+        let number = number.unwrap_or(0);
+        // "label:N: text\n"
+        self.hits.bytes += self.label_len + decimal_len(number) + text.len() + 4;
         self.hits.lines.push(HitLine {
-            number: number.unwrap_or(0),
+            number,
             is_match,
             text: text.into_owned(),
+            cut,
         });
+        self.hits.bytes < self.max_bytes && !self.cancel.is_cancelled()
     }
+}
+
+fn decimal_len(mut n: u64) -> usize {
+    let mut len = 1;
+    while n >= 10 {
+        n /= 10;
+        len += 1;
+    }
+    len
 }
 
 impl Sink for HitSink<'_> {
     type Error = io::Error;
 
     fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, io::Error> {
-        self.push(m.line_number(), m.bytes(), true);
         self.hits.matches += 1;
-        Ok(!self.cancel.is_cancelled())
+        Ok(self.push(m.line_number(), m.bytes(), true))
     }
 
     fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, io::Error> {
-        self.push(c.line_number(), c.bytes(), false);
-        Ok(!self.cancel.is_cancelled())
+        Ok(self.push(c.line_number(), c.bytes(), false))
     }
 
     fn binary_data(&mut self, _: &Searcher, _offset: u64) -> Result<bool, io::Error> {
@@ -246,11 +293,7 @@ fn grep(params: &GrepParams, root: &Path, cancel: &CancellationToken) -> ToolOut
         .max_matches(Some(params.limit as u64))
         .binary_detection(BinaryDetection::quit(0));
 
-    let collected = Mutex::new(Collected {
-        files: BTreeMap::new(),
-        total: 0,
-        limit: params.limit,
-    });
+    let collected = Mutex::new(Collected::new(params.limit, DEFAULT_MAX_BYTES));
     let label_for = |path: &Path| -> String {
         if is_dir {
             paths::relative_label(path, root)
@@ -283,6 +326,8 @@ fn grep(params: &GrepParams, root: &Path, cancel: &CancellationToken) -> ToolOut
             let mut sink = HitSink {
                 hits: FileHits::default(),
                 binary: false,
+                label_len: label.len(),
+                max_bytes: DEFAULT_MAX_BYTES,
                 cancel,
             };
             // Unreadable files are skipped, as rg does (it only warns).
@@ -335,17 +380,16 @@ fn render(params: &GrepParams, collected: Collected) -> ToolOutput {
                 // Context belonging to matches past the limit.
                 break 'files;
             }
-            let (text, cut) = truncate_line(&line.text, GREP_MAX_LINE_CHARS);
-            lines_cut |= cut;
+            lines_cut |= line.cut;
             let sep = if line.is_match { ':' } else { '-' };
-            out.push(format!("{label}{sep}{}{sep} {text}", line.number));
+            out.push(format!("{label}{sep}{}{sep} {}", line.number, line.text));
         }
     }
     let truncation = truncate_head(&out.join("\n"), Limits::bytes_only(DEFAULT_MAX_BYTES));
     let mut text = truncation.content.clone();
     let mut notices = Vec::new();
     let mut details = serde_json::Map::new();
-    if collected.total >= limit {
+    if collected.found >= limit {
         notices.push(format!(
             "{limit} matches limit reached. Use limit={} for more, or refine pattern",
             limit.saturating_mul(2)
@@ -381,37 +425,60 @@ fn render(params: &GrepParams, collected: Collected) -> ToolOutput {
 mod tests {
     use super::*;
 
-    fn hits(n: usize) -> FileHits {
+    fn hits(n: usize, bytes: usize) -> FileHits {
         FileHits {
             lines: (0..n)
                 .map(|i| HitLine {
                     number: i as u64 + 1,
                     is_match: true,
                     text: String::new(),
+                    cut: false,
                 })
                 .collect(),
             matches: n,
+            bytes,
         }
+    }
+
+    fn keys(c: &Collected) -> Vec<String> {
+        c.files.keys().cloned().collect()
     }
 
     #[test]
     fn collected_keeps_first_files_in_path_order() {
-        let mut c = Collected {
-            files: BTreeMap::new(),
-            total: 0,
-            limit: 3,
-        };
-        c.insert("m".into(), hits(2));
-        c.insert("z".into(), hits(2));
+        let mut c = Collected::new(3, 1000);
+        c.insert("m".into(), hits(2, 10));
+        c.insert("z".into(), hits(2, 10));
         assert_eq!(c.total, 4);
         assert!(c.can_skip("zz"));
         assert!(!c.can_skip("a"));
-        c.insert("a".into(), hits(2));
+        c.insert("a".into(), hits(2, 10));
         // a(2) + m(2) already reach 3: z is dropped.
-        assert_eq!(c.files.keys().cloned().collect::<Vec<_>>(), ["a", "m"]);
-        assert_eq!(c.total, 4);
-        c.insert("b".into(), hits(5));
-        assert_eq!(c.files.keys().cloned().collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(keys(&c), ["a", "m"]);
+        assert_eq!((c.total, c.bytes, c.found), (4, 20, 6));
+        c.insert("b".into(), hits(5, 10));
+        assert_eq!(keys(&c), ["a", "b"]);
         assert!(c.can_skip("c"));
+    }
+
+    #[test]
+    fn collected_is_bounded_by_output_bytes() {
+        let mut c = Collected::new(1_000_000, 100);
+        c.insert("b".into(), hits(1, 60));
+        c.insert("c".into(), hits(1, 60));
+        assert_eq!(keys(&c), ["b", "c"]);
+        assert!(c.can_skip("d"));
+        c.insert("a".into(), hits(1, 60));
+        // a + b already fill 100 bytes: c can never be shown.
+        assert_eq!(keys(&c), ["a", "b"]);
+        assert_eq!(c.bytes, 120);
+    }
+
+    #[test]
+    fn decimal_lengths() {
+        assert_eq!(decimal_len(0), 1);
+        assert_eq!(decimal_len(9), 1);
+        assert_eq!(decimal_len(10), 2);
+        assert_eq!(decimal_len(123_456), 6);
     }
 }

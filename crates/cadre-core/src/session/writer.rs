@@ -31,7 +31,7 @@ enum Command {
 #[derive(Debug)]
 pub struct SessionWriter {
     path: PathBuf,
-    session_id: String,
+    header: SessionHeader,
     tx: mpsc::UnboundedSender<Command>,
     leaf: Option<String>,
     ids: HashSet<String>,
@@ -48,6 +48,35 @@ impl SessionWriter {
         let session_id = uuid::Uuid::now_v7().to_string();
         let timestamp = iso_timestamp(SystemTime::now());
         let path = dir.join(session_file_name(&timestamp, &session_id));
+        Self::create_file(path, session_id, timestamp, cwd, parent_session).await
+    }
+
+    /// Start a new session in the file `path` (which must not exist yet), e.g. `--session FILE`.
+    pub async fn create_at(
+        path: &Path,
+        cwd: &Path,
+        parent_session: Option<&Path>,
+    ) -> Result<SessionWriter, SessionError> {
+        let session_id = uuid::Uuid::now_v7().to_string();
+        let timestamp = iso_timestamp(SystemTime::now());
+        Self::create_file(
+            path.to_path_buf(),
+            session_id,
+            timestamp,
+            cwd,
+            parent_session,
+        )
+        .await
+    }
+
+    async fn create_file(
+        path: PathBuf,
+        session_id: String,
+        timestamp: String,
+        cwd: &Path,
+        parent_session: Option<&Path>,
+    ) -> Result<SessionWriter, SessionError> {
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let header = SessionHeader {
             kind: "session".into(),
             version: SESSION_VERSION,
@@ -60,7 +89,9 @@ impl SessionWriter {
             path: path.clone(),
             source,
         };
-        tokio::fs::create_dir_all(dir).await.map_err(create_err)?;
+        if !dir.as_os_str().is_empty() {
+            tokio::fs::create_dir_all(&dir).await.map_err(create_err)?;
+        }
         let file = tokio::fs::OpenOptions::new()
             .create_new(true)
             .append(true)
@@ -72,14 +103,7 @@ impl SessionWriter {
             message: e.to_string(),
         })?;
         first.push(b'\n');
-        Ok(Self::start(
-            path,
-            session_id,
-            file,
-            first,
-            None,
-            HashSet::new(),
-        ))
+        Ok(Self::start(path, header, file, first, None, HashSet::new()))
     }
 
     /// Continue appending to an existing file, chaining new entries to its leaf. A file that
@@ -113,7 +137,7 @@ impl SessionWriter {
         let ids = loaded.entry_ids().map(str::to_string).collect();
         Ok(Self::start(
             path.to_path_buf(),
-            loaded.session_id().to_string(),
+            loaded.header.clone(),
             file,
             first,
             loaded.leaf_id().map(str::to_string),
@@ -123,7 +147,7 @@ impl SessionWriter {
 
     fn start(
         path: PathBuf,
-        session_id: String,
+        header: SessionHeader,
         file: tokio::fs::File,
         first: Vec<u8>,
         leaf: Option<String>,
@@ -133,7 +157,7 @@ impl SessionWriter {
         tokio::spawn(write_loop(file, first, rx));
         SessionWriter {
             path,
-            session_id,
+            header,
             tx,
             leaf,
             ids,
@@ -145,7 +169,12 @@ impl SessionWriter {
     }
 
     pub fn session_id(&self) -> &str {
-        &self.session_id
+        &self.header.id
+    }
+
+    /// The header line of the file (Pi prints it first in `--mode json`).
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
     }
 
     /// Id of the last entry appended (or loaded), the parent of the next one.

@@ -1,0 +1,133 @@
+//! Command-line arguments, in Pi's style.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// cadre — supervised subagents for coding agents.
+///
+/// Run a prompt: `cadre -p "explain src/main.rs"`. Try it without an API key: `cadre demo`.
+#[derive(Debug, Parser)]
+#[command(name = "cadre", version, about, long_about = None)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Print the final answer.
+    Text,
+    /// Print one JSON event per line (Pi's event names).
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Non-interactive: run the prompt, print the answer and exit.
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
+
+    /// Output mode.
+    #[arg(long, value_enum, default_value = "text")]
+    pub mode: Mode,
+
+    /// Model as provider/model-id (e.g. anthropic/claude-sonnet-4-5).
+    #[arg(long)]
+    pub model: Option<String>,
+
+    /// Thinking level: off, minimal, low, medium, high, xhigh, max.
+    #[arg(long)]
+    pub thinking: Option<String>,
+
+    /// Comma-separated tool names to enable (default: read,bash,edit,write,grep,find,ls).
+    #[arg(long, value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+
+    /// Replace the base system prompt.
+    #[arg(long)]
+    pub system_prompt: Option<String>,
+
+    /// Append text to the system prompt (repeatable).
+    #[arg(long)]
+    pub append_system_prompt: Vec<String>,
+
+    /// Use this session file (created if missing, continued if present).
+    #[arg(long, value_name = "FILE")]
+    pub session: Option<PathBuf>,
+
+    /// Continue the latest session for this directory.
+    #[arg(short = 'c', long = "continue")]
+    pub continue_latest: bool,
+
+    /// Do not write a session file.
+    #[arg(long)]
+    pub no_session: bool,
+
+    /// Trust this project for this run (loads project settings).
+    #[arg(long)]
+    pub trust: bool,
+
+    /// List the known models and exit.
+    #[arg(long)]
+    pub list_models: bool,
+
+    /// The prompt (joined with spaces). Read from stdin when omitted and stdin is not a terminal.
+    #[arg(value_name = "PROMPT")]
+    pub messages: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a real agent against a built-in scripted model: no API key, no network.
+    Demo(DemoArgs),
+    /// Serve the scripted model on loopback (for benchmarks and manual testing).
+    #[command(hide = true)]
+    FakeServer(FakeServerArgs),
+    /// Run one built-in tool in the current directory and print its result (for debugging and
+    /// benchmarks), e.g. `cadre tool grep '{"pattern":"fn main"}'`.
+    #[command(hide = true)]
+    Tool(ToolArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ToolArgs {
+    /// Tool name (read, bash, edit, write, grep, find, ls).
+    pub name: String,
+    /// Arguments as a JSON object.
+    #[arg(default_value = "{}")]
+    pub args: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DemoArgs {
+    /// Wire format the scripted model speaks.
+    #[arg(long, value_enum, default_value = "anthropic")]
+    pub wire: Wire,
+    /// Keep the demo directory instead of deleting it.
+    #[arg(long)]
+    pub keep: bool,
+    /// Print every event as JSON instead of the readable transcript.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Wire {
+    Anthropic,
+    Openai,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FakeServerArgs {
+    /// Scenario to serve: `read-once` (one read, then an answer) or `echo`.
+    #[arg(long, default_value = "read-once")]
+    pub scenario: String,
+    /// Write the server's port to this file once listening.
+    #[arg(long)]
+    pub port_file: Option<PathBuf>,
+}

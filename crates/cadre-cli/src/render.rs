@@ -1,0 +1,136 @@
+//! Turning agent events into output: JSON lines, or a readable transcript for people.
+
+use std::io::Write;
+
+use cadre_protocol::{AgentEvent, ContentBlock, Message};
+use serde_json::Value;
+
+/// Print one event as a JSON line on stdout. A closed stdout (e.g. `| head`) is not an error
+/// worth dying for mid-run; the caller learns of it from the return value.
+pub fn print_json_line<T: serde::Serialize>(value: &T) -> bool {
+    let Ok(line) = serde_json::to_string(value) else {
+        return false;
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}").and_then(|_| out.flush()).is_ok()
+}
+
+/// A compact, human-readable rendering of the events that matter to a person watching a run.
+pub fn transcript_line(event: &AgentEvent) -> Option<String> {
+    match event {
+        AgentEvent::ToolExecutionStart {
+            tool_name, args, ..
+        } => Some(format!("  → {tool_name} {}", summarize_args(args))),
+        AgentEvent::ToolExecutionEnd {
+            tool_name,
+            result,
+            is_error,
+            ..
+        } => {
+            let text = result_text(result);
+            let first = first_lines(&text, 3);
+            let mark = if *is_error { "✗" } else { "←" };
+            Some(format!("  {mark} {tool_name}: {first}"))
+        }
+        AgentEvent::MessageEnd {
+            message: Message::Assistant(a),
+        } => {
+            let text = a.text();
+            if text.trim().is_empty() || a.tool_calls().next().is_none() {
+                // Final answers are printed by the caller; only narrate text that precedes tools.
+                return None;
+            }
+            Some(format!("  model: {}", first_lines(&text, 2)))
+        }
+        AgentEvent::AutoRetryStart {
+            attempt,
+            max_attempts,
+            delay_ms,
+            error_message,
+        } => Some(format!(
+            "  … retry {attempt}/{max_attempts} in {delay_ms} ms ({error_message})"
+        )),
+        _ => None,
+    }
+}
+
+fn summarize_args(args: &Value) -> String {
+    match args {
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    Value::String(s) => format!("{:?}", clip(s, 60)),
+                    other => clip(&other.to_string(), 60),
+                };
+                format!("{k}={v}")
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => clip(&other.to_string(), 80),
+    }
+}
+
+/// The text of a tool result as carried in `tool_execution_end`.
+fn result_text(result: &Value) -> String {
+    if let Some(s) = result.as_str() {
+        return s.to_string();
+    }
+    let blocks = result.get("content").cloned().unwrap_or(Value::Null);
+    match serde_json::from_value::<Vec<ContentBlock>>(blocks) {
+        Ok(blocks) => cadre_protocol::join_text(&blocks),
+        Err(_) => result.to_string(),
+    }
+}
+
+fn first_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut shown: Vec<String> = lines.iter().take(n).map(|l| clip(l, 100)).collect();
+    if lines.len() > n {
+        shown.push(format!("(+{} more lines)", lines.len() - n));
+    }
+    shown.join(" ⏎ ")
+}
+
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tool_start_shows_name_and_args() {
+        let line = transcript_line(&AgentEvent::ToolExecutionStart {
+            tool_call_id: "c".into(),
+            tool_name: "grep".into(),
+            args: json!({"pattern": "to_eur"}),
+        });
+        assert_eq!(line.as_deref(), Some("  → grep pattern=\"to_eur\""));
+    }
+
+    #[test]
+    fn long_values_are_clipped_on_char_boundaries() {
+        let s = "é".repeat(200);
+        let c = clip(&s, 10);
+        assert_eq!(c.chars().count(), 11);
+    }
+
+    #[test]
+    fn tool_end_shows_first_lines() {
+        let line = transcript_line(&AgentEvent::ToolExecutionEnd {
+            tool_call_id: "c".into(),
+            tool_name: "ls".into(),
+            result: json!({"content": [{"type": "text", "text": "a\nb\nc\nd\ne"}]}),
+            is_error: false,
+        });
+        assert_eq!(line.as_deref(), Some("  ← ls: a ⏎ b ⏎ c ⏎ (+2 more lines)"));
+    }
+}

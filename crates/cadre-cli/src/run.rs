@@ -1,0 +1,293 @@
+//! Print and JSON modes: one prompt, run to completion, output, exit code.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, anyhow, bail};
+use cadre_core::agent::{Agent, AgentConfig, RunOutcome};
+use cadre_core::config::{CadreHome, TrustStore, load_settings, project_root};
+use cadre_core::session::{SessionWriter, latest_session, load_session, session_dir_for_cwd};
+use cadre_llm::registry::ProcessEnv;
+use cadre_llm::{HttpProvider, Model, ModelRegistry, Provider, RetryPolicy, resolve_thinking};
+use cadre_protocol::{AgentEvent, Message, ThinkingLevel};
+use tokio::sync::mpsc;
+
+use crate::args::{Mode, RunArgs};
+use crate::render;
+
+/// Models tried, in order, when neither `--model` nor settings name one.
+const DEFAULT_MODELS: &[&str] = &[
+    "anthropic/claude-sonnet-4-5",
+    "openai/gpt-5",
+    "openrouter/anthropic/claude-sonnet-4.5",
+];
+
+pub async fn run(args: RunArgs) -> Result<ExitCode> {
+    let home = CadreHome::from_env().context("cannot locate CADRE_HOME")?;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let root = project_root(&cwd);
+    let trusted = args.trust
+        || TrustStore::load(&home)
+            .map(|t| t.is_trusted(&root))
+            .unwrap_or(false);
+    let settings = load_settings(&home, Some(&root), trusted)?.settings;
+    let registry = ModelRegistry::load(home.root(), &ProcessEnv)?;
+
+    if args.list_models {
+        print_models(&registry);
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let prompt = read_prompt(&args)?;
+    let model = pick_model(
+        &registry,
+        args.model.as_deref(),
+        settings.default_model_name(),
+    )?;
+    let requested = match args.thinking.as_deref() {
+        Some(s) => ThinkingLevel::parse(s).ok_or_else(|| {
+            anyhow!(
+                "unknown thinking level {s:?} (use off, minimal, low, medium, high, xhigh or max)"
+            )
+        })?,
+        None => settings.default_thinking_level.unwrap_or_default(),
+    };
+    let thinking = resolve_thinking(&model, requested);
+    if let Some(reason) = &thinking.clamp_reason {
+        eprintln!(
+            "cadre: thinking {} → {}: {reason}",
+            thinking.requested, thinking.effective
+        );
+    }
+
+    let mut tools = cadre_tools::builtin_tools();
+    if let Some(names) = &args.tools {
+        let names: Vec<String> = names
+            .iter()
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty())
+            .collect();
+        if let Err(unknown) = tools.retain_named(&names) {
+            bail!(
+                "unknown tool(s) {}; available: {}",
+                unknown.join(", "),
+                cadre_tools::BUILTIN_TOOL_NAMES.join(", ")
+            );
+        }
+    }
+
+    let (session, history) = open_session(&args, &home, &cwd).await?;
+    let system_prompt = build_prompt(&cwd, home.root(), &tools, &args);
+    let artifacts_dir = home.root().join("artifacts");
+
+    let (events_tx, events_rx) = match args.mode {
+        Mode::Json => {
+            let (tx, rx) = mpsc::unbounded_channel();
+            (Some(tx), Some(rx))
+        }
+        Mode::Text => (None, None),
+    };
+    if let (Mode::Json, Some(session)) = (args.mode, &session) {
+        render::print_json_line(session.header());
+    }
+    let provider: Arc<dyn Provider> = Arc::new(HttpProvider::new(RetryPolicy::default()));
+    let config = AgentConfig {
+        provider,
+        model,
+        thinking: thinking.effective,
+        system_prompt,
+        tools,
+        cwd: cwd.clone(),
+        artifacts_dir,
+        events: events_tx,
+    };
+    let mut agent = Agent::new(config, history, session);
+    let printer = events_rx.map(|rx| tokio::spawn(print_events(rx)));
+
+    let controller = agent.controller();
+    let interrupt = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            controller.abort();
+        }
+    });
+    let outcome = agent.prompt(prompt).await;
+    interrupt.abort();
+    let session_path = agent.session_path().map(Path::to_path_buf);
+    let closed = agent.close().await;
+    // The agent held the only event sender; the printer drains what is left and ends.
+    if let Some(printer) = printer {
+        let _ = printer.await;
+    }
+    let outcome = outcome?;
+    closed?;
+    finish(args.mode, &outcome, session_path.as_deref())
+}
+
+/// Output the result and choose the exit code.
+fn finish(mode: Mode, outcome: &RunOutcome, session: Option<&Path>) -> Result<ExitCode> {
+    let text = outcome.final_message.as_ref().map(|m| m.text());
+    if let (Mode::Text, Some(text)) = (mode, text.filter(|t| !t.is_empty())) {
+        println!("{}", text.trim_end());
+    }
+    match &outcome.error {
+        None => Ok(ExitCode::SUCCESS),
+        Some(error) => {
+            let hint = session
+                .map(|p| format!(" (session: {})", p.display()))
+                .unwrap_or_default();
+            eprintln!(
+                "cadre: error: {}{hint}",
+                error.lines().next().unwrap_or(error)
+            );
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+async fn print_events(mut rx: mpsc::UnboundedReceiver<AgentEvent>) {
+    while let Some(event) = rx.recv().await {
+        if !render::print_json_line(&event) {
+            // stdout is gone (e.g. piped into `head`): keep draining so the agent never blocks.
+            while rx.recv().await.is_some() {}
+            return;
+        }
+    }
+}
+
+/// The prompt from the arguments, else from stdin when it is not a terminal.
+fn read_prompt(args: &RunArgs) -> Result<String> {
+    let mut prompt = args.messages.join(" ");
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        let mut piped = String::new();
+        stdin
+            .lock()
+            .read_to_string(&mut piped)
+            .context("cannot read the prompt from stdin")?;
+        if !piped.trim().is_empty() {
+            if !prompt.is_empty() {
+                prompt.push_str("\n\n");
+            }
+            prompt.push_str(piped.trim_end());
+        }
+    }
+    if prompt.trim().is_empty() {
+        if !args.print && stdin.is_terminal() {
+            bail!(
+                "interactive mode is not available yet; run `cadre -p \"your prompt\"` (or `cadre demo`)"
+            );
+        }
+        bail!("no prompt given: pass it as an argument (`cadre -p \"…\"`) or on stdin");
+    }
+    Ok(prompt)
+}
+
+/// `--model`, else the settings' default, else the first built-in default with credentials.
+fn pick_model(
+    registry: &ModelRegistry,
+    flag: Option<&str>,
+    from_settings: Option<String>,
+) -> Result<Model> {
+    if let Some(name) = flag.map(str::to_string).or(from_settings) {
+        return Ok(registry.resolve(&name)?);
+    }
+    let mut last_err = None;
+    for name in DEFAULT_MODELS {
+        match registry.resolve(name) {
+            Ok(model) => return Ok(model),
+            Err(e) => last_err = Some(e),
+        }
+    }
+    let detail = last_err.map(|e| e.to_string()).unwrap_or_default();
+    bail!(
+        "no model configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, \
+         or pass --model provider/id ({detail})"
+    )
+}
+
+/// Open the session to write to and the history to continue from.
+async fn open_session(
+    args: &RunArgs,
+    home: &CadreHome,
+    cwd: &Path,
+) -> Result<(Option<SessionWriter>, Vec<Message>)> {
+    if args.no_session {
+        if args.session.is_some() || args.continue_latest {
+            bail!("--no-session cannot be combined with --session or --continue");
+        }
+        return Ok((None, Vec::new()));
+    }
+    let existing: Option<PathBuf> = match (&args.session, args.continue_latest) {
+        (Some(_), true) => bail!("--session and --continue cannot be combined"),
+        (Some(path), false) => {
+            if path.exists() {
+                Some(path.clone())
+            } else {
+                let writer = SessionWriter::create_at(path, cwd, None).await?;
+                return Ok((Some(writer), Vec::new()));
+            }
+        }
+        (None, true) => latest_session(&session_dir_for_cwd(home.root(), cwd)),
+        (None, false) => None,
+    };
+    match existing {
+        Some(path) => {
+            let loaded = load_session(&path)?;
+            for (line, reason) in &loaded.dropped_lines {
+                eprintln!(
+                    "cadre: {}:{line}: skipped an unreadable line ({reason})",
+                    path.display()
+                );
+            }
+            let history = loaded.messages();
+            let writer = SessionWriter::resume(&path, &loaded).await?;
+            Ok((Some(writer), history))
+        }
+        None => {
+            let dir = session_dir_for_cwd(home.root(), cwd);
+            Ok((
+                Some(SessionWriter::create(&dir, cwd, None).await?),
+                Vec::new(),
+            ))
+        }
+    }
+}
+
+fn build_prompt(
+    cwd: &Path,
+    home: &Path,
+    tools: &cadre_tools::ToolRegistry,
+    args: &RunArgs,
+) -> String {
+    let context_files = cadre_core::context::collect_context_files(cwd, home);
+    let date = cadre_core::prompt::today(std::time::SystemTime::now());
+    let specs = tools.specs();
+    cadre_core::prompt::build_system_prompt(&cadre_core::prompt::SystemPromptInput {
+        cwd,
+        date: &date,
+        tools: &specs,
+        context_files: &context_files,
+        custom: args.system_prompt.as_deref(),
+        append: &args.append_system_prompt,
+    })
+}
+
+fn print_models(registry: &ModelRegistry) {
+    println!(
+        "{:<48} {:<20} {:>9}  credentials",
+        "model", "api", "context"
+    );
+    for m in registry.list() {
+        let creds = match (&m.unsupported, m.has_credentials) {
+            (Some(why), _) => format!("unsupported: {why}"),
+            (None, true) => "yes".to_string(),
+            (None, false) => "missing".to_string(),
+        };
+        println!(
+            "{:<48} {:<20} {:>9}  {creds}",
+            m.full_name, m.api, m.context_window
+        );
+    }
+}

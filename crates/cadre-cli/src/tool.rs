@@ -1,0 +1,36 @@
+//! `cadre tool NAME JSON`: run one built-in tool in the current directory and print its result.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow};
+use cadre_tools::ToolContext;
+use tokio_util::sync::CancellationToken;
+
+use crate::args::ToolArgs;
+
+pub async fn run(args: ToolArgs) -> Result<ExitCode> {
+    let tools = cadre_tools::builtin_tools();
+    let tool = tools.get(&args.name).ok_or_else(|| {
+        anyhow!(
+            "unknown tool {:?}; available: {}",
+            args.name,
+            cadre_tools::BUILTIN_TOOL_NAMES.join(", ")
+        )
+    })?;
+    let json: serde_json::Value =
+        serde_json::from_str(&args.args).context("the arguments are not valid JSON")?;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let ctx = ToolContext {
+        cwd,
+        cancel: CancellationToken::new(),
+        updates: None,
+        artifacts_dir: std::env::temp_dir(),
+    };
+    let output = tool.execute(json, ctx).await;
+    println!("{}", cadre_protocol::join_text(&output.content));
+    Ok(if output.is_error {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -85,7 +85,13 @@ pub fn token_limits(model: &Model, level: ThinkingLevel) -> (u64, Option<u64>) {
 /// The JSON body of a streamed Messages request.
 pub fn build_body(req: &CompletionRequest) -> Value {
     let model = &req.model;
-    let (max_tokens, budget) = token_limits(model, req.thinking);
+    let messages = build_messages(req);
+    let (mut max_tokens, mut budget) = token_limits(model, req.thinking);
+    if budget.is_some() && !thinking_can_continue(&messages) {
+        // The API rejects thinking when the tool-use turn in progress was produced without it
+        // (another provider, or thinking switched on mid-turn); this request goes without.
+        (max_tokens, budget) = token_limits(model, ThinkingLevel::Off);
+    }
     let mut body = Map::new();
     body.insert("model".into(), json!(model.id));
     body.insert("max_tokens".into(), json!(max_tokens));
@@ -100,7 +106,7 @@ pub fn build_body(req: &CompletionRequest) -> Value {
             }]),
         );
     }
-    body.insert("messages".into(), Value::Array(build_messages(req)));
+    body.insert("messages".into(), Value::Array(messages));
     if !req.tools.is_empty() {
         let tools: Vec<Value> = req
             .tools
@@ -122,6 +128,25 @@ pub fn build_body(req: &CompletionRequest) -> Value {
         );
     }
     Value::Object(body)
+}
+
+/// With thinking enabled, an assistant message that is still being continued (the conversation
+/// ends with the tool results it asked for) must start with a thinking block.
+fn thinking_can_continue(messages: &[Value]) -> bool {
+    let [.., assistant, last] = messages else {
+        return true;
+    };
+    let only_results = last["role"] == "user"
+        && last["content"]
+            .as_array()
+            .is_some_and(|b| b.iter().all(|b| b["type"] == "tool_result"));
+    if !only_results || assistant["role"] != "assistant" {
+        return true;
+    }
+    matches!(
+        assistant["content"][0]["type"].as_str(),
+        Some("thinking" | "redacted_thinking")
+    )
 }
 
 /// Anthropic tool ids must match `[a-zA-Z0-9_-]+`; ids minted by other providers are mapped

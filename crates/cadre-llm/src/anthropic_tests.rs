@@ -582,3 +582,53 @@ event: message_stop\ndata: {}\n\n";
     );
     assert_eq!(msg.stop_reason, StopReason::ToolUse);
 }
+
+#[test]
+fn thinking_is_dropped_when_the_open_tool_turn_has_none() {
+    let mut model = m();
+    model.reasoning = true;
+    model.max_tokens = 64_000;
+    let foreign = assistant(
+        vec![call("call_1", json!({"path": "a"}))],
+        "openai-completions",
+        "other",
+    );
+    let signed = assistant(
+        vec![
+            ContentBlock::Thinking {
+                thinking: "plan".into(),
+                signature: Some("sig".into()),
+                redacted: false,
+            },
+            call("call_1", json!({"path": "a"})),
+        ],
+        "anthropic-messages",
+        "prov",
+    );
+    for (turn, thinking) in [(foreign.clone(), false), (signed, true)] {
+        let mut req = request(
+            model.clone(),
+            vec![Message::user("go"), turn, tool_result("call_1", "A", false)],
+        );
+        req.thinking = ThinkingLevel::High;
+        let b = build_body(&req);
+        assert_eq!(b.get("thinking").is_some(), thinking, "{b}");
+    }
+    // Once the user speaks again the old turn is closed and thinking is fine.
+    let mut req = request(
+        model,
+        vec![
+            Message::user("go"),
+            foreign,
+            tool_result("call_1", "A", false),
+            assistant(
+                vec![ContentBlock::text("done")],
+                "openai-completions",
+                "other",
+            ),
+            Message::user("next"),
+        ],
+    );
+    req.thinking = ThinkingLevel::High;
+    assert!(build_body(&req).get("thinking").is_some());
+}

@@ -140,7 +140,9 @@ fn find(
         .threads(0)
         .filter_entry(|e| e.file_name() != ".git");
 
-    // The `limit` smallest paths, as a max-heap so the largest is evicted first.
+    // The smallest paths, as a max-heap so the largest is evicted first. No more than fit in
+    // the output are kept (each takes at least two bytes, "x\n"), whatever the limit.
+    let keep = limit.min(DEFAULT_MAX_BYTES / 2 + 1);
     let best: Mutex<BinaryHeap<String>> = Mutex::new(BinaryHeap::new());
     let found = AtomicUsize::new(0);
     walk.build_parallel().run(|| {
@@ -170,7 +172,7 @@ fn find(
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             let shown = if is_dir { format!("{rel}/") } else { rel };
             let mut heap = best.lock().unwrap_or_else(|p| p.into_inner());
-            if heap.len() < limit {
+            if heap.len() < keep {
                 heap.push(shown);
             } else if heap.peek().is_some_and(|top| &shown < top) {
                 heap.pop();

@@ -248,8 +248,9 @@ async fn run(command: &str, timeout: Option<Duration>, ctx: &ToolContext) -> Too
             guard.kill();
             guard.disarm();
             let _ = child.wait().await;
-            // Whatever the killed processes wrote before dying is still in the pipe.
-            drain(&mut output, &mut buf, &mut sink).await;
+            // Whatever the killed processes wrote before dying is still in the pipe. A process
+            // that escaped the group (setsid) may hold it open and keep writing: bounded wait.
+            let _ = tokio::time::timeout(DRAIN_MAX, drain(&mut output, &mut buf, &mut sink)).await;
         }
     }
     finish(sink, ending, timeout)

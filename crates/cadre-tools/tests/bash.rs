@@ -164,3 +164,39 @@ async fn missing_cwd_is_reported() {
     let out = call_with("bash", json!({"command": "echo hi"}), ctx).await;
     assert!(err(&out).starts_with("Working directory does not exist"));
 }
+
+#[tokio::test]
+async fn dropping_the_call_kills_the_group() {
+    let env = Env::new();
+    let mut ctx = env.ctx();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    ctx.updates = Some(tx);
+    let call = tokio::spawn(call_with(
+        "bash",
+        json!({"command": "sleep 30 & echo $!; wait"}),
+        ctx,
+    ));
+    let update = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("no output update")
+        .expect("update channel closed");
+    let pid: u32 = update["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(pid));
+    // The caller gives up on the call (its future is dropped), as an agent loop does on abort.
+    call.abort();
+    let _ = call.await;
+    let mut gone = false;
+    for _ in 0..100 {
+        if !alive(pid) {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(gone, "background process {pid} survived the dropped call");
+}

@@ -632,3 +632,58 @@ fn thinking_is_dropped_when_the_open_tool_turn_has_none() {
     req.thinking = ThinkingLevel::High;
     assert!(build_body(&req).get("thinking").is_some());
 }
+
+const FIXTURE: &[u8] = b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3}}}\n\n\
+event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n\
+event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n\
+event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"s\"}}\n\n\
+event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
+event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"read\",\"input\":{}}}\n\n\
+event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\": 1}\"}}\n\n\
+event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n\
+event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":4}}\n\n\
+event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+
+fn fresh_decoder() -> AnthropicDecoder {
+    AnthropicDecoder::new(&m())
+}
+
+#[test]
+fn fixture_decodes() {
+    let (_, result) = decode(fresh_decoder(), &[FIXTURE]);
+    let msg = result.unwrap();
+    assert_eq!(msg.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        msg.tool_calls().next().unwrap().arguments,
+        json!({"path": 1})
+    );
+}
+
+#[test]
+fn mutated_streams_never_panic() {
+    let mut rng = fastrand::Rng::with_seed(11);
+    let base = FIXTURE.to_vec();
+    for _ in 0..1500 {
+        let mut input = base.clone();
+        for _ in 0..rng.usize(1..6) {
+            match rng.u8(0..3) {
+                0 if !input.is_empty() => {
+                    let i = rng.usize(0..input.len());
+                    input[i] = rng.u8(..);
+                }
+                1 if !input.is_empty() => {
+                    let i = rng.usize(0..input.len());
+                    input.truncate(i);
+                }
+                _ => {
+                    let i = rng.usize(0..=input.len());
+                    let noise = b"{}[]:\"\n,0";
+                    input.insert(i, noise[rng.usize(0..noise.len())]);
+                }
+            }
+        }
+        let cut = rng.usize(0..=input.len());
+        // Any outcome is fine as long as it is an outcome.
+        let _ = decode(fresh_decoder(), &[&input[..cut], &input[cut..]]);
+    }
+}

@@ -613,3 +613,54 @@ fn error_chunks_are_typed() {
         assert!(err.to_string().contains("stream error"), "{err}");
     }
 }
+
+const FIXTURE: &[u8] = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"hm\"}}]}\n\n\
+data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\
+data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"read\",\"arguments\":\"{\\\"pa\"}}]}}]}\n\n\
+data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"th\\\":1}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n\
+data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}\n\n\
+data: [DONE]\n\n";
+
+fn fresh_decoder() -> OpenAiDecoder {
+    OpenAiDecoder::new(&m())
+}
+
+#[test]
+fn fixture_decodes() {
+    let (_, result) = decode(fresh_decoder(), &[FIXTURE]);
+    let msg = result.unwrap();
+    assert_eq!(msg.text(), "Hi");
+    assert_eq!(
+        msg.tool_calls().next().unwrap().arguments,
+        json!({"path": 1})
+    );
+}
+
+#[test]
+fn mutated_streams_never_panic() {
+    let mut rng = fastrand::Rng::with_seed(11);
+    let base = FIXTURE.to_vec();
+    for _ in 0..1500 {
+        let mut input = base.clone();
+        for _ in 0..rng.usize(1..6) {
+            match rng.u8(0..3) {
+                0 if !input.is_empty() => {
+                    let i = rng.usize(0..input.len());
+                    input[i] = rng.u8(..);
+                }
+                1 if !input.is_empty() => {
+                    let i = rng.usize(0..input.len());
+                    input.truncate(i);
+                }
+                _ => {
+                    let i = rng.usize(0..=input.len());
+                    let noise = b"{}[]:\"\n,0";
+                    input.insert(i, noise[rng.usize(0..noise.len())]);
+                }
+            }
+        }
+        let cut = rng.usize(0..=input.len());
+        // Any outcome is fine as long as it is an outcome.
+        let _ = decode(fresh_decoder(), &[&input[..cut], &input[cut..]]);
+    }
+}

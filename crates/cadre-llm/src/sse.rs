@@ -343,6 +343,22 @@ mod tests {
     }
 
     #[test]
+    fn random_bytes_and_splits_never_panic_and_agree() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let alphabet = b"data: event:id\r\n \xFF\xEF\xBB\xBF{}x";
+        for _ in 0..2000 {
+            let len = rng.usize(0..64);
+            let input: Vec<u8> = (0..len)
+                .map(|_| alphabet[rng.usize(0..alphabet.len())])
+                .collect();
+            let whole = parse_chunks(&[&input]);
+            let cut = rng.usize(0..=input.len());
+            let split = parse_chunks(&[&input[..cut], &input[cut..]]);
+            assert_eq!(whole, split, "{input:?} cut at {cut}");
+        }
+    }
+
+    #[test]
     fn garbage_without_newlines_yields_nothing() {
         let out = parse_chunks(&[b"\x00\x01\x02 not sse at all"]);
         assert!(out.is_empty());

@@ -8,6 +8,7 @@
 mod event;
 mod message;
 mod session;
+mod task;
 mod thinking;
 mod tool;
 
@@ -17,5 +18,9 @@ pub use message::{
     ToolResultMessage, Usage, UsageCost, UserContent, UserMessage, join_text, now_millis,
 };
 pub use session::{SESSION_VERSION, SessionEntry, SessionEntryKind, SessionHeader};
+pub use task::{
+    TaskBudgets, TaskPhase, TaskRecord, TaskStatus, TaskUsage, TerminationKind, WarningSchedule,
+    WorktreeInfo,
+};
 pub use thinking::ThinkingLevel;
 pub use tool::ToolSpec;

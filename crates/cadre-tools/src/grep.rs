@@ -29,6 +29,8 @@ use crate::truncate::{
 use crate::{blocking, paths};
 
 pub const DEFAULT_GREP_LIMIT: u64 = 100;
+/// Context lines are clamped to this many on each side.
+pub const MAX_CONTEXT: u64 = 1000;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GrepTool;
@@ -52,7 +54,9 @@ fn parse(args: Value) -> Result<GrepParams, ArgError> {
         glob: args.optional_str("glob")?.filter(|g| !g.trim().is_empty()),
         ignore_case: args.optional_bool("ignoreCase")?.unwrap_or(false),
         literal: args.optional_bool("literal")?.unwrap_or(false),
-        context: usize::try_from(args.optional_u64("context")?.unwrap_or(0)).unwrap_or(usize::MAX),
+        // More context than this only fills the output; it would also make the searcher buffer
+        // whole files.
+        context: args.optional_u64("context")?.unwrap_or(0).min(MAX_CONTEXT) as usize,
         limit: args.limit("limit", DEFAULT_GREP_LIMIT)?,
     })
 }
@@ -267,11 +271,11 @@ fn grep(params: &GrepParams, root: &Path, cancel: &CancellationToken) -> ToolOut
         Err(msg) => return ToolOutput::error(msg),
     };
     let mut walk = WalkBuilder::new(root);
-    // .gitignore applies even outside a git repository: agents work in plain directories too.
     let wants_hidden = params
         .glob
         .as_deref()
         .is_some_and(crate::find::names_hidden);
+    // .gitignore applies even outside a git repository: agents work in plain directories too.
     walk.require_git(false)
         .hidden(!wants_hidden)
         .threads(0)

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "cadre", version, about, long_about = None)]
 #[command(args_conflicts_with_subcommands = true)]
+#[command(after_help = ENV_HELP)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -17,6 +18,14 @@ pub struct Cli {
     #[command(flatten)]
     pub run: RunArgs,
 }
+
+/// The environment variables a run reads, shown at the end of `--help`.
+const ENV_HELP: &str = "Environment:
+  CADRE_HOME             configuration, models.json and sessions (default: ~/.cadre)
+  ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY
+                         credentials of the built-in providers
+  CADRE_RETRY_BASE_MS    delay before the first retry of a failed model request (default 2000)
+  CADRE_IDLE_TIMEOUT_MS  abandon and retry a model stream silent for this long (default 120000)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mode {

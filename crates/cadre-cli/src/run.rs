@@ -4,6 +4,7 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use cadre_core::agent::{Agent, AgentConfig, RunOutcome};
@@ -16,6 +17,11 @@ use tokio::sync::mpsc;
 
 use crate::args::{Mode, RunArgs};
 use crate::render;
+
+/// Overrides the delay before the first retry (doubled for each further one).
+const RETRY_BASE_VAR: &str = "CADRE_RETRY_BASE_MS";
+/// Overrides how long a silent stream is waited on before it is abandoned and retried.
+const IDLE_TIMEOUT_VAR: &str = "CADRE_IDLE_TIMEOUT_MS";
 
 /// Models tried, in order, when neither `--model` nor settings name one.
 const DEFAULT_MODELS: &[&str] = &[
@@ -40,6 +46,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
+    let policy = retry_policy(&ProcessEnv)?;
     let prompt = read_prompt(&args)?;
     let model = pick_model(
         &registry,
@@ -92,7 +99,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     if let (Mode::Json, Some(session)) = (args.mode, &session) {
         render::print_json_line(session.header());
     }
-    let provider: Arc<dyn Provider> = Arc::new(HttpProvider::new(RetryPolicy::default()));
+    let provider: Arc<dyn Provider> = Arc::new(HttpProvider::new(policy));
     let config = AgentConfig {
         provider,
         model,
@@ -125,14 +132,47 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     finish(args.mode, &outcome, session_path.as_deref())
 }
 
+/// Pi's retry defaults, with the base delay and the idle-stream timeout overridable from the
+/// environment (`CADRE_RETRY_BASE_MS`, `CADRE_IDLE_TIMEOUT_MS`): slow links and local models want
+/// a longer idle timeout, tests and benchmarks a shorter one. A server's `retry-after` still
+/// governs its own waits.
+fn retry_policy(env: &dyn cadre_llm::registry::Env) -> Result<RetryPolicy> {
+    let mut policy = RetryPolicy::default();
+    if let Some(ms) = env_millis(env, RETRY_BASE_VAR)? {
+        policy.base_delay = ms;
+    }
+    if let Some(ms) = env_millis(env, IDLE_TIMEOUT_VAR)? {
+        if ms.is_zero() {
+            bail!("{IDLE_TIMEOUT_VAR} must be more than 0");
+        }
+        policy.idle_timeout = ms;
+    }
+    Ok(policy)
+}
+
+/// A duration in whole milliseconds from `name`; unset or blank is `None`.
+fn env_millis(env: &dyn cadre_llm::registry::Env, name: &str) -> Result<Option<Duration>> {
+    let Some(raw) = env.var(name).filter(|v| !v.trim().is_empty()) else {
+        return Ok(None);
+    };
+    raw.trim()
+        .parse::<u64>()
+        .map(|ms| Some(Duration::from_millis(ms)))
+        .map_err(|_| anyhow!("{name} must be a whole number of milliseconds, not {raw:?}"))
+}
+
 /// Output the result and choose the exit code.
 fn finish(mode: Mode, outcome: &RunOutcome, session: Option<&Path>) -> Result<ExitCode> {
-    let text = outcome.final_message.as_ref().map(|m| m.text());
-    if let (Mode::Text, Some(text)) = (mode, text.filter(|t| !t.is_empty())) {
-        println!("{}", text.trim_end());
-    }
     match &outcome.error {
-        None => Ok(ExitCode::SUCCESS),
+        None => {
+            let text = outcome.final_message.as_ref().map(|m| m.text());
+            if let (Mode::Text, Some(text)) = (mode, text.filter(|t| !t.is_empty())) {
+                println!("{}", text.trim_end());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        // A failed or aborted run prints no answer: the partial text of a broken stream on stdout
+        // would read as a (wrong) result to whatever consumes it.
         Some(error) => {
             let hint = session
                 .map(|p| format!(" (session: {})", p.display()))
@@ -289,5 +329,49 @@ fn print_models(registry: &ModelRegistry) {
             "{:<48} {:<20} {:>9}  {creds}",
             m.full_name, m.api, m.context_window
         );
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use cadre_llm::registry::MapEnv;
+
+    #[test]
+    fn retry_policy_defaults_without_overrides() {
+        assert_eq!(
+            retry_policy(&MapEnv::new()).unwrap(),
+            RetryPolicy::default()
+        );
+        let blank = MapEnv::new().with(RETRY_BASE_VAR, " ");
+        assert_eq!(retry_policy(&blank).unwrap(), RetryPolicy::default());
+    }
+
+    #[test]
+    fn retry_policy_takes_overrides_in_milliseconds() {
+        let env = MapEnv::new()
+            .with(RETRY_BASE_VAR, "5")
+            .with(IDLE_TIMEOUT_VAR, " 250 ");
+        let policy = retry_policy(&env).unwrap();
+        assert_eq!(policy.base_delay, Duration::from_millis(5));
+        assert_eq!(policy.idle_timeout, Duration::from_millis(250));
+        assert_eq!(policy.max_attempts, RetryPolicy::default().max_attempts);
+        let zero_base = MapEnv::new().with(RETRY_BASE_VAR, "0");
+        assert_eq!(retry_policy(&zero_base).unwrap().base_delay, Duration::ZERO);
+    }
+
+    #[test]
+    fn retry_policy_rejects_bad_values_naming_the_variable() {
+        for (name, value) in [
+            (RETRY_BASE_VAR, "fast"),
+            (RETRY_BASE_VAR, "-1"),
+            (RETRY_BASE_VAR, "1.5"),
+            (IDLE_TIMEOUT_VAR, "0"),
+            (IDLE_TIMEOUT_VAR, "99999999999999999999999"),
+        ] {
+            let err = retry_policy(&MapEnv::new().with(name, value)).unwrap_err();
+            assert!(err.to_string().contains(name), "{name}={value}: {err}");
+        }
     }
 }

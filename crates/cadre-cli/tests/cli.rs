@@ -1,0 +1,27 @@
+//! End-to-end tests of the `cadre` binary against the scripted fake model server.
+//!
+//! One test binary (modules under `tests/cli/`) keeps link time down. Every test runs the real
+//! binary in a temporary project with its own CADRE_HOME and HOME, so nothing on the machine
+//! leaks in, and with a hang guard so a stuck run fails instead of blocking the suite.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "cli/harness.rs"]
+mod harness;
+
+#[path = "cli/abort.rs"]
+mod abort;
+#[path = "cli/conversation.rs"]
+mod conversation;
+#[path = "cli/errors.rs"]
+mod errors;
+#[path = "cli/faults.rs"]
+mod faults;
+#[path = "cli/json_mode.rs"]
+mod json_mode;
+#[path = "cli/misc.rs"]
+mod misc;
+#[path = "cli/prompt.rs"]
+mod prompt;
+#[path = "cli/sessions.rs"]
+mod sessions;

@@ -1,0 +1,162 @@
+//! Sessions across runs: `--session FILE`, `--continue`, `--no-session`.
+
+use cadre_testkit::{Match, Reply, Rule};
+
+use crate::conversation::{PROMPT, run_conversation};
+use crate::harness::{
+    Fixture, Wire, assert_every_tool_call_answered, assert_valid_session, messages, text_of,
+    tool_result_text,
+};
+
+const FOLLOW_UP: &str = "FOLLOW-UP: and what did bash print?";
+const SECOND_ANSWER: &str = "bash printed bash-said-42.";
+
+/// The follow-up turn: the whole earlier conversation (four assistant turns) plus the new prompt.
+fn script_follow_up(fixture: &Fixture) {
+    fixture.server.script(
+        Rule::new(
+            Match::first_user("ROUTE-CONV")
+                .and(Match::last_user("FOLLOW-UP"))
+                .and(Match::assistant_turns(4)),
+        )
+        .reply(Reply::text(SECOND_ANSWER)),
+    );
+}
+
+/// The follow-up request carried the earlier conversation, and the file grew from its old leaf.
+fn assert_continued(fixture: &Fixture, session: &std::path::Path, before: &[serde_json::Value]) {
+    let request = fixture.last_request();
+    assert_eq!(request.assistant_turns(), 4, "history was sent");
+    assert!(request.first_user_text().unwrap().contains(PROMPT));
+    assert!(request.last_user_text().unwrap().contains(FOLLOW_UP));
+    let results = tool_result_text(&request);
+    assert!(
+        results.contains("bash-said-42"),
+        "earlier tool results sent: {results}"
+    );
+    fixture.server.check_tool_calls_answered().unwrap();
+
+    let after = assert_valid_session(session);
+    assert!(after.len() > before.len(), "the session gained entries");
+    assert_eq!(
+        &after[..before.len()],
+        before,
+        "earlier entries are untouched"
+    );
+    let old_leaf = before.last().unwrap()["id"].as_str().unwrap();
+    assert_eq!(after[before.len()]["parentId"], old_leaf);
+    let msgs = messages(&after);
+    assert_every_tool_call_answered(&msgs);
+    let tail: Vec<String> = msgs[msgs.len() - 2..].iter().map(|m| text_of(m)).collect();
+    assert_eq!(tail, [FOLLOW_UP, SECOND_ANSWER]);
+}
+
+#[test]
+fn session_file_reloads_with_history() {
+    let fixture = Fixture::new();
+    run_conversation(&fixture, Wire::Anthropic);
+    let session = fixture.only_session();
+    let before = assert_valid_session(&session);
+
+    script_follow_up(&fixture);
+    let session_arg = session.to_string_lossy().into_owned();
+    let out = fixture.run_print(Wire::Anthropic, &["--session", &session_arg, FOLLOW_UP]);
+    out.assert_success();
+    assert_eq!(out.stdout, format!("{SECOND_ANSWER}\n"));
+    assert_eq!(fixture.session_files(), [session.clone()], "no new file");
+    assert_continued(&fixture, &session, &before);
+}
+
+#[test]
+fn continue_picks_the_latest_session_of_the_directory() {
+    let fixture = Fixture::new();
+    // An older, unrelated session in the same directory.
+    fixture
+        .server
+        .script(Rule::new(Match::first_user("ROUTE-OTHER")).reply(Reply::text("other answer")));
+    fixture
+        .run_print(Wire::OpenAi, &["ROUTE-OTHER: hello"])
+        .assert_success();
+    let older = fixture.only_session();
+    let older_text = std::fs::read_to_string(&older).unwrap();
+    // Session names carry a millisecond timestamp; make sure the next one sorts later.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+
+    run_conversation_in_second_session(&fixture);
+    let files = fixture.session_files();
+    assert_eq!(files.len(), 2);
+    let latest = files.iter().find(|f| **f != older).unwrap().clone();
+    let before = assert_valid_session(&latest);
+
+    script_follow_up(&fixture);
+    let out = fixture.run_print(Wire::OpenAi, &["--continue", FOLLOW_UP]);
+    out.assert_success();
+    assert_eq!(out.stdout, format!("{SECOND_ANSWER}\n"));
+    assert_eq!(fixture.session_files().len(), 2, "no new file");
+    assert_eq!(std::fs::read_to_string(&older).unwrap(), older_text);
+    assert_continued(&fixture, &latest, &before);
+}
+
+/// `run_conversation` expects a single session file; here a second one is made directly.
+fn run_conversation_in_second_session(fixture: &Fixture) {
+    crate::conversation::script_conversation(fixture);
+    let out = fixture.run_print(Wire::OpenAi, &[PROMPT]);
+    out.assert_success();
+    assert_eq!(
+        out.stdout,
+        format!("{}\n", crate::conversation::FINAL_ANSWER)
+    );
+}
+
+#[test]
+fn session_flag_creates_a_missing_file_where_asked() {
+    let fixture = Fixture::new();
+    fixture
+        .server
+        .script(Rule::new(Match::first_user("ROUTE-NEW")).reply(Reply::text("fresh")));
+    let path = fixture.user_home.join("custom/place.jsonl");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let arg = path.to_string_lossy().into_owned();
+    let out = fixture.run_print(Wire::Anthropic, &["--session", &arg, "ROUTE-NEW: hi"]);
+    out.assert_success();
+    assert_eq!(out.stdout, "fresh\n");
+    let entries = assert_valid_session(&path);
+    let roles: Vec<String> = messages(&entries)
+        .iter()
+        .map(|m| m["role"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(roles, ["user", "assistant"]);
+    assert!(
+        fixture.session_files().is_empty(),
+        "nothing in the catalogue"
+    );
+}
+
+#[test]
+fn no_session_writes_no_file() {
+    let fixture = Fixture::new();
+    fixture
+        .server
+        .script(Rule::new(Match::first_user("ROUTE-NOSESS")).reply(Reply::text("ephemeral")));
+    let out = fixture.run_print(Wire::OpenAi, &["--no-session", "ROUTE-NOSESS: hi"]);
+    out.assert_success();
+    assert_eq!(out.stdout, "ephemeral\n");
+    assert!(fixture.session_files().is_empty());
+    let sessions = fixture.home.join("sessions");
+    let any_file = walk(&sessions).into_iter().any(|p| p.is_file());
+    assert!(!any_file, "no file under {}", sessions.display());
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            if path.is_dir() {
+                out.extend(walk(&path));
+            }
+            out.push(path);
+        }
+    }
+    out
+}

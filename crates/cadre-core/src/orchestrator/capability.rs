@@ -1,0 +1,619 @@
+//! The child's tool set (SPEC S1, O8).
+//!
+//! A child's tools are the parent's active tools ∩ the role's `tools` (`*` = all) −
+//! `disallowedTools` − the child denylist − `edit`/`write` when read-only. Every step can only
+//! remove tools, so an allowlist can never widen what the parent has. Tools a role or a denylist
+//! names that do not exist at all are a configuration error: the launch fails before any model
+//! call, because a typo in an allowlist silently yields a weaker child and a typo in a denylist
+//! silently leaves the tool enabled.
+//!
+//! The same set is checked again at dispatch ([`check_dispatch`]): the model only sees the tools
+//! in its set, but a call naming another tool is refused with a message and counted as blocked.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+/// The tool that launches children (O1).
+pub const AGENT_TOOL: &str = "Agent";
+
+/// Tools that belong to the root: a child never gets them (O8).
+pub const ROOT_ONLY_TOOLS: [&str; 3] = ["SendMessage", "TaskOutput", "TaskStop"];
+
+/// Tools removed from read-only children. Bash stays: the sandbox makes it read-only (S2).
+pub const WRITE_TOOLS: [&str; 2] = ["edit", "write"];
+
+/// The wildcard that means "every tool the parent has".
+pub const ALL_TOOLS: &str = "*";
+
+/// What the capability resolution needs to know about one launch.
+#[derive(Debug, Clone, Copy)]
+pub struct CapabilityInput<'a> {
+    /// The parent's active tool names, in the order the parent sees them.
+    pub parent_active: &'a [String],
+    /// The role's `tools`: `None` or a list containing `*` = every tool the parent has.
+    pub role_tools: Option<&'a [String]>,
+    /// The role's `disallowedTools` (`*` removes everything).
+    pub disallowed: &'a [String],
+    pub readonly: bool,
+    /// The child's depth (children of the root are at depth 1).
+    pub depth: u32,
+    /// `maxAgentDepth`: the deepest a child may be.
+    pub max_depth: u32,
+    /// The role lists `Agent` (and nested agents are enabled): the child may launch children
+    /// while it is shallower than `max_depth`.
+    pub role_allows_agent: bool,
+    /// The delegation packet's `tool_policy: "no tools"` (D1): the child gets no tools at all.
+    pub tool_policy_no_tools: bool,
+    /// Every tool that exists in this runtime, whether or not the parent has it.
+    pub known_tools: &'a [String],
+}
+
+/// Why a tool that was asked for (or inherited) is not in the child's set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropReason {
+    /// The role lists it but the parent does not have it active.
+    NotInParent,
+    /// The delegation packet asked for a child without tools.
+    NoToolsPolicy,
+    /// The role's `disallowedTools` names it.
+    Disallowed,
+    /// `SendMessage`, `TaskOutput`, `TaskStop` belong to the root.
+    RootOnly,
+    /// `Agent` without the role listing it (or with nested agents disabled).
+    NestingNotAllowed,
+    /// `Agent` for a child already at `maxAgentDepth`.
+    DepthLimit { max_depth: u32 },
+    /// `edit`/`write` for a read-only role.
+    ReadOnly,
+}
+
+impl fmt::Display for DropReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DropReason::NotInParent => f.write_str("the parent does not have this tool"),
+            DropReason::NoToolsPolicy => {
+                f.write_str("the delegation packet's tool_policy is \"no tools\"")
+            }
+            DropReason::Disallowed => f.write_str("the role's disallowedTools lists it"),
+            DropReason::RootOnly => {
+                f.write_str("it belongs to the root session and is never given to a subagent")
+            }
+            DropReason::NestingNotAllowed => {
+                f.write_str("this role may not launch subagents (its tools do not list Agent)")
+            }
+            DropReason::DepthLimit { max_depth } => write!(
+                f,
+                "the maximum subagent nesting depth ({max_depth}) is reached"
+            ),
+            DropReason::ReadOnly => f.write_str("the role is read-only"),
+        }
+    }
+}
+
+/// A tool left out of the child's set, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedTool {
+    pub name: String,
+    pub reason: DropReason,
+}
+
+/// The resolved tool set of one child.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CapabilitySet {
+    /// The tools the child may call, in the parent's order.
+    pub tools: Vec<String>,
+    /// Tools asked for or inherited but removed, with the first reason that removed each.
+    pub dropped: Vec<DroppedTool>,
+}
+
+impl CapabilitySet {
+    pub fn contains(&self, tool: &str) -> bool {
+        self.tools.iter().any(|t| t == tool)
+    }
+
+    fn dropped_reason(&self, tool: &str) -> Option<DropReason> {
+        self.dropped.iter().find(|d| d.name == tool).map(|d| d.reason)
+    }
+}
+
+/// A launch whose role names tools that do not exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CapabilityError {
+    #[error("unknown tool(s) in the role's tools: {}", .0.join(", "))]
+    UnknownTools(Vec<String>),
+    #[error("unknown tool(s) in the role's disallowedTools: {}", .0.join(", "))]
+    UnknownDisallowed(Vec<String>),
+}
+
+/// Resolve a child's tool set (S1). Fails only for names that exist nowhere.
+pub fn resolve_capabilities(input: CapabilityInput<'_>) -> Result<CapabilitySet, CapabilityError> {
+    let known: BTreeSet<&str> = input.known_tools.iter().map(String::as_str).collect();
+    let is_unknown = |name: &&String| name.as_str() != ALL_TOOLS && !known.contains(name.as_str());
+
+    let explicit: Option<&[String]> = input
+        .role_tools
+        .filter(|tools| !tools.iter().any(|t| t == ALL_TOOLS));
+    if let Some(tools) = explicit {
+        let unknown = dedup(tools.iter().filter(is_unknown));
+        if !unknown.is_empty() {
+            return Err(CapabilityError::UnknownTools(unknown));
+        }
+    }
+    let unknown = dedup(input.disallowed.iter().filter(is_unknown));
+    if !unknown.is_empty() {
+        return Err(CapabilityError::UnknownDisallowed(unknown));
+    }
+
+    let parent: BTreeSet<&str> = input.parent_active.iter().map(String::as_str).collect();
+    let disallow_all = input.disallowed.iter().any(|t| t == ALL_TOOLS);
+    let disallowed: BTreeSet<&str> = input.disallowed.iter().map(String::as_str).collect();
+
+    // Candidates: the role's explicit list, or everything the parent has. Kept in the parent's
+    // order so the child's tool list is stable whatever order the role file uses.
+    let mut candidates: Vec<&str> = Vec::new();
+    match explicit {
+        Some(tools) => {
+            let wanted: BTreeSet<&str> = tools.iter().map(String::as_str).collect();
+            candidates.extend(
+                input
+                    .parent_active
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|t| wanted.contains(t)),
+            );
+            // Listed tools the parent lacks come last, in the role's order.
+            for t in tools {
+                if !parent.contains(t.as_str()) && !candidates.contains(&t.as_str()) {
+                    candidates.push(t.as_str());
+                }
+            }
+        }
+        None => candidates.extend(input.parent_active.iter().map(String::as_str)),
+    }
+
+    let mut set = CapabilitySet::default();
+    let mut seen = BTreeSet::new();
+    for name in candidates {
+        if !seen.insert(name) {
+            continue;
+        }
+        match drop_reason(name, &input, &parent, disallow_all, &disallowed) {
+            Some(reason) => set.dropped.push(DroppedTool {
+                name: name.to_string(),
+                reason,
+            }),
+            None => set.tools.push(name.to_string()),
+        }
+    }
+    Ok(set)
+}
+
+/// The first rule that removes `name`, in the order S1 lists them.
+fn drop_reason(
+    name: &str,
+    input: &CapabilityInput<'_>,
+    parent: &BTreeSet<&str>,
+    disallow_all: bool,
+    disallowed: &BTreeSet<&str>,
+) -> Option<DropReason> {
+    if !parent.contains(name) {
+        return Some(DropReason::NotInParent);
+    }
+    if input.tool_policy_no_tools {
+        return Some(DropReason::NoToolsPolicy);
+    }
+    if disallow_all || disallowed.contains(name) {
+        return Some(DropReason::Disallowed);
+    }
+    if ROOT_ONLY_TOOLS.contains(&name) {
+        return Some(DropReason::RootOnly);
+    }
+    if name == AGENT_TOOL {
+        if !input.role_allows_agent {
+            return Some(DropReason::NestingNotAllowed);
+        }
+        // A child at depth d launches children at depth d + 1, which must not exceed the limit.
+        if input.depth >= input.max_depth {
+            return Some(DropReason::DepthLimit {
+                max_depth: input.max_depth,
+            });
+        }
+    }
+    if input.readonly && WRITE_TOOLS.contains(&name) {
+        return Some(DropReason::ReadOnly);
+    }
+    None
+}
+
+fn dedup<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in names {
+        if !out.contains(n) {
+            out.push(n.clone());
+        }
+    }
+    out
+}
+
+/// Check one tool call against the child's set at dispatch. The error is the tool result the
+/// model gets; the caller counts the call as blocked.
+pub fn check_dispatch(set: &CapabilitySet, tool: &str) -> Result<(), String> {
+    if set.contains(tool) {
+        return Ok(());
+    }
+    let available = if set.tools.is_empty() {
+        "none".to_string()
+    } else {
+        set.tools.join(", ")
+    };
+    let why = match set.dropped_reason(tool) {
+        Some(reason) => format!(" because {reason}"),
+        None => String::new(),
+    };
+    Err(format!(
+        "Tool `{tool}` is not available to this task{why}; the call was blocked. \
+         Tools available: {available}."
+    ))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    const KNOWN: &[&str] = &[
+        "read",
+        "bash",
+        "edit",
+        "write",
+        "grep",
+        "find",
+        "ls",
+        "Agent",
+        "SendMessage",
+        "TaskOutput",
+        "TaskStop",
+        "workflow",
+    ];
+    const ROOT_PARENT: &[&str] = &[
+        "read",
+        "bash",
+        "edit",
+        "write",
+        "grep",
+        "find",
+        "ls",
+        "Agent",
+        "SendMessage",
+        "TaskOutput",
+        "TaskStop",
+    ];
+
+    struct Case {
+        name: &'static str,
+        parent: &'static [&'static str],
+        role: Option<&'static [&'static str]>,
+        disallowed: &'static [&'static str],
+        readonly: bool,
+        depth: u32,
+        allows_agent: bool,
+        no_tools: bool,
+        tools: &'static [&'static str],
+        dropped: &'static [(&'static str, DropReason)],
+    }
+
+    fn run(c: &Case) -> Result<CapabilitySet, CapabilityError> {
+        let parent = names(c.parent);
+        let role = c.role.map(names);
+        let disallowed = names(c.disallowed);
+        let known = names(KNOWN);
+        resolve_capabilities(CapabilityInput {
+            parent_active: &parent,
+            role_tools: role.as_deref(),
+            disallowed: &disallowed,
+            readonly: c.readonly,
+            depth: c.depth,
+            max_depth: 5,
+            role_allows_agent: c.allows_agent,
+            tool_policy_no_tools: c.no_tools,
+            known_tools: &known,
+        })
+    }
+
+    #[test]
+    fn s1_tool_set_table() {
+        use DropReason::*;
+        let base = Case {
+            name: "",
+            parent: ROOT_PARENT,
+            role: None,
+            disallowed: &[],
+            readonly: false,
+            depth: 1,
+            allows_agent: false,
+            no_tools: false,
+            tools: &[],
+            dropped: &[],
+        };
+        let cases = [
+            Case {
+                name: "inherit all: denylist removes root tools and Agent",
+                tools: &["read", "bash", "edit", "write", "grep", "find", "ls"],
+                dropped: &[
+                    ("Agent", NestingNotAllowed),
+                    ("SendMessage", RootOnly),
+                    ("TaskOutput", RootOnly),
+                    ("TaskStop", RootOnly),
+                ],
+                ..base
+            },
+            Case {
+                name: "star equals inherit",
+                role: Some(&["*"]),
+                allows_agent: true,
+                tools: &["read", "bash", "edit", "write", "grep", "find", "ls", "Agent"],
+                dropped: &[
+                    ("SendMessage", RootOnly),
+                    ("TaskOutput", RootOnly),
+                    ("TaskStop", RootOnly),
+                ],
+                ..base
+            },
+            Case {
+                name: "star mixed with names still means all",
+                role: Some(&["read", "*"]),
+                parent: &["read", "bash"],
+                tools: &["read", "bash"],
+                ..base
+            },
+            Case {
+                name: "explicit list narrows, in parent order",
+                role: Some(&["ls", "read", "grep"]),
+                tools: &["read", "grep", "ls"],
+                ..base
+            },
+            Case {
+                name: "explicit list cannot widen beyond the parent",
+                parent: &["read", "grep"],
+                role: Some(&["read", "bash", "edit"]),
+                tools: &["read"],
+                dropped: &[("bash", NotInParent), ("edit", NotInParent)],
+                ..base
+            },
+            Case {
+                name: "duplicates in the role list are harmless",
+                parent: &["read", "grep"],
+                role: Some(&["read", "read", "bash", "bash"]),
+                tools: &["read"],
+                dropped: &[("bash", NotInParent)],
+                ..base
+            },
+            Case {
+                name: "empty explicit list = no tools",
+                role: Some(&[]),
+                tools: &[],
+                ..base
+            },
+            Case {
+                name: "disallowed removes",
+                disallowed: &["bash", "write"],
+                parent: &["read", "bash", "write"],
+                tools: &["read"],
+                dropped: &[("bash", Disallowed), ("write", Disallowed)],
+                ..base
+            },
+            Case {
+                name: "disallowed star removes everything",
+                disallowed: &["*"],
+                parent: &["read", "bash"],
+                tools: &[],
+                dropped: &[("read", Disallowed), ("bash", Disallowed)],
+                ..base
+            },
+            Case {
+                name: "readonly removes edit and write, keeps bash",
+                readonly: true,
+                parent: &["read", "bash", "edit", "write"],
+                tools: &["read", "bash"],
+                dropped: &[("edit", ReadOnly), ("write", ReadOnly)],
+                ..base
+            },
+            Case {
+                name: "explicitly listed root tools are still removed",
+                role: Some(&["read", "SendMessage", "TaskStop"]),
+                tools: &["read"],
+                dropped: &[("SendMessage", RootOnly), ("TaskStop", RootOnly)],
+                ..base
+            },
+            Case {
+                name: "Agent kept below the depth limit",
+                role: Some(&["read", "Agent"]),
+                allows_agent: true,
+                depth: 4,
+                tools: &["read", "Agent"],
+                ..base
+            },
+            Case {
+                name: "Agent removed at the depth limit",
+                role: Some(&["read", "Agent"]),
+                allows_agent: true,
+                depth: 5,
+                tools: &["read"],
+                dropped: &[("Agent", DepthLimit { max_depth: 5 })],
+                ..base
+            },
+            Case {
+                name: "Agent removed past the depth limit",
+                role: Some(&["Agent"]),
+                allows_agent: true,
+                depth: 9,
+                tools: &[],
+                dropped: &[("Agent", DepthLimit { max_depth: 5 })],
+                ..base
+            },
+            Case {
+                name: "Agent listed but nesting disallowed",
+                role: Some(&["Agent"]),
+                allows_agent: false,
+                tools: &[],
+                dropped: &[("Agent", NestingNotAllowed)],
+                ..base
+            },
+            Case {
+                name: "Agent allowed but parent lacks it",
+                parent: &["read"],
+                role: Some(&["read", "Agent"]),
+                allows_agent: true,
+                tools: &["read"],
+                dropped: &[("Agent", NotInParent)],
+                ..base
+            },
+            Case {
+                name: "disallowed beats nesting",
+                role: Some(&["Agent"]),
+                disallowed: &["Agent"],
+                allows_agent: true,
+                tools: &[],
+                dropped: &[("Agent", Disallowed)],
+                ..base
+            },
+            Case {
+                name: "no tools policy empties the set",
+                parent: &["read", "bash"],
+                no_tools: true,
+                tools: &[],
+                dropped: &[("read", NoToolsPolicy), ("bash", NoToolsPolicy)],
+                ..base
+            },
+            Case {
+                name: "grep find ls are not implied by read",
+                role: Some(&["read"]),
+                tools: &["read"],
+                ..base
+            },
+            Case {
+                name: "known tool absent from parent and not listed is silent",
+                parent: &["read"],
+                tools: &["read"],
+                ..base
+            },
+        ];
+        for c in &cases {
+            let set = run(c).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+            assert_eq!(set.tools, names(c.tools), "{}", c.name);
+            let dropped: Vec<(String, DropReason)> = set
+                .dropped
+                .iter()
+                .map(|d| (d.name.clone(), d.reason))
+                .collect();
+            let want: Vec<(String, DropReason)> =
+                c.dropped.iter().map(|(n, r)| (n.to_string(), *r)).collect();
+            assert_eq!(dropped, want, "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn s1_unknown_explicit_tools_fail_the_launch() {
+        let parent = names(ROOT_PARENT);
+        let known = names(KNOWN);
+        let role = names(&["read", "raed", "bsah", "raed"]);
+        let err = resolve_capabilities(CapabilityInput {
+            parent_active: &parent,
+            role_tools: Some(&role),
+            disallowed: &[],
+            readonly: false,
+            depth: 1,
+            max_depth: 5,
+            role_allows_agent: false,
+            tool_policy_no_tools: false,
+            known_tools: &known,
+        })
+        .unwrap_err();
+        assert_eq!(
+            err,
+            CapabilityError::UnknownTools(names(&["raed", "bsah"]))
+        );
+        assert!(err.to_string().contains("raed, bsah"));
+
+        let disallowed = names(&["bahs"]);
+        let err = resolve_capabilities(CapabilityInput {
+            parent_active: &parent,
+            role_tools: None,
+            disallowed: &disallowed,
+            readonly: false,
+            depth: 1,
+            max_depth: 5,
+            role_allows_agent: false,
+            tool_policy_no_tools: false,
+            known_tools: &known,
+        })
+        .unwrap_err();
+        assert_eq!(err, CapabilityError::UnknownDisallowed(names(&["bahs"])));
+
+        // Names are case-sensitive: `Read` is not `read`.
+        let role = names(&["Read"]);
+        let err = resolve_capabilities(CapabilityInput {
+            parent_active: &parent,
+            role_tools: Some(&role),
+            disallowed: &[],
+            readonly: false,
+            depth: 1,
+            max_depth: 5,
+            role_allows_agent: false,
+            tool_policy_no_tools: false,
+            known_tools: &known,
+        })
+        .unwrap_err();
+        assert_eq!(err, CapabilityError::UnknownTools(names(&["Read"])));
+    }
+
+    #[test]
+    fn s1_unknown_tools_fail_even_with_no_tools_policy() {
+        let parent = names(ROOT_PARENT);
+        let known = names(KNOWN);
+        let role = names(&["nope"]);
+        let r = resolve_capabilities(CapabilityInput {
+            parent_active: &parent,
+            role_tools: Some(&role),
+            disallowed: &[],
+            readonly: false,
+            depth: 1,
+            max_depth: 5,
+            role_allows_agent: false,
+            tool_policy_no_tools: true,
+            known_tools: &known,
+        });
+        assert!(matches!(r, Err(CapabilityError::UnknownTools(_))));
+    }
+
+    #[test]
+    fn s1_dispatch_check_refuses_outside_the_set() {
+        let set = CapabilitySet {
+            tools: names(&["read", "grep"]),
+            dropped: vec![
+                DroppedTool {
+                    name: "Agent".into(),
+                    reason: DropReason::DepthLimit { max_depth: 5 },
+                },
+                DroppedTool {
+                    name: "edit".into(),
+                    reason: DropReason::ReadOnly,
+                },
+            ],
+        };
+        assert_eq!(check_dispatch(&set, "read"), Ok(()));
+        let agent = check_dispatch(&set, "Agent").unwrap_err();
+        assert!(agent.contains("maximum subagent nesting depth (5)"), "{agent}");
+        assert!(agent.contains("blocked"));
+        let edit = check_dispatch(&set, "edit").unwrap_err();
+        assert!(edit.contains("read-only"), "{edit}");
+        let other = check_dispatch(&set, "bash").unwrap_err();
+        assert!(other.contains("Tools available: read, grep."), "{other}");
+        let empty = check_dispatch(&CapabilitySet::default(), "read").unwrap_err();
+        assert!(empty.contains("Tools available: none."), "{empty}");
+    }
+}

@@ -6,4 +6,5 @@ pub mod agent;
 pub mod config;
 pub mod context;
 pub mod prompt;
+pub mod roles;
 pub mod session;

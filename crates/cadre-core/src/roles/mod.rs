@@ -1,0 +1,29 @@
+//! Agent types (roles) for subagents (SPEC T1–T8).
+//!
+//! - [`parse`]: one role file → a validated [`RoleDef`], fail-closed (T1, T2), in cadre's own
+//!   key set or the Claude Code one.
+//! - [`builtin`]: the built-in roles and their aliases (T5).
+//! - [`discover`]: the layered roster — built-in → user → trusted project — with overrides,
+//!   blocked names and diagnostics (T2, T3, T4).
+//! - [`skills`]: finding and loading the `SKILL.md` files a role preloads (T8).
+//! - [`resolve`]: which model, thinking level and fallback model a child gets, and why (T6, T7).
+
+pub mod builtin;
+pub mod discover;
+pub mod parse;
+pub mod resolve;
+pub mod skills;
+
+pub use builtin::{DEFAULT_ROLE, FORK_ROLE, builtin_roles, canonical_key};
+pub use discover::{
+    AgentDir, BlockedName, Diagnostic, DiagnosticKind, DiscoverOptions, Layer, Origin,
+    ProjectTrust, ResolvedRole, RoleLookupError, Roster, agent_dirs, discover,
+};
+pub use parse::{
+    ContextMode, Dialect, Isolation, RoleDef, RoleError, ShellPolicy, ToolList, parse_role,
+};
+pub use resolve::{
+    AgentOverride, FallbackSource, ModelSource, ResolveError, ResolveInputs, ResolvedModel,
+    SubagentModelConfig, ThinkingSource, resolve_model,
+};
+pub use skills::{Skill, SkillError, SkillSearch, load_skills};

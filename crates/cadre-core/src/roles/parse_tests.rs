@@ -1,0 +1,467 @@
+//! T1, T2, T3: every fail-closed rule of the role file format, in both dialects.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use super::*;
+
+fn doc(front: &str, body: &str) -> String {
+    format!("---\n{front}\n---\n{body}")
+}
+
+fn cadre(front: &str) -> Result<RoleDef, RoleError> {
+    parse_role(&doc(front, "Do the thing."), "r", Dialect::Cadre)
+}
+
+fn claude(front: &str) -> Result<RoleDef, RoleError> {
+    parse_role(&doc(front, "Do the thing."), "file-stem", Dialect::ClaudeCode)
+}
+
+const BASE: &str = "name: r\ndescription: A role.";
+
+/// Parse `BASE` plus one extra line and expect a bad value for `key`.
+fn expect_bad(extra: &str, key: &str) -> String {
+    match cadre(&format!("{BASE}\n{extra}")) {
+        Err(RoleError::BadValue { key: k, reason }) => {
+            assert_eq!(k, key, "{extra}: {reason}");
+            reason
+        }
+        other => panic!("{extra}: expected a bad `{key}`, got {other:?}"),
+    }
+}
+
+#[test]
+fn full_cadre_file_parses_every_key() {
+    let front = "\
+name: r
+description: Reviews things.
+tools: [read, grep, find, ls, bash]
+disallowedTools: write, edit
+model: anthropic/claude-x
+fallbackModel: openai/gpt-y
+thinking: high
+skills: [code-review, rust_style]
+readonly: true
+shellPolicy: inspect
+background: true
+context: fresh
+isolation: worktree
+warningTurns: 30
+warningIntervalTurns: 20
+maxTurns: 60
+graceTurns: 0
+maxToolCalls: 100
+softToolCalls: 80
+toolBudgetBlock: read, grep
+timeoutMs: 900000
+oneShot: true
+allowPlanFiles: true";
+    let def = parse_role(&doc(front, "\n\nBody text.\n\n"), "r", Dialect::Cadre).unwrap();
+    assert_eq!(def.name, "r");
+    assert_eq!(def.description, "Reviews things.");
+    assert_eq!(
+        def.tools,
+        ToolList::Named(vec!["read".into(), "grep".into(), "find".into(), "ls".into(), "bash".into()])
+    );
+    assert_eq!(def.disallowed_tools, vec!["write", "edit"]);
+    assert_eq!(def.model.as_deref(), Some("anthropic/claude-x"));
+    assert_eq!(def.fallback_model.as_deref(), Some("openai/gpt-y"));
+    assert_eq!(def.thinking, Some(ThinkingLevel::High));
+    assert_eq!(def.skills, vec!["code-review", "rust_style"]);
+    assert!(def.readonly && def.one_shot && def.allow_plan_files);
+    assert_eq!(def.shell_policy, ShellPolicy::Inspect);
+    assert_eq!(def.background, Some(true));
+    assert_eq!(def.context, ContextMode::Fresh);
+    assert_eq!(def.isolation, Isolation::Worktree);
+    assert_eq!(def.warning_turns, Some(30));
+    assert_eq!(def.warning_interval_turns, Some(20));
+    assert_eq!(def.max_turns, Some(60));
+    assert_eq!(def.grace_turns, Some(0));
+    assert_eq!(def.max_tool_calls, Some(100));
+    assert_eq!(def.soft_tool_calls, Some(80));
+    assert_eq!(
+        def.tool_budget_block,
+        Some(ToolList::Named(vec!["read".into(), "grep".into()]))
+    );
+    assert_eq!(def.timeout_ms, Some(900_000));
+    assert_eq!(def.prompt, "Body text.");
+    assert_eq!(def.dialect, Some(Dialect::Cadre));
+    assert!(def.notes.is_empty());
+}
+
+#[test]
+fn minimal_file_takes_the_defaults() {
+    let def = cadre(BASE).unwrap();
+    assert_eq!(def.tools, ToolList::All);
+    assert!(def.disallowed_tools.is_empty());
+    assert_eq!(def.model, None);
+    assert_eq!(def.thinking, None);
+    assert!(!def.readonly && !def.one_shot && !def.allow_plan_files);
+    assert_eq!(def.shell_policy, ShellPolicy::Unrestricted);
+    assert_eq!(def.background, None);
+    assert_eq!(def.context, ContextMode::Fresh);
+    assert_eq!(def.isolation, Isolation::None);
+    assert_eq!(def.tool_budget_block, None);
+    assert_eq!(def.prompt, "Do the thing.");
+}
+
+#[test]
+fn tools_accept_a_list_a_comma_string_and_star() {
+    let t = |v: &str| cadre(&format!("{BASE}\ntools: {v}")).map(|d| d.tools);
+    let named = |v: &[&str]| ToolList::Named(v.iter().map(|s| s.to_string()).collect());
+    assert_eq!(t("read, grep,find ,ls").unwrap(), named(&["read", "grep", "find", "ls"]));
+    assert_eq!(t("[read, grep]").unwrap(), named(&["read", "grep"]));
+    assert_eq!(t("\"*\"").unwrap(), ToolList::All);
+    assert_eq!(t("[\"*\"]").unwrap(), ToolList::All);
+    // Trailing commas are tolerated; duplicates are folded.
+    assert_eq!(t("read,,read,").unwrap(), named(&["read"]));
+    // An empty list is a role with no tools, not "all".
+    assert_eq!(t("[]").unwrap(), named(&[]));
+    assert_eq!(t("\"\"").unwrap(), named(&[]));
+}
+
+#[test]
+fn tool_list_values_are_checked() {
+    assert!(expect_bad("tools: [read, \"*\"]", "tools").contains("stand alone"));
+    assert!(expect_bad("tools: {read: true}", "tools").contains("a mapping"));
+    assert!(expect_bad("tools: [read, 3]", "tools").contains("strings"));
+    assert!(expect_bad("tools: [read, \"\"]", "tools").contains("empty"));
+    assert!(expect_bad("tools: true", "tools").contains("a boolean"));
+    assert!(expect_bad("tools: \"re ad\"", "tools").contains("whitespace"));
+    assert!(expect_bad("disallowedTools: \"*\"", "disallowedTools").contains("every tool"));
+    assert!(expect_bad("toolBudgetBlock: 5", "toolBudgetBlock").contains("a number"));
+    assert_eq!(
+        cadre(&format!("{BASE}\ntoolBudgetBlock: \"*\""))
+            .unwrap()
+            .tool_budget_block,
+        Some(ToolList::All)
+    );
+}
+
+#[test]
+fn tool_limits_are_enforced() {
+    let many: Vec<String> = (0..MAX_TOOLS + 1).map(|i| format!("t{i}")).collect();
+    assert!(expect_bad(&format!("tools: {}", many.join(",")), "tools").contains("limit is 64"));
+    let ok: Vec<String> = (0..MAX_TOOLS).map(|i| format!("t{i}")).collect();
+    assert!(cadre(&format!("{BASE}\ntools: {}", ok.join(","))).is_ok());
+
+    let long = "x".repeat(MAX_TOOL_NAME_CHARS + 1);
+    assert!(expect_bad(&format!("tools: [{long}]"), "tools").contains("128"));
+    let fits = "x".repeat(MAX_TOOL_NAME_CHARS);
+    assert!(cadre(&format!("{BASE}\ntools: [{fits}]")).is_ok());
+    assert!(
+        expect_bad(&format!("disallowedTools: [{long}]"), "disallowedTools").contains("128")
+    );
+}
+
+#[test]
+fn unknown_keys_make_the_file_malformed() {
+    for key in ["tool", "Tools", "disallowed_tools", "allowedTools", "permissionMode", "color", "effort", "hooks", "review"] {
+        match cadre(&format!("{BASE}\n{key}: x")) {
+            Err(RoleError::UnknownKey { key: k, dialect, accepted }) => {
+                assert_eq!(k, key);
+                assert_eq!(dialect, "cadre");
+                assert!(accepted.contains("disallowedTools"));
+            }
+            other => panic!("{key}: {other:?}"),
+        }
+    }
+    for key in ["shellPolicy", "readonly", "thinking", "timeoutMs", "oneShot", "unknown"] {
+        match claude(&format!("name: a\ndescription: d\n{key}: x")) {
+            Err(RoleError::UnknownKey { key: k, dialect, .. }) => {
+                assert_eq!(k, key);
+                assert_eq!(dialect, "Claude Code");
+            }
+            other => panic!("{key}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn booleans_must_be_booleans() {
+    for key in ["readonly", "background", "oneShot", "allowPlanFiles"] {
+        for v in ["\"true\"", "yes", "1", "[true]"] {
+            let reason = expect_bad(&format!("{key}: {v}"), key);
+            assert!(reason.contains("true or false"), "{key}: {v}: {reason}");
+        }
+    }
+    assert!(!cadre(&format!("{BASE}\nbackground: false")).unwrap().background.unwrap());
+}
+
+#[test]
+fn counts_must_be_positive_whole_numbers() {
+    for key in ["warningTurns", "warningIntervalTurns", "maxTurns", "maxToolCalls", "softToolCalls", "timeoutMs"] {
+        for v in ["0", "-1", "1.5", "\"5\"", "true", "[5]"] {
+            expect_bad(&format!("{key}: {v}"), key);
+        }
+        assert!(cadre(&format!("{BASE}\n{key}: 1")).is_ok(), "{key}");
+    }
+    // u32 counts refuse values past u32; timeoutMs is u64.
+    assert!(expect_bad("maxTurns: 4294967296", "maxTurns").contains("above"));
+    assert_eq!(
+        cadre(&format!("{BASE}\ntimeoutMs: 4294967296")).unwrap().timeout_ms,
+        Some(4_294_967_296)
+    );
+    // graceTurns may be zero but not negative.
+    assert_eq!(cadre(&format!("{BASE}\ngraceTurns: 0")).unwrap().grace_turns, Some(0));
+    expect_bad("graceTurns: -1", "graceTurns");
+    expect_bad("graceTurns: one", "graceTurns");
+}
+
+#[test]
+fn soft_tool_calls_cannot_exceed_the_hard_limit() {
+    assert!(
+        expect_bad("maxToolCalls: 10\nsoftToolCalls: 11", "softToolCalls").contains("above")
+    );
+    assert!(cadre(&format!("{BASE}\nmaxToolCalls: 10\nsoftToolCalls: 10")).is_ok());
+}
+
+#[test]
+fn enumerations_are_checked() {
+    assert!(expect_bad("shellPolicy: readonly", "shellPolicy").contains("inspect"));
+    expect_bad("shellPolicy: Inspect", "shellPolicy");
+    expect_bad("shellPolicy: 1", "shellPolicy");
+    assert!(expect_bad("context: inherit", "context").contains("fresh, fork"));
+    assert!(expect_bad("isolation: container", "isolation").contains("none, worktree"));
+    assert!(expect_bad("thinking: extreme", "thinking").contains("xhigh"));
+    expect_bad("reasoning_effort: 3", "reasoning_effort");
+    for (v, p) in [
+        ("unrestricted", ShellPolicy::Unrestricted),
+        ("inspect", ShellPolicy::Inspect),
+        ("verify", ShellPolicy::Verify),
+        ("none", ShellPolicy::None),
+    ] {
+        assert_eq!(cadre(&format!("{BASE}\nshellPolicy: {v}")).unwrap().shell_policy, p);
+    }
+    assert_eq!(cadre(&format!("{BASE}\ncontext: fork")).unwrap().context, ContextMode::Fork);
+    assert_eq!(cadre(&format!("{BASE}\nisolation: none")).unwrap().isolation, Isolation::None);
+}
+
+#[test]
+fn thinking_has_one_alias_and_may_be_set_once() {
+    assert_eq!(
+        cadre(&format!("{BASE}\nreasoning_effort: medium")).unwrap().thinking,
+        Some(ThinkingLevel::Medium)
+    );
+    assert!(
+        expect_bad("thinking: low\nreasoning_effort: high", "reasoning_effort")
+            .contains("already")
+    );
+}
+
+#[test]
+fn models_are_checked_and_inherit_means_none() {
+    assert_eq!(cadre(&format!("{BASE}\nmodel: inherit")).unwrap().model, None);
+    assert_eq!(
+        cadre(&format!("{BASE}\nfallbackModel: inherit")).unwrap().fallback_model,
+        None
+    );
+    expect_bad("model: 4", "model");
+    expect_bad("model: \"\"", "model");
+    assert!(expect_bad("model: \"a b\"", "model").contains("whitespace"));
+    let long = "m".repeat(MAX_MODEL_CHARS + 1);
+    assert!(expect_bad(&format!("model: {long}"), "model").contains("256"));
+    expect_bad("fallbackModel: [a]", "fallbackModel");
+}
+
+#[test]
+fn skills_are_safe_names() {
+    assert_eq!(
+        cadre(&format!("{BASE}\nskills: a, b, a")).unwrap().skills,
+        vec!["a", "b"]
+    );
+    for v in ["../etc", "a/b", ".hidden", "\"a b\"", "[\"x\\\\y\"]"] {
+        expect_bad(&format!("skills: {v}"), "skills");
+    }
+    let many: Vec<String> = (0..MAX_SKILLS + 1).map(|i| format!("s{i}")).collect();
+    assert!(expect_bad(&format!("skills: {}", many.join(",")), "skills").contains("limit"));
+}
+
+#[test]
+fn a_key_without_a_value_is_malformed_not_absent() {
+    // `tools:` with nothing must not mean "all tools".
+    assert!(expect_bad("tools:", "tools").contains("no value"));
+    expect_bad("readonly: ~", "readonly");
+    expect_bad("model: null", "model");
+}
+
+#[test]
+fn name_rules() {
+    // The name must equal the stem.
+    match parse_role(&doc(BASE, ""), "other", Dialect::Cadre) {
+        Err(RoleError::NameMismatch { name, stem }) => {
+            assert_eq!((name.as_str(), stem.as_str()), ("r", "other"));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Exact, not case-folded.
+    assert!(matches!(
+        parse_role(&doc("name: r\ndescription: d", ""), "R", Dialect::Cadre),
+        Err(RoleError::NameMismatch { .. })
+    ));
+    // Characters and length.
+    for bad_name in ["My-Role", "my_role", "my role", "rôle", "\"\""] {
+        let r = parse_role(&doc(&format!("name: {bad_name}\ndescription: d"), ""), bad_name, Dialect::Cadre);
+        assert!(matches!(r, Err(RoleError::BadValue { ref key, .. }) if key == "name"), "{bad_name}: {r:?}");
+    }
+    let long = "a".repeat(MAX_NAME_CHARS + 1);
+    let r = parse_role(&doc(&format!("name: {long}\ndescription: d"), ""), &long, Dialect::Cadre);
+    assert!(matches!(r, Err(RoleError::BadValue { ref key, ref reason }) if key == "name" && reason.contains("64")));
+    let fits = "a".repeat(MAX_NAME_CHARS);
+    assert!(parse_role(&doc(&format!("name: {fits}\ndescription: d"), ""), &fits, Dialect::Cadre).is_ok());
+    // The capitalised built-in names are allowed.
+    for n in ["Explore", "Plan"] {
+        assert!(parse_role(&doc(&format!("name: {n}\ndescription: d"), ""), n, Dialect::Cadre).is_ok());
+    }
+    assert!(parse_role(&doc("name: Verification\ndescription: d", ""), "Verification", Dialect::Cadre).is_err());
+    assert!(matches!(cadre("name: 5\ndescription: d"), Err(RoleError::BadValue { ref key, .. }) if key == "name"));
+}
+
+#[test]
+fn required_keys() {
+    assert_eq!(cadre("description: d"), Err(RoleError::MissingKey("name")));
+    assert_eq!(cadre("name: r"), Err(RoleError::MissingKey("description")));
+    assert_eq!(
+        parse_role("---\n---\nbody", "r", Dialect::Cadre),
+        Err(RoleError::MissingKey("name"))
+    );
+    assert!(matches!(cadre("name: r\ndescription: \"  \""), Err(RoleError::BadValue { ref key, .. }) if key == "description"));
+    assert!(matches!(cadre("name: r\ndescription: [a]"), Err(RoleError::BadValue { ref key, .. }) if key == "description"));
+}
+
+#[test]
+fn size_limits() {
+    let desc = "d".repeat(MAX_DESCRIPTION_CHARS + 1);
+    let r = cadre(&format!("name: r\ndescription: {desc}"));
+    assert!(matches!(r, Err(RoleError::BadValue { ref key, .. }) if key == "description"), "{r:?}");
+    // Characters, not bytes.
+    let desc = "é".repeat(MAX_DESCRIPTION_CHARS);
+    assert!(cadre(&format!("name: r\ndescription: {desc}")).is_ok());
+
+    let body = "b".repeat(MAX_BODY_BYTES + 1);
+    assert_eq!(
+        parse_role(&doc(BASE, &body), "r", Dialect::Cadre),
+        Err(RoleError::TooLarge { what: "prompt body", size: MAX_BODY_BYTES + 1, limit: MAX_BODY_BYTES })
+    );
+    let body = "b".repeat(MAX_BODY_BYTES);
+    assert!(parse_role(&doc(BASE, &body), "r", Dialect::Cadre).is_ok());
+
+    // The whole file: a long YAML comment keeps the body small.
+    let filler = format!("# {}", "c".repeat(MAX_FILE_BYTES));
+    let r = parse_role(&doc(&format!("{BASE}\n{filler}"), ""), "r", Dialect::Cadre);
+    assert!(matches!(r, Err(RoleError::TooLarge { what: "file", .. })), "{r:?}");
+}
+
+#[test]
+fn frontmatter_shape() {
+    assert_eq!(parse_role("just text", "r", Dialect::Cadre), Err(RoleError::MissingFrontmatter));
+    assert_eq!(parse_role("", "r", Dialect::Cadre), Err(RoleError::MissingFrontmatter));
+    assert_eq!(
+        parse_role("\n---\nname: r\n---\n", "r", Dialect::Cadre),
+        Err(RoleError::MissingFrontmatter)
+    );
+    assert_eq!(
+        parse_role("---\nname: r\ndescription: d\n", "r", Dialect::Cadre),
+        Err(RoleError::UnterminatedFrontmatter)
+    );
+    assert!(matches!(
+        parse_role("---\nname: [r\n---\n", "r", Dialect::Cadre),
+        Err(RoleError::Yaml(_))
+    ));
+    // Duplicate keys are invalid YAML here, never "last one wins".
+    assert!(matches!(
+        parse_role("---\nname: r\ndescription: d\ntools: read\ntools: \"*\"\n---\n", "r", Dialect::Cadre),
+        Err(RoleError::Yaml(_))
+    ));
+    assert_eq!(
+        parse_role("---\n- a\n- b\n---\n", "r", Dialect::Cadre),
+        Err(RoleError::NotAMapping)
+    );
+    assert!(matches!(
+        parse_role("---\n1: x\n---\n", "r", Dialect::Cadre),
+        Err(RoleError::BadValue { .. })
+    ));
+    // BOM and CRLF line ends are fine; `---` may carry trailing spaces.
+    let def = parse_role("\u{feff}---  \r\nname: r\r\ndescription: d\r\n---\r\nBody\r\n", "r", Dialect::Cadre).unwrap();
+    assert_eq!(def.prompt, "Body");
+    // A later `---` in the body is body text.
+    let def = parse_role("---\nname: r\ndescription: d\n---\na\n---\nb", "r", Dialect::Cadre).unwrap();
+    assert_eq!(def.prompt, "a\n---\nb");
+}
+
+#[test]
+fn errors_read_well() {
+    let e = cadre(&format!("{BASE}\ntool: read")).unwrap_err().to_string();
+    assert!(e.starts_with("unknown key `tool`"), "{e}");
+    let e = cadre(&format!("{BASE}\nmaxTurns: 0")).unwrap_err().to_string();
+    assert_eq!(e, "bad `maxTurns`: 0 is not a positive whole number");
+    let e = parse_role(&doc(BASE, ""), "x", Dialect::Cadre).unwrap_err().to_string();
+    assert_eq!(e, "name `r` does not match the file name `x.md`");
+}
+
+#[test]
+fn claude_code_files() {
+    let def = claude(
+        "name: code-reviewer\ndescription: Reviews.\ntools: Read, Grep, Glob, LS, Bash, WebSearch, mcp__x__y\n\
+         disallowedTools: [Write, MultiEdit, TodoWrite]\nmodel: inherit\ncolor: purple\neffort: high\n\
+         permissionMode: default\nskills: [a]\nmaxTurns: 5\nbackground: true\nisolation: worktree",
+    )
+    .unwrap();
+    // The name need not equal the stem.
+    assert_eq!(def.name, "code-reviewer");
+    assert_eq!(
+        def.tools,
+        ToolList::Named(vec!["read".into(), "grep".into(), "find".into(), "ls".into(), "bash".into(), "mcp__x__y".into()])
+    );
+    assert_eq!(def.disallowed_tools, vec!["write", "edit"]);
+    assert_eq!(def.model, None);
+    assert_eq!(def.thinking, Some(ThinkingLevel::High));
+    assert_eq!(def.skills, vec!["a"]);
+    assert_eq!(def.max_turns, Some(5));
+    assert_eq!(def.background, Some(true));
+    assert_eq!(def.isolation, Isolation::Worktree);
+    assert!(!def.readonly);
+    assert_eq!(def.dialect, Some(Dialect::ClaudeCode));
+    assert_eq!(def.notes.len(), 2, "{:?}", def.notes);
+    assert!(def.notes[0].contains("WebSearch"));
+
+    // Model aliases pass through for the registry to resolve.
+    assert_eq!(claude("name: a\ndescription: d\nmodel: sonnet").unwrap().model.as_deref(), Some("sonnet"));
+}
+
+#[test]
+fn claude_code_capability_keys() {
+    for key in ["hooks", "memory", "mcpServers"] {
+        let value = if key == "memory" { "user" } else { "{x: 1}" };
+        match claude(&format!("name: a\ndescription: d\n{key}: {value}")) {
+            Err(RoleError::Unsupported { key: k, .. }) => assert_eq!(k, key),
+            other => panic!("{key}: {other:?}"),
+        }
+    }
+    for mode in ["default", "acceptEdits", "dontAsk"] {
+        let def = claude(&format!("name: a\ndescription: d\npermissionMode: {mode}")).unwrap();
+        assert!(!def.readonly, "{mode}");
+    }
+    assert!(claude("name: a\ndescription: d\npermissionMode: plan").unwrap().readonly);
+    assert!(matches!(
+        claude("name: a\ndescription: d\npermissionMode: bypassPermissions"),
+        Err(RoleError::Unsupported { ref key, .. }) if key == "permissionMode"
+    ));
+    assert!(matches!(
+        claude("name: a\ndescription: d\npermissionMode: yolo"),
+        Err(RoleError::BadValue { ref key, .. }) if key == "permissionMode"
+    ));
+    // Claude Code only knows worktree isolation.
+    assert!(claude("name: a\ndescription: d\nisolation: none").is_err());
+    assert!(claude("name: a\ndescription: d\ncolor: 3").is_err());
+    assert!(claude("name: a\ndescription: d\neffort: huge").is_err());
+    // The name is still validated.
+    assert!(claude("name: Code Reviewer\ndescription: d").is_err());
+    assert_eq!(claude("description: d"), Err(RoleError::MissingKey("name")));
+}
+
+#[test]
+fn peek_name_reads_what_it_can() {
+    assert_eq!(peek_name("---\nname: x\nhooks: {}\n---\n").as_deref(), Some("x"));
+    assert_eq!(peek_name("---\nname: [x\n---\n"), None);
+    assert_eq!(peek_name("no frontmatter"), None);
+    assert_eq!(peek_name("---\nname: 3\n---\n"), None);
+}

@@ -112,7 +112,10 @@ impl CapabilitySet {
     }
 
     fn dropped_reason(&self, tool: &str) -> Option<DropReason> {
-        self.dropped.iter().find(|d| d.name == tool).map(|d| d.reason)
+        self.dropped
+            .iter()
+            .find(|d| d.name == tool)
+            .map(|d| d.reason)
     }
 }
 
@@ -355,7 +358,9 @@ mod tests {
                 name: "star equals inherit",
                 role: Some(&["*"]),
                 allows_agent: true,
-                tools: &["read", "bash", "edit", "write", "grep", "find", "ls", "Agent"],
+                tools: &[
+                    "read", "bash", "edit", "write", "grep", "find", "ls", "Agent",
+                ],
                 dropped: &[
                     ("SendMessage", RootOnly),
                     ("TaskOutput", RootOnly),
@@ -533,10 +538,7 @@ mod tests {
             known_tools: &known,
         })
         .unwrap_err();
-        assert_eq!(
-            err,
-            CapabilityError::UnknownTools(names(&["raed", "bsah"]))
-        );
+        assert_eq!(err, CapabilityError::UnknownTools(names(&["raed", "bsah"])));
         assert!(err.to_string().contains("raed, bsah"));
 
         let disallowed = names(&["bahs"]);
@@ -607,7 +609,10 @@ mod tests {
         };
         assert_eq!(check_dispatch(&set, "read"), Ok(()));
         let agent = check_dispatch(&set, "Agent").unwrap_err();
-        assert!(agent.contains("maximum subagent nesting depth (5)"), "{agent}");
+        assert!(
+            agent.contains("maximum subagent nesting depth (5)"),
+            "{agent}"
+        );
         assert!(agent.contains("blocked"));
         let edit = check_dispatch(&set, "edit").unwrap_err();
         assert!(edit.contains("read-only"), "{edit}");

@@ -275,7 +275,9 @@ impl Lifecycle {
             if self.turns >= limit {
                 // The next turn would be past maxTurns + graceTurns (L2).
                 self.aborting = true;
-                self.facts.budget_abort.get_or_insert(TerminationKind::TurnBudget);
+                self.facts
+                    .budget_abort
+                    .get_or_insert(TerminationKind::TurnBudget);
                 actions.push(Action::Abort(TerminationKind::TurnBudget));
                 return actions;
             }
@@ -358,7 +360,9 @@ impl Lifecycle {
         if self.is_terminal() {
             return Vec::new();
         }
-        self.facts.budget_abort.get_or_insert(TerminationKind::Timeout);
+        self.facts
+            .budget_abort
+            .get_or_insert(TerminationKind::Timeout);
         self.abort(TerminationKind::Timeout)
     }
 
@@ -580,9 +584,22 @@ mod tests {
     /// "" nothing, "S" steer, "A" abort.
     #[test]
     fn l2_turn_budget_table() {
-        let cases: &[(u32, u32, &[bool], &[&str], Option<TerminationKind>)] = &[
+        type Case = (
+            u32,
+            u32,
+            &'static [bool],
+            &'static [&'static str],
+            Option<TerminationKind>,
+        );
+        let cases: &[Case] = &[
             // Grace 1: directive at turn 3, abort after turn 4 if it would continue.
-            (3, 1, &[true, true, true, true], &["", "", "S", "A"], Some(TurnBudget)),
+            (
+                3,
+                1,
+                &[true, true, true, true],
+                &["", "", "S", "A"],
+                Some(TurnBudget),
+            ),
             // It finishes in the grace turn: normal.
             (3, 1, &[true, true, true, false], &["", "", "S", ""], None),
             // It finishes exactly at maxTurns: no directive, normal.
@@ -590,7 +607,13 @@ mod tests {
             // Grace 0: abort at maxTurns itself, no directive.
             (3, 0, &[true, true, true], &["", "", "A"], Some(TurnBudget)),
             // Grace 2: one directive only, abort after turn 5.
-            (3, 2, &[true, true, true, true, true], &["", "", "S", "", "A"], Some(TurnBudget)),
+            (
+                3,
+                2,
+                &[true, true, true, true, true],
+                &["", "", "S", "", "A"],
+                Some(TurnBudget),
+            ),
             // maxTurns 1.
             (1, 1, &[true, true], &["S", "A"], Some(TurnBudget)),
         ];
@@ -670,7 +693,10 @@ mod tests {
                 "{block:?} {tool}: {d:?}"
             );
             if let ToolDecision::Block(msg) = d {
-                assert!(msg.contains(&format!("`{tool}`")) && msg.contains("2 calls"), "{msg}");
+                assert!(
+                    msg.contains(&format!("`{tool}`")) && msg.contains("2 calls"),
+                    "{msg}"
+                );
             }
         }
     }
@@ -758,7 +784,8 @@ mod tests {
     #[test]
     fn l5_warning_schedule_table() {
         // (W, I, turns that continue) → turns at which a warning fires with (next, count).
-        let cases: &[(u32, u32, u32, &[(u32, u32, u32)])] = &[
+        type Case = (u32, u32, u32, &'static [(u32, u32, u32)]);
+        let cases: &[Case] = &[
             (3, 2, 10, &[(3, 5, 1), (5, 7, 2), (7, 9, 3), (9, 11, 4)]),
             (40, 25, 100, &[(40, 65, 1), (65, 90, 2), (90, 115, 3)]),
             (1, 1, 3, &[(1, 2, 1), (2, 3, 2), (3, 4, 3)]),

@@ -60,7 +60,10 @@ fn recent(candidates: &[TargetCandidate]) -> String {
     if candidates.is_empty() {
         " There are no tasks.".to_string()
     } else {
-        format!(" Recent tasks:{}", &list(candidates)[" Candidates:".len()..])
+        format!(
+            " Recent tasks:{}",
+            &list(candidates)[" Candidates:".len()..]
+        )
     }
 }
 
@@ -88,7 +91,9 @@ pub fn resolve_target<'a>(
         .collect();
     if !by_prefix.is_empty() {
         // A prefix that also names another task: two readings, so no pick.
-        let conflict = by_name.iter().any(|n| by_prefix.iter().all(|p| p.id != n.id));
+        let conflict = by_name
+            .iter()
+            .any(|n| by_prefix.iter().all(|p| p.id != n.id));
         if by_prefix.len() == 1 && !conflict {
             return Ok(by_prefix[0]);
         }
@@ -222,7 +227,13 @@ mod tests {
     #[test]
     fn o5_unknown_lists_at_most_the_recent_ones() {
         let many: Vec<TargetCandidate> = (0..25)
-            .map(|i| cand(&format!("id{i:02}"), None, &format!("2026-01-01T00:00:{i:02}Z")))
+            .map(|i| {
+                cand(
+                    &format!("id{i:02}"),
+                    None,
+                    &format!("2026-01-01T00:00:{i:02}Z"),
+                )
+            })
             .collect();
         let Err(TargetError::Unknown { candidates, .. }) = resolve_target("nope", &many) else {
             panic!("expected unknown");

@@ -1,0 +1,9 @@
+//! The orchestrator: subagent tasks (SPEC O, L, S1). Decisions live in pure modules; effects
+//! (files, git, child agents) sit at the edges. See `docs/orchestration.md`.
+
+pub mod capability;
+pub mod lifecycle;
+pub mod output;
+pub mod policy;
+pub mod settings;
+pub mod target;

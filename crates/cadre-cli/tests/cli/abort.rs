@@ -1,1 +1,127 @@
-//! placeholder
+//! SIGINT mid-run: the process exits promptly, the session history stays valid, and no child
+//! process is left behind.
+
+use std::path::Path;
+use std::time::Duration;
+
+use cadre_testkit::{Fault, Match, Reply, Rule};
+use serde_json::json;
+
+use crate::harness::{
+    Fixture, Running, Wire, assert_every_tool_call_answered, assert_valid_session, messages,
+    wait_until,
+};
+
+/// Shorter than the 30 s sleep, so an abort that waited for the command fails the test.
+const PROMPT_EXIT: Duration = Duration::from_secs(15);
+
+/// Whether `pid` is gone (or only a zombie waiting to be reaped).
+fn process_gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+fn spawn_print(fixture: &Fixture, wire: Wire, prompt: &str) -> Running {
+    Running::spawn(
+        fixture.command(&["-p", "--model", wire.model(), prompt]),
+        None,
+    )
+}
+
+#[test]
+fn sigint_during_bash_kills_the_command_and_keeps_history_valid() {
+    for wire in Wire::BOTH {
+        let fixture = Fixture::new();
+        // The shell records its pid, then becomes the sleep (exec), so the pid is the sleep's.
+        let command = "echo $$ > sleep.pid && touch started && exec sleep 30";
+        fixture.server.script(
+            Rule::new(Match::first_user("ROUTE-ABORT").and(Match::assistant_turns(0))).reply(
+                Reply::new().text("Running the long command.").tool_call(
+                    "call_sleep",
+                    "bash",
+                    json!({"command": command}),
+                ),
+            ),
+        );
+        let running = spawn_print(&fixture, wire, "ROUTE-ABORT: run it");
+        let started = fixture.project.join("started");
+        wait_until("the bash command to start", || started.exists());
+        let pid = std::fs::read_to_string(fixture.project.join("sleep.pid"))
+            .unwrap()
+            .trim()
+            .to_string();
+        assert!(!process_gone(&pid), "{wire:?}: sleep is running");
+
+        running.interrupt();
+        let out = running.wait(PROMPT_EXIT);
+        assert!(
+            out.code.is_some_and(|c| c != 0),
+            "{wire:?}: an aborted run exits non-zero on its own: {out:#?}"
+        );
+        assert!(!out.stderr.contains("panicked"), "{out:#?}");
+        assert!(
+            out.stdout.is_empty(),
+            "{wire:?}: no answer printed: {out:#?}"
+        );
+        wait_until("the sleep to be killed", || process_gone(&pid));
+
+        let entries = assert_valid_session(&fixture.only_session());
+        let msgs = messages(&entries);
+        assert_every_tool_call_answered(&msgs);
+        let result = msgs
+            .iter()
+            .find(|m| m["role"] == "toolResult" && m["toolCallId"] == "call_sleep")
+            .unwrap_or_else(|| panic!("{wire:?}: no result for the bash call: {msgs:#?}"));
+        assert_eq!(result["toolName"], "bash");
+        assert_eq!(
+            fixture.server.requests().len(),
+            1,
+            "{wire:?}: no turn after abort"
+        );
+    }
+}
+
+#[test]
+fn sigint_while_the_stream_is_silent_exits_promptly() {
+    for wire in Wire::BOTH {
+        let fixture = Fixture::new();
+        fixture.server.script(
+            Rule::new(Match::first_user("ROUTE-SILENT")).reply(
+                Reply::text("Starting an answer that will never finish")
+                    .fault(Fault::SilentAfter { events: 3 }),
+            ),
+        );
+        let running = spawn_print(&fixture, wire, "ROUTE-SILENT: talk");
+        wait_until("the request", || !fixture.server.requests().is_empty());
+        // Let the first events arrive so the abort lands while the stream is open but silent.
+        std::thread::sleep(Duration::from_millis(200));
+
+        running.interrupt();
+        let out = running.wait(PROMPT_EXIT);
+        assert!(
+            out.code.is_some_and(|c| c != 0),
+            "{wire:?}: an aborted run exits non-zero on its own: {out:#?}"
+        );
+        assert!(!out.stderr.contains("panicked"), "{out:#?}");
+        assert!(out.stdout.is_empty(), "{wire:?}: {out:#?}");
+        assert_eq!(fixture.server.requests().len(), 1, "{wire:?}: not retried");
+        let session = fixture.only_session();
+        let entries = assert_valid_session(&session);
+        assert_has_user_prompt(&session, &entries);
+    }
+}
+
+fn assert_has_user_prompt(session: &Path, entries: &[serde_json::Value]) {
+    let msgs = messages(entries);
+    assert!(
+        msgs.first().is_some_and(|m| m["role"] == "user"),
+        "{}: the prompt is saved",
+        session.display()
+    );
+}

@@ -93,7 +93,7 @@ impl Fixture {
         fixture
     }
 
-    /// Two providers on the fake server (one per wire format) and one whose key is unset.
+    /// Two providers on the fake server, one per wire format.
     pub fn models_json(&self) -> Value {
         json!({"providers": {
             "fake": {
@@ -106,12 +106,6 @@ impl Fixture {
                 "baseUrl": self.server.openai_base_url(),
                 "api": "openai-completions",
                 "apiKey": "test-key",
-                "models": [{"id": "m1"}]
-            },
-            "nokey": {
-                "baseUrl": self.server.openai_base_url(),
-                "api": "openai-completions",
-                "apiKey": "CADRE_TEST_SURELY_UNSET_KEY",
                 "models": [{"id": "m1"}]
             }
         }})

@@ -1,1 +1,74 @@
-//! placeholder
+//! `cadre demo`, `--version`, `--help`, `--list-models`.
+
+use crate::harness::Fixture;
+
+#[test]
+fn demo_runs_on_both_wire_formats() {
+    let fixture = Fixture::new();
+    for wire in ["anthropic", "openai"] {
+        let out = fixture.run(&["demo", "--wire", wire]);
+        out.assert_success();
+        assert!(out.stdout.contains("answer:"), "{wire}: {}", out.stdout);
+        assert!(
+            out.stdout.contains("KeyError"),
+            "{wire}: the final answer is shown"
+        );
+        assert!(
+            out.stdout.contains("every one answered: yes"),
+            "{wire}: {}",
+            out.stdout
+        );
+    }
+    // The demo keeps to its own temporary home.
+    assert!(fixture.session_files().is_empty());
+}
+
+#[test]
+fn version_and_help() {
+    let fixture = Fixture::new();
+    let out = fixture.run(&["--version"]);
+    out.assert_success();
+    assert_eq!(
+        out.stdout.trim(),
+        format!("cadre {}", env!("CARGO_PKG_VERSION"))
+    );
+    let out = fixture.run(&["--help"]);
+    out.assert_success();
+    for needle in [
+        "-p",
+        "--mode",
+        "--model",
+        "--session",
+        "CADRE_IDLE_TIMEOUT_MS",
+    ] {
+        assert!(
+            out.stdout.contains(needle),
+            "--help lacks {needle}:\n{}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn list_models_shows_configured_models() {
+    let fixture = Fixture::new();
+    let out = fixture.run(&["--list-models"]);
+    out.assert_success();
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("fake/m1 "))
+        .unwrap_or_else(|| panic!("fake/m1 not listed:\n{}", out.stdout));
+    assert!(
+        line.contains("anthropic-messages") && line.ends_with("yes"),
+        "{line}"
+    );
+    assert!(out.stdout.lines().any(|l| l.starts_with("fakeoai/m1 ")));
+    // Built-in providers are listed, without credentials in this environment.
+    let builtin = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("anthropic/"))
+        .unwrap();
+    assert!(builtin.ends_with("missing"), "{builtin}");
+}

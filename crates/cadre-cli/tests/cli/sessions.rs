@@ -63,7 +63,11 @@ fn session_file_reloads_with_history() {
     let out = fixture.run_print(Wire::Anthropic, &["--session", &session_arg, FOLLOW_UP]);
     out.assert_success();
     assert_eq!(out.stdout, format!("{SECOND_ANSWER}\n"));
-    assert_eq!(fixture.session_files(), [session.clone()], "no new file");
+    assert_eq!(
+        fixture.session_files(),
+        std::slice::from_ref(&session),
+        "no new file"
+    );
     assert_continued(&fixture, &session, &before);
 }
 

@@ -193,12 +193,15 @@ impl Lifecycle {
             .tool_calls_requested
             .saturating_sub(usage.tool_calls_blocked);
         if let Some(w) = lc.config.warnings {
-            let mut next = Some(w.warning_turns);
-            while let Some(n) = next.filter(|&n| n <= lc.turns) {
-                lc.warnings_sent += 1;
-                next = following_checkpoint(n, w.warning_interval_turns, n);
+            let first = w.warning_turns;
+            if lc.turns >= first {
+                let interval = w.warning_interval_turns;
+                lc.warnings_sent = match interval {
+                    0 => 1,
+                    i => (lc.turns - first) / i + 1,
+                };
+                lc.next_checkpoint = following_checkpoint(first, interval, lc.turns);
             }
-            lc.next_checkpoint = next;
         }
         if let Some(max) = lc.config.budgets.max_tool_calls {
             lc.facts.tool_budget_reached = lc.admitted >= max;
@@ -1093,6 +1096,37 @@ mod tests {
             &usage,
         );
         assert_eq!(l.next_checkpoint, None);
+
+        // (W, I, turns) → (warnings already sent, next checkpoint).
+        for (w, i, turns, sent, next) in [
+            (40, 25, 0, 0, Some(40)),
+            (40, 25, 39, 0, Some(40)),
+            (40, 25, 40, 1, Some(65)),
+            (40, 25, 64, 1, Some(65)),
+            (40, 25, 65, 2, Some(90)),
+            (5, 0, 3, 0, Some(5)),
+            (5, 0, 9, 1, None),
+            (1, 1, u32::MAX - 1, u32::MAX - 1, Some(u32::MAX)),
+        ] {
+            let l = Lifecycle::resume(
+                LifecycleConfig {
+                    warnings: Some(WarningSchedule {
+                        warning_turns: w,
+                        warning_interval_turns: i,
+                    }),
+                    ..LifecycleConfig::default()
+                },
+                &TaskUsage {
+                    turns,
+                    ..TaskUsage::default()
+                },
+            );
+            assert_eq!(
+                (l.warnings_sent, l.next_checkpoint),
+                (sent, next),
+                "{w} {i} {turns}"
+            );
+        }
     }
 
     #[test]

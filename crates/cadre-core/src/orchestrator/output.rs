@@ -427,6 +427,63 @@ mod tests {
         assert_eq!(neutralize(&r.text), r.text);
     }
 
+    /// Pseudo-random strings over an alphabet rich in tag fragments: after neutralising, no
+    /// opening bracket starts a reserved tag, and neutralising again changes nothing.
+    #[test]
+    fn v3_neutralize_randomized_fragments() {
+        const PIECES: &[&str] = &[
+            "<",
+            "</",
+            "< ",
+            "\u{FF1C}",
+            "/",
+            " ",
+            "\u{200B}",
+            "-",
+            "_",
+            "\u{2011}",
+            "task",
+            "TASK",
+            "notification",
+            "execution",
+            "receipt",
+            "progress",
+            "warning",
+            "tas",
+            "k-n",
+            "x",
+            ">",
+            "\n",
+            "é",
+            "&lt;",
+        ];
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..5000 {
+            let len = (next() % 24) as usize;
+            let text: String = (0..len)
+                .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
+                .collect();
+            let n = neutralize(&text);
+            let chars: Vec<(usize, char)> = n.char_indices().collect();
+            for (i, &(_, c)) in chars.iter().enumerate() {
+                if is_open_bracket(c) {
+                    assert_eq!(match_reserved_tag(&chars, i + 1), None, "{text:?} -> {n:?}");
+                }
+            }
+            assert!(!contains_reserved_tag(&n), "{text:?} -> {n:?}");
+            assert_eq!(neutralize(&n), n, "idempotent for {text:?}");
+            if !text.chars().any(is_open_bracket) {
+                assert_eq!(n, text);
+            }
+        }
+    }
+
     /// An independent check: no raw `<` followed (after whitespace and `/`) by a reserved name.
     fn contains_reserved_tag(text: &str) -> bool {
         let lower = text.to_lowercase();

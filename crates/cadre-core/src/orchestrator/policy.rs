@@ -69,11 +69,15 @@ pub fn parent_policy_prompt(settings: &SubagentSettings, roster_summary: &str) -
          running. Inspect once with `TaskOutput` if needed, let it continue while its turn and \
          tool counters advance, and use `TaskStop` only for explicit cancellation, dangerous or \
          duplicate work, or repeated fresh evidence that progress stopped.\n\
-         - Choose `warning_turns`/`warning_interval_turns` per launch: 40/25 by default; \
-         narrow or high-risk work 15-20/10-15; broad research 45-60/30-40; multi-file \
-         implementation 50-70/35-45.\n\
          - You own understanding, synthesis, final validation and delivery: check what \
          subagents report against evidence before you rely on it or pass it on.\n",
+    );
+    let _ = writeln!(
+        p,
+        "- Choose `warning_turns`/`warning_interval_turns` per launch: {}/{} by default; \
+         narrow or high-risk work 15-20/10-15; broad research 45-60/30-40; multi-file \
+         implementation 50-70/35-45.",
+        settings.warning_turns, settings.warning_interval_turns
     );
     if settings.verification_prompt {
         let _ = writeln!(
@@ -286,6 +290,7 @@ mod tests {
             "small edits directly",
             "`verification` agent",
             "touching 3 or more files",
+            "40/25 by default",
             "## Available agents\n- Explore: read-only search\n",
         ] {
             assert!(p.contains(needle), "missing {needle:?} in\n{p}");
@@ -313,15 +318,17 @@ mod tests {
         assert!(!p.contains("`verification` agent"));
         assert!(!p.contains("Available agents"), "empty roster is left out");
 
-        let threshold = SubagentSettings {
+        let tuned = SubagentSettings {
             verification_file_threshold: 7,
+            warning_turns: 30,
+            warning_interval_turns: 20,
+            max_tasks_per_launch: 3,
             ..settings()
         };
-        assert!(
-            parent_policy_prompt(&threshold, "")
-                .unwrap()
-                .contains("touching 7 or more files")
-        );
+        let p = parent_policy_prompt(&tuned, "").unwrap();
+        assert!(p.contains("touching 7 or more files"));
+        assert!(p.contains("30/20 by default"));
+        assert!(p.contains("up to 3 entries"));
 
         let seq = SubagentSettings {
             dispatch: DispatchMode::Sequential,

@@ -639,3 +639,7 @@ fn read_limited(path: &Path) -> Result<String, String> {
     }
     String::from_utf8(bytes).map_err(|_| "not valid UTF-8".to_string())
 }
+
+#[cfg(test)]
+#[path = "discover_tests.rs"]
+mod tests;

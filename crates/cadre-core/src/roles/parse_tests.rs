@@ -12,7 +12,11 @@ fn cadre(front: &str) -> Result<RoleDef, RoleError> {
 }
 
 fn claude(front: &str) -> Result<RoleDef, RoleError> {
-    parse_role(&doc(front, "Do the thing."), "file-stem", Dialect::ClaudeCode)
+    parse_role(
+        &doc(front, "Do the thing."),
+        "file-stem",
+        Dialect::ClaudeCode,
+    )
 }
 
 const BASE: &str = "name: r\ndescription: A role.";
@@ -59,7 +63,13 @@ allowPlanFiles: true";
     assert_eq!(def.description, "Reviews things.");
     assert_eq!(
         def.tools,
-        ToolList::Named(vec!["read".into(), "grep".into(), "find".into(), "ls".into(), "bash".into()])
+        ToolList::Named(vec![
+            "read".into(),
+            "grep".into(),
+            "find".into(),
+            "ls".into(),
+            "bash".into()
+        ])
     );
     assert_eq!(def.disallowed_tools, vec!["write", "edit"]);
     assert_eq!(def.model.as_deref(), Some("anthropic/claude-x"));
@@ -107,7 +117,10 @@ fn minimal_file_takes_the_defaults() {
 fn tools_accept_a_list_a_comma_string_and_star() {
     let t = |v: &str| cadre(&format!("{BASE}\ntools: {v}")).map(|d| d.tools);
     let named = |v: &[&str]| ToolList::Named(v.iter().map(|s| s.to_string()).collect());
-    assert_eq!(t("read, grep,find ,ls").unwrap(), named(&["read", "grep", "find", "ls"]));
+    assert_eq!(
+        t("read, grep,find ,ls").unwrap(),
+        named(&["read", "grep", "find", "ls"])
+    );
     assert_eq!(t("[read, grep]").unwrap(), named(&["read", "grep"]));
     assert_eq!(t("\"*\"").unwrap(), ToolList::All);
     assert_eq!(t("[\"*\"]").unwrap(), ToolList::All);
@@ -147,16 +160,28 @@ fn tool_limits_are_enforced() {
     assert!(expect_bad(&format!("tools: [{long}]"), "tools").contains("128"));
     let fits = "x".repeat(MAX_TOOL_NAME_CHARS);
     assert!(cadre(&format!("{BASE}\ntools: [{fits}]")).is_ok());
-    assert!(
-        expect_bad(&format!("disallowedTools: [{long}]"), "disallowedTools").contains("128")
-    );
+    assert!(expect_bad(&format!("disallowedTools: [{long}]"), "disallowedTools").contains("128"));
 }
 
 #[test]
 fn unknown_keys_make_the_file_malformed() {
-    for key in ["tool", "Tools", "disallowed_tools", "allowedTools", "permissionMode", "color", "effort", "hooks", "review"] {
+    for key in [
+        "tool",
+        "Tools",
+        "disallowed_tools",
+        "allowedTools",
+        "permissionMode",
+        "color",
+        "effort",
+        "hooks",
+        "review",
+    ] {
         match cadre(&format!("{BASE}\n{key}: x")) {
-            Err(RoleError::UnknownKey { key: k, dialect, accepted }) => {
+            Err(RoleError::UnknownKey {
+                key: k,
+                dialect,
+                accepted,
+            }) => {
                 assert_eq!(k, key);
                 assert_eq!(dialect, "cadre");
                 assert!(accepted.contains("disallowedTools"));
@@ -164,9 +189,18 @@ fn unknown_keys_make_the_file_malformed() {
             other => panic!("{key}: {other:?}"),
         }
     }
-    for key in ["shellPolicy", "readonly", "thinking", "timeoutMs", "oneShot", "unknown"] {
+    for key in [
+        "shellPolicy",
+        "readonly",
+        "thinking",
+        "timeoutMs",
+        "oneShot",
+        "unknown",
+    ] {
         match claude(&format!("name: a\ndescription: d\n{key}: x")) {
-            Err(RoleError::UnknownKey { key: k, dialect, .. }) => {
+            Err(RoleError::UnknownKey {
+                key: k, dialect, ..
+            }) => {
                 assert_eq!(k, key);
                 assert_eq!(dialect, "Claude Code");
             }
@@ -183,12 +217,24 @@ fn booleans_must_be_booleans() {
             assert!(reason.contains("true or false"), "{key}: {v}: {reason}");
         }
     }
-    assert!(!cadre(&format!("{BASE}\nbackground: false")).unwrap().background.unwrap());
+    assert!(
+        !cadre(&format!("{BASE}\nbackground: false"))
+            .unwrap()
+            .background
+            .unwrap()
+    );
 }
 
 #[test]
 fn counts_must_be_positive_whole_numbers() {
-    for key in ["warningTurns", "warningIntervalTurns", "maxTurns", "maxToolCalls", "softToolCalls", "timeoutMs"] {
+    for key in [
+        "warningTurns",
+        "warningIntervalTurns",
+        "maxTurns",
+        "maxToolCalls",
+        "softToolCalls",
+        "timeoutMs",
+    ] {
         for v in ["0", "-1", "1.5", "\"5\"", "true", "[5]"] {
             expect_bad(&format!("{key}: {v}"), key);
         }
@@ -197,20 +243,25 @@ fn counts_must_be_positive_whole_numbers() {
     // u32 counts refuse values past u32; timeoutMs is u64.
     assert!(expect_bad("maxTurns: 4294967296", "maxTurns").contains("above"));
     assert_eq!(
-        cadre(&format!("{BASE}\ntimeoutMs: 4294967296")).unwrap().timeout_ms,
+        cadre(&format!("{BASE}\ntimeoutMs: 4294967296"))
+            .unwrap()
+            .timeout_ms,
         Some(4_294_967_296)
     );
     // graceTurns may be zero but not negative.
-    assert_eq!(cadre(&format!("{BASE}\ngraceTurns: 0")).unwrap().grace_turns, Some(0));
+    assert_eq!(
+        cadre(&format!("{BASE}\ngraceTurns: 0"))
+            .unwrap()
+            .grace_turns,
+        Some(0)
+    );
     expect_bad("graceTurns: -1", "graceTurns");
     expect_bad("graceTurns: one", "graceTurns");
 }
 
 #[test]
 fn soft_tool_calls_cannot_exceed_the_hard_limit() {
-    assert!(
-        expect_bad("maxToolCalls: 10\nsoftToolCalls: 11", "softToolCalls").contains("above")
-    );
+    assert!(expect_bad("maxToolCalls: 10\nsoftToolCalls: 11", "softToolCalls").contains("above"));
     assert!(cadre(&format!("{BASE}\nmaxToolCalls: 10\nsoftToolCalls: 10")).is_ok());
 }
 
@@ -229,29 +280,48 @@ fn enumerations_are_checked() {
         ("verify", ShellPolicy::Verify),
         ("none", ShellPolicy::None),
     ] {
-        assert_eq!(cadre(&format!("{BASE}\nshellPolicy: {v}")).unwrap().shell_policy, p);
+        assert_eq!(
+            cadre(&format!("{BASE}\nshellPolicy: {v}"))
+                .unwrap()
+                .shell_policy,
+            p
+        );
     }
-    assert_eq!(cadre(&format!("{BASE}\ncontext: fork")).unwrap().context, ContextMode::Fork);
-    assert_eq!(cadre(&format!("{BASE}\nisolation: none")).unwrap().isolation, Isolation::None);
+    assert_eq!(
+        cadre(&format!("{BASE}\ncontext: fork")).unwrap().context,
+        ContextMode::Fork
+    );
+    assert_eq!(
+        cadre(&format!("{BASE}\nisolation: none"))
+            .unwrap()
+            .isolation,
+        Isolation::None
+    );
 }
 
 #[test]
 fn thinking_has_one_alias_and_may_be_set_once() {
     assert_eq!(
-        cadre(&format!("{BASE}\nreasoning_effort: medium")).unwrap().thinking,
+        cadre(&format!("{BASE}\nreasoning_effort: medium"))
+            .unwrap()
+            .thinking,
         Some(ThinkingLevel::Medium)
     );
     assert!(
-        expect_bad("thinking: low\nreasoning_effort: high", "reasoning_effort")
-            .contains("already")
+        expect_bad("thinking: low\nreasoning_effort: high", "reasoning_effort").contains("already")
     );
 }
 
 #[test]
 fn models_are_checked_and_inherit_means_none() {
-    assert_eq!(cadre(&format!("{BASE}\nmodel: inherit")).unwrap().model, None);
     assert_eq!(
-        cadre(&format!("{BASE}\nfallbackModel: inherit")).unwrap().fallback_model,
+        cadre(&format!("{BASE}\nmodel: inherit")).unwrap().model,
+        None
+    );
+    assert_eq!(
+        cadre(&format!("{BASE}\nfallbackModel: inherit"))
+            .unwrap()
+            .fallback_model,
         None
     );
     expect_bad("model: 4", "model");
@@ -299,20 +369,56 @@ fn name_rules() {
     ));
     // Characters and length.
     for bad_name in ["My-Role", "my_role", "my role", "rôle", "\"\""] {
-        let r = parse_role(&doc(&format!("name: {bad_name}\ndescription: d"), ""), bad_name, Dialect::Cadre);
-        assert!(matches!(r, Err(RoleError::BadValue { ref key, .. }) if key == "name"), "{bad_name}: {r:?}");
+        let r = parse_role(
+            &doc(&format!("name: {bad_name}\ndescription: d"), ""),
+            bad_name,
+            Dialect::Cadre,
+        );
+        assert!(
+            matches!(r, Err(RoleError::BadValue { ref key, .. }) if key == "name"),
+            "{bad_name}: {r:?}"
+        );
     }
     let long = "a".repeat(MAX_NAME_CHARS + 1);
-    let r = parse_role(&doc(&format!("name: {long}\ndescription: d"), ""), &long, Dialect::Cadre);
-    assert!(matches!(r, Err(RoleError::BadValue { ref key, ref reason }) if key == "name" && reason.contains("64")));
+    let r = parse_role(
+        &doc(&format!("name: {long}\ndescription: d"), ""),
+        &long,
+        Dialect::Cadre,
+    );
+    assert!(
+        matches!(r, Err(RoleError::BadValue { ref key, ref reason }) if key == "name" && reason.contains("64"))
+    );
     let fits = "a".repeat(MAX_NAME_CHARS);
-    assert!(parse_role(&doc(&format!("name: {fits}\ndescription: d"), ""), &fits, Dialect::Cadre).is_ok());
+    assert!(
+        parse_role(
+            &doc(&format!("name: {fits}\ndescription: d"), ""),
+            &fits,
+            Dialect::Cadre
+        )
+        .is_ok()
+    );
     // The capitalised built-in names are allowed.
     for n in ["Explore", "Plan"] {
-        assert!(parse_role(&doc(&format!("name: {n}\ndescription: d"), ""), n, Dialect::Cadre).is_ok());
+        assert!(
+            parse_role(
+                &doc(&format!("name: {n}\ndescription: d"), ""),
+                n,
+                Dialect::Cadre
+            )
+            .is_ok()
+        );
     }
-    assert!(parse_role(&doc("name: Verification\ndescription: d", ""), "Verification", Dialect::Cadre).is_err());
-    assert!(matches!(cadre("name: 5\ndescription: d"), Err(RoleError::BadValue { ref key, .. }) if key == "name"));
+    assert!(
+        parse_role(
+            &doc("name: Verification\ndescription: d", ""),
+            "Verification",
+            Dialect::Cadre
+        )
+        .is_err()
+    );
+    assert!(
+        matches!(cadre("name: 5\ndescription: d"), Err(RoleError::BadValue { ref key, .. }) if key == "name")
+    );
 }
 
 #[test]
@@ -323,15 +429,22 @@ fn required_keys() {
         parse_role("---\n---\nbody", "r", Dialect::Cadre),
         Err(RoleError::MissingKey("name"))
     );
-    assert!(matches!(cadre("name: r\ndescription: \"  \""), Err(RoleError::BadValue { ref key, .. }) if key == "description"));
-    assert!(matches!(cadre("name: r\ndescription: [a]"), Err(RoleError::BadValue { ref key, .. }) if key == "description"));
+    assert!(
+        matches!(cadre("name: r\ndescription: \"  \""), Err(RoleError::BadValue { ref key, .. }) if key == "description")
+    );
+    assert!(
+        matches!(cadre("name: r\ndescription: [a]"), Err(RoleError::BadValue { ref key, .. }) if key == "description")
+    );
 }
 
 #[test]
 fn size_limits() {
     let desc = "d".repeat(MAX_DESCRIPTION_CHARS + 1);
     let r = cadre(&format!("name: r\ndescription: {desc}"));
-    assert!(matches!(r, Err(RoleError::BadValue { ref key, .. }) if key == "description"), "{r:?}");
+    assert!(
+        matches!(r, Err(RoleError::BadValue { ref key, .. }) if key == "description"),
+        "{r:?}"
+    );
     // Characters, not bytes.
     let desc = "é".repeat(MAX_DESCRIPTION_CHARS);
     assert!(cadre(&format!("name: r\ndescription: {desc}")).is_ok());
@@ -339,7 +452,11 @@ fn size_limits() {
     let body = "b".repeat(MAX_BODY_BYTES + 1);
     assert_eq!(
         parse_role(&doc(BASE, &body), "r", Dialect::Cadre),
-        Err(RoleError::TooLarge { what: "prompt body", size: MAX_BODY_BYTES + 1, limit: MAX_BODY_BYTES })
+        Err(RoleError::TooLarge {
+            what: "prompt body",
+            size: MAX_BODY_BYTES + 1,
+            limit: MAX_BODY_BYTES
+        })
     );
     let body = "b".repeat(MAX_BODY_BYTES);
     assert!(parse_role(&doc(BASE, &body), "r", Dialect::Cadre).is_ok());
@@ -347,13 +464,22 @@ fn size_limits() {
     // The whole file: a long YAML comment keeps the body small.
     let filler = format!("# {}", "c".repeat(MAX_FILE_BYTES));
     let r = parse_role(&doc(&format!("{BASE}\n{filler}"), ""), "r", Dialect::Cadre);
-    assert!(matches!(r, Err(RoleError::TooLarge { what: "file", .. })), "{r:?}");
+    assert!(
+        matches!(r, Err(RoleError::TooLarge { what: "file", .. })),
+        "{r:?}"
+    );
 }
 
 #[test]
 fn frontmatter_shape() {
-    assert_eq!(parse_role("just text", "r", Dialect::Cadre), Err(RoleError::MissingFrontmatter));
-    assert_eq!(parse_role("", "r", Dialect::Cadre), Err(RoleError::MissingFrontmatter));
+    assert_eq!(
+        parse_role("just text", "r", Dialect::Cadre),
+        Err(RoleError::MissingFrontmatter)
+    );
+    assert_eq!(
+        parse_role("", "r", Dialect::Cadre),
+        Err(RoleError::MissingFrontmatter)
+    );
     assert_eq!(
         parse_role("\n---\nname: r\n---\n", "r", Dialect::Cadre),
         Err(RoleError::MissingFrontmatter)
@@ -368,7 +494,11 @@ fn frontmatter_shape() {
     ));
     // Duplicate keys are invalid YAML here, never "last one wins".
     assert!(matches!(
-        parse_role("---\nname: r\ndescription: d\ntools: read\ntools: \"*\"\n---\n", "r", Dialect::Cadre),
+        parse_role(
+            "---\nname: r\ndescription: d\ntools: read\ntools: \"*\"\n---\n",
+            "r",
+            Dialect::Cadre
+        ),
         Err(RoleError::Yaml(_))
     ));
     assert_eq!(
@@ -380,20 +510,36 @@ fn frontmatter_shape() {
         Err(RoleError::BadValue { .. })
     ));
     // BOM and CRLF line ends are fine; `---` may carry trailing spaces.
-    let def = parse_role("\u{feff}---  \r\nname: r\r\ndescription: d\r\n---\r\nBody\r\n", "r", Dialect::Cadre).unwrap();
+    let def = parse_role(
+        "\u{feff}---  \r\nname: r\r\ndescription: d\r\n---\r\nBody\r\n",
+        "r",
+        Dialect::Cadre,
+    )
+    .unwrap();
     assert_eq!(def.prompt, "Body");
     // A later `---` in the body is body text.
-    let def = parse_role("---\nname: r\ndescription: d\n---\na\n---\nb", "r", Dialect::Cadre).unwrap();
+    let def = parse_role(
+        "---\nname: r\ndescription: d\n---\na\n---\nb",
+        "r",
+        Dialect::Cadre,
+    )
+    .unwrap();
     assert_eq!(def.prompt, "a\n---\nb");
 }
 
 #[test]
 fn errors_read_well() {
-    let e = cadre(&format!("{BASE}\ntool: read")).unwrap_err().to_string();
+    let e = cadre(&format!("{BASE}\ntool: read"))
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("unknown key `tool`"), "{e}");
-    let e = cadre(&format!("{BASE}\nmaxTurns: 0")).unwrap_err().to_string();
+    let e = cadre(&format!("{BASE}\nmaxTurns: 0"))
+        .unwrap_err()
+        .to_string();
     assert_eq!(e, "bad `maxTurns`: 0 is not a positive whole number");
-    let e = parse_role(&doc(BASE, ""), "x", Dialect::Cadre).unwrap_err().to_string();
+    let e = parse_role(&doc(BASE, ""), "x", Dialect::Cadre)
+        .unwrap_err()
+        .to_string();
     assert_eq!(e, "name `r` does not match the file name `x.md`");
 }
 
@@ -409,7 +555,14 @@ fn claude_code_files() {
     assert_eq!(def.name, "code-reviewer");
     assert_eq!(
         def.tools,
-        ToolList::Named(vec!["read".into(), "grep".into(), "find".into(), "ls".into(), "bash".into(), "mcp__x__y".into()])
+        ToolList::Named(vec![
+            "read".into(),
+            "grep".into(),
+            "find".into(),
+            "ls".into(),
+            "bash".into(),
+            "mcp__x__y".into()
+        ])
     );
     assert_eq!(def.disallowed_tools, vec!["write", "edit"]);
     assert_eq!(def.model, None);
@@ -424,7 +577,13 @@ fn claude_code_files() {
     assert!(def.notes[0].contains("WebSearch"));
 
     // Model aliases pass through for the registry to resolve.
-    assert_eq!(claude("name: a\ndescription: d\nmodel: sonnet").unwrap().model.as_deref(), Some("sonnet"));
+    assert_eq!(
+        claude("name: a\ndescription: d\nmodel: sonnet")
+            .unwrap()
+            .model
+            .as_deref(),
+        Some("sonnet")
+    );
 }
 
 #[test]
@@ -440,7 +599,11 @@ fn claude_code_capability_keys() {
         let def = claude(&format!("name: a\ndescription: d\npermissionMode: {mode}")).unwrap();
         assert!(!def.readonly, "{mode}");
     }
-    assert!(claude("name: a\ndescription: d\npermissionMode: plan").unwrap().readonly);
+    assert!(
+        claude("name: a\ndescription: d\npermissionMode: plan")
+            .unwrap()
+            .readonly
+    );
     assert!(matches!(
         claude("name: a\ndescription: d\npermissionMode: bypassPermissions"),
         Err(RoleError::Unsupported { ref key, .. }) if key == "permissionMode"
@@ -460,7 +623,10 @@ fn claude_code_capability_keys() {
 
 #[test]
 fn peek_name_reads_what_it_can() {
-    assert_eq!(peek_name("---\nname: x\nhooks: {}\n---\n").as_deref(), Some("x"));
+    assert_eq!(
+        peek_name("---\nname: x\nhooks: {}\n---\n").as_deref(),
+        Some("x")
+    );
     assert_eq!(peek_name("---\nname: [x\n---\n"), None);
     assert_eq!(peek_name("no frontmatter"), None);
     assert_eq!(peek_name("---\nname: 3\n---\n"), None);

@@ -269,3 +269,268 @@ pub fn resolve_model(inputs: &ResolveInputs<'_>) -> ResolvedModel {
         notes,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use serde_json::json;
+
+    use super::*;
+
+    fn role(
+        model: Option<&str>,
+        thinking: Option<ThinkingLevel>,
+        fallback: Option<&str>,
+    ) -> RoleDef {
+        RoleDef {
+            name: "code".into(),
+            description: "d".into(),
+            model: model.map(str::to_string),
+            thinking,
+            fallback_model: fallback.map(str::to_string),
+            ..RoleDef::default()
+        }
+    }
+
+    fn config(v: serde_json::Value) -> SubagentModelConfig {
+        SubagentModelConfig::from_value(Some(&v)).unwrap()
+    }
+
+    fn run(
+        role: &RoleDef,
+        call_model: Option<&str>,
+        call_thinking: Option<ThinkingLevel>,
+        config: &SubagentModelConfig,
+    ) -> ResolvedModel {
+        resolve_model(&ResolveInputs {
+            role,
+            call_model,
+            call_thinking,
+            config,
+            parent_model: "p/parent",
+            parent_thinking: ThinkingLevel::Low,
+        })
+    }
+
+    #[test]
+    fn model_precedence_table() {
+        let full = config(json!({
+            "defaultModel": "s/default",
+            "agentOverrides": { "code": { "model": "o/override" } }
+        }));
+        let no_override = config(json!({ "defaultModel": "s/default" }));
+        let empty = SubagentModelConfig::default();
+        let fm = role(Some("f/front"), None, None);
+        let bare = role(None, None, None);
+        let cases: [(
+            &RoleDef,
+            Option<&str>,
+            &SubagentModelConfig,
+            &str,
+            ModelSource,
+        ); 5] = [
+            (&fm, Some("c/call"), &full, "c/call", ModelSource::Call),
+            (&fm, None, &full, "o/override", ModelSource::AgentOverride),
+            (&fm, None, &no_override, "f/front", ModelSource::Frontmatter),
+            (
+                &bare,
+                None,
+                &no_override,
+                "s/default",
+                ModelSource::SettingsDefault,
+            ),
+            (&bare, None, &empty, "p/parent", ModelSource::Parent),
+        ];
+        for (role, call, config, model, source) in cases {
+            let r = run(role, call, None, config);
+            assert_eq!((r.model.as_str(), r.model_source), (model, source));
+        }
+    }
+
+    #[test]
+    fn thinking_precedence_table() {
+        let over = config(json!({ "agentOverrides": { "code": { "thinking": "high" } } }));
+        let empty = SubagentModelConfig::default();
+        let fm = role(None, Some(ThinkingLevel::Medium), None);
+        let bare = role(None, None, None);
+        let cases = [
+            (
+                &fm,
+                Some(ThinkingLevel::Max),
+                &over,
+                ThinkingLevel::Max,
+                ThinkingSource::Call,
+            ),
+            (
+                &fm,
+                None,
+                &over,
+                ThinkingLevel::High,
+                ThinkingSource::AgentOverride,
+            ),
+            (
+                &fm,
+                None,
+                &empty,
+                ThinkingLevel::Medium,
+                ThinkingSource::Frontmatter,
+            ),
+            (
+                &bare,
+                None,
+                &empty,
+                ThinkingLevel::Low,
+                ThinkingSource::Parent,
+            ),
+        ];
+        for (role, call, config, level, source) in cases {
+            let r = run(role, None, call, config);
+            assert_eq!((r.thinking, r.thinking_source), (level, source));
+        }
+        // settings.defaultModel does not touch thinking.
+        let r = run(&bare, None, None, &config(json!({ "defaultModel": "x/y" })));
+        assert_eq!(r.thinking_source, ThinkingSource::Parent);
+    }
+
+    #[test]
+    fn fallback_precedence_table() {
+        let all = config(json!({
+            "fallbackModel": "s/fb",
+            "agentOverrides": { "code": { "fallbackModel": "o/fb" } }
+        }));
+        let settings_only = config(json!({ "fallbackModel": "s/fb" }));
+        let empty = SubagentModelConfig::default();
+        let fm = role(None, None, Some("f/fb"));
+        let bare = role(None, None, None);
+        let cases = [
+            (&fm, &all, Some("o/fb"), Some(FallbackSource::AgentOverride)),
+            (
+                &fm,
+                &settings_only,
+                Some("f/fb"),
+                Some(FallbackSource::Frontmatter),
+            ),
+            (
+                &bare,
+                &settings_only,
+                Some("s/fb"),
+                Some(FallbackSource::Settings),
+            ),
+            (&bare, &empty, None, None),
+        ];
+        for (role, config, fb, source) in cases {
+            let r = run(role, None, None, config);
+            assert_eq!((r.fallback.as_deref(), r.fallback_source), (fb, source));
+        }
+    }
+
+    #[test]
+    fn a_fallback_equal_to_the_primary_is_ignored() {
+        let c = config(json!({ "fallbackModel": "p/parent" }));
+        let r = run(&role(None, None, None), None, None, &c);
+        assert_eq!(r.model, "p/parent");
+        assert_eq!(r.fallback, None);
+        assert_eq!(r.fallback_source, None);
+        assert!(r.notes[0].contains("ignored"));
+        // Not ignored when the call picks another primary.
+        let r = run(&role(None, None, None), Some("c/call"), None, &c);
+        assert_eq!(r.fallback.as_deref(), Some("p/parent"));
+    }
+
+    #[test]
+    fn overrides_match_by_exact_name_then_case_and_alias() {
+        let c = config(json!({ "agentOverrides": {
+            "implementer": { "model": "alias/m" },
+            "Explore": { "model": "exact/m" },
+            "explore": { "model": "lower/m" }
+        }}));
+        assert_eq!(
+            c.override_for("code").unwrap().model.as_deref(),
+            Some("alias/m")
+        );
+        assert_eq!(
+            c.override_for("Explore").unwrap().model.as_deref(),
+            Some("exact/m")
+        );
+        assert_eq!(
+            c.override_for("explore").unwrap().model.as_deref(),
+            Some("lower/m")
+        );
+        assert_eq!(
+            c.override_for("EXPLORER").unwrap().model.as_deref(),
+            Some("exact/m")
+        );
+        assert!(c.override_for("review").is_none());
+    }
+
+    #[test]
+    fn a_fork_runs_on_the_parent_model_and_thinking() {
+        let fork = RoleDef {
+            name: "fork".into(),
+            context: ContextMode::Fork,
+            ..role(Some("f/m"), Some(ThinkingLevel::High), Some("f/fb"))
+        };
+        let c = config(json!({ "defaultModel": "s/d", "fallbackModel": "s/fb",
+            "agentOverrides": { "fork": { "model": "o/m" } } }));
+        let r = run(&fork, Some("c/m"), Some(ThinkingLevel::Max), &c);
+        assert_eq!(
+            (r.model.as_str(), r.model_source),
+            ("p/parent", ModelSource::Fork)
+        );
+        assert_eq!(
+            (r.thinking, r.thinking_source),
+            (ThinkingLevel::Low, ThinkingSource::Fork)
+        );
+        assert_eq!(r.fallback, None);
+        assert_eq!(r.notes.len(), 2);
+    }
+
+    #[test]
+    fn settings_are_read_strictly() {
+        assert_eq!(
+            SubagentModelConfig::from_value(None).unwrap(),
+            SubagentModelConfig::default()
+        );
+        assert_eq!(
+            SubagentModelConfig::from_value(Some(&json!(null))).unwrap(),
+            SubagentModelConfig::default()
+        );
+        // Keys the orchestrator owns are left alone; nulls mean unset.
+        let c = config(json!({ "maxConcurrentTasks": 3, "defaultModel": null,
+            "agentOverrides": { "code": null, "review": { "model": null, "other": 1 } } }));
+        assert_eq!(c.default_model, None);
+        assert_eq!(c.agent_overrides.len(), 1);
+        for (bad, key) in [
+            (json!("x"), ""),
+            (json!({ "defaultModel": 3 }), "defaultModel"),
+            (json!({ "defaultModel": "" }), "defaultModel"),
+            (json!({ "fallbackModel": ["a"] }), "fallbackModel"),
+            (json!({ "agentOverrides": [] }), "agentOverrides"),
+            (
+                json!({ "agentOverrides": { "code": "m" } }),
+                "agentOverrides.code",
+            ),
+            (
+                json!({ "agentOverrides": { "code": { "model": 1 } } }),
+                "agentOverrides.code.model",
+            ),
+            (
+                json!({ "agentOverrides": { "code": { "thinking": "lots" } } }),
+                "agentOverrides.code.thinking",
+            ),
+            (
+                json!({ "agentOverrides": { "code": { "thinking": 2 } } }),
+                "agentOverrides.code.thinking",
+            ),
+            (
+                json!({ "agentOverrides": { "code": { "fallbackModel": true } } }),
+                "agentOverrides.code.fallbackModel",
+            ),
+        ] {
+            match SubagentModelConfig::from_value(Some(&bad)) {
+                Err(ResolveError::BadSetting { key: k, .. }) => assert_eq!(k, key, "{bad}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+    }
+}

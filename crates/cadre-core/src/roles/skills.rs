@@ -170,3 +170,197 @@ fn read_skill(name: &str, path: &Path) -> Result<Skill, SkillError> {
         content: body.trim().to_string(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    struct Fixture {
+        _tmp: tempfile::TempDir,
+        home: PathBuf,
+        cadre: CadreHome,
+        root: PathBuf,
+        cwd: PathBuf,
+    }
+
+    fn fixture() -> Fixture {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("repo");
+        let cwd = root.join("sub");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(&cwd).unwrap();
+        Fixture {
+            home: tmp.path().join("home"),
+            cadre: CadreHome::new(tmp.path().join("cadre")),
+            root,
+            cwd,
+            _tmp: tmp,
+        }
+    }
+
+    fn skill(dir: &Path, name: &str, body: &str) -> PathBuf {
+        let path = dir.join(name).join("SKILL.md");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(
+            &path,
+            format!("---\nname: {name}\ndescription: Skill {name}.\nlicense: MIT\n---\n\n{body}\n"),
+        )
+        .unwrap();
+        path
+    }
+
+    impl Fixture {
+        fn search(&self, trusted: bool) -> SkillSearch {
+            SkillSearch::new(&self.cadre, Some(&self.home), &self.cwd, trusted)
+        }
+    }
+
+    #[test]
+    fn finds_a_user_skill() {
+        let f = fixture();
+        let path = skill(&f.cadre.skills_dir(), "review", "Check everything.");
+        let s = f.search(true).load("review").unwrap();
+        assert_eq!(s.name, "review");
+        assert_eq!(s.description, "Skill review.");
+        assert_eq!(s.path, path);
+        assert_eq!(s.content, "Check everything.");
+    }
+
+    #[test]
+    fn search_order_project_nearest_first_then_user() {
+        let f = fixture();
+        let expect = vec![
+            f.cwd.join(".cadre/skills"),
+            f.cwd.join(".pi/skills"),
+            f.cwd.join(".claude/skills"),
+            f.root.join(".cadre/skills"),
+            f.root.join(".pi/skills"),
+            f.root.join(".claude/skills"),
+            f.cadre.skills_dir(),
+            f.home.join(".pi/agent/skills"),
+            f.home.join(".claude/skills"),
+        ];
+        assert_eq!(f.search(true).dirs, expect);
+        // Untrusted: only the user directories.
+        assert_eq!(f.search(false).dirs, expect[6..].to_vec());
+        let no_home = SkillSearch::new(&f.cadre, None, &f.cwd, false);
+        assert_eq!(no_home.dirs, vec![f.cadre.skills_dir()]);
+    }
+
+    #[test]
+    fn project_skills_win_only_when_trusted() {
+        let f = fixture();
+        skill(&f.cadre.skills_dir(), "s", "user");
+        skill(&f.root.join(".pi/skills"), "s", "project root");
+        assert_eq!(f.search(true).load("s").unwrap().content, "project root");
+        assert_eq!(f.search(false).load("s").unwrap().content, "user");
+        skill(&f.cwd.join(".claude/skills"), "s", "project cwd");
+        assert_eq!(f.search(true).load("s").unwrap().content, "project cwd");
+        // Project-only skill is missing when untrusted.
+        skill(&f.root.join(".cadre/skills"), "p", "x");
+        assert!(f.search(true).load("p").is_ok());
+        assert!(matches!(
+            f.search(false).load("p"),
+            Err(SkillError::Missing { .. })
+        ));
+    }
+
+    #[test]
+    fn pi_and_claude_user_skills_are_found() {
+        let f = fixture();
+        skill(&f.home.join(".pi/agent/skills"), "pi-skill", "pi");
+        skill(&f.home.join(".claude/skills"), "cc-skill", "cc");
+        let s = f.search(false);
+        assert_eq!(s.load("pi-skill").unwrap().content, "pi");
+        assert_eq!(s.load("cc-skill").unwrap().content, "cc");
+    }
+
+    #[test]
+    fn missing_skill_names_the_searched_directories() {
+        let f = fixture();
+        match f.search(true).load("nope") {
+            Err(SkillError::Missing { name, searched }) => {
+                assert_eq!(name, "nope");
+                assert_eq!(searched, f.search(true).dirs);
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = f.search(false).load("nope").unwrap_err().to_string();
+        assert!(e.starts_with("skill `nope` not found; searched: "), "{e}");
+    }
+
+    #[test]
+    fn load_skills_keeps_order_and_fails_on_the_first_missing() {
+        let f = fixture();
+        skill(&f.cadre.skills_dir(), "a", "A");
+        skill(&f.cadre.skills_dir(), "b", "B");
+        let s = f.search(true);
+        let loaded = load_skills(&["b".into(), "a".into()], &s).unwrap();
+        assert_eq!(
+            loaded.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            ["b", "a"]
+        );
+        assert!(load_skills(&[], &s).unwrap().is_empty());
+        assert!(matches!(
+            load_skills(&["a".into(), "zz".into(), "b".into()], &s),
+            Err(SkillError::Missing { name, .. }) if name == "zz"
+        ));
+    }
+
+    #[test]
+    fn unsafe_names_never_touch_the_file_system() {
+        let f = fixture();
+        for name in ["../cadre", "a/b", ".", "..", "", ".hidden"] {
+            assert!(
+                matches!(f.search(true).load(name), Err(SkillError::BadName { .. })),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_skill_files() {
+        let f = fixture();
+        let dir = f.cadre.skills_dir();
+        let write = |name: &str, text: &str| {
+            let p = dir.join(name).join("SKILL.md");
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, text).unwrap();
+        };
+        write("nofront", "just instructions");
+        write("mismatch", "---\nname: other\ndescription: d\n---\n");
+        write("nodesc", "---\nname: nodesc\n---\n");
+        write("noname", "---\ndescription: d\n---\n");
+        write("badyaml", "---\nname: [\n---\n");
+        write(
+            "huge",
+            &format!(
+                "---\nname: huge\ndescription: d\n---\n{}",
+                "x".repeat(MAX_SKILL_BYTES)
+            ),
+        );
+        for (name, needle) in [
+            ("nofront", "frontmatter"),
+            ("mismatch", "must match its directory"),
+            ("nodesc", "no `description`"),
+            ("noname", "no `name`"),
+            ("badyaml", "invalid YAML"),
+            ("huge", "limit"),
+        ] {
+            match f.search(false).load(name) {
+                Err(SkillError::Invalid { reason, path, .. }) => {
+                    assert!(reason.contains(needle), "{name}: {reason}");
+                    assert!(path.ends_with(format!("{name}/SKILL.md")));
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+        // A directory without SKILL.md is not the skill; keep searching, then report missing.
+        std::fs::create_dir_all(dir.join("empty")).unwrap();
+        assert!(matches!(
+            f.search(false).load("empty"),
+            Err(SkillError::Missing { .. })
+        ));
+    }
+}

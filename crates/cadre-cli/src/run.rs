@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
-use cadre_core::agent::{Agent, AgentConfig, RunOutcome};
+use cadre_core::agent::{Agent, AgentConfig, AgentController, RunOutcome};
 use cadre_core::config::{CadreHome, TrustStore, load_settings, project_root};
 use cadre_core::session::{SessionWriter, latest_session, load_session, session_dir_for_cwd};
 use cadre_llm::registry::ProcessEnv;
@@ -113,12 +113,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let mut agent = Agent::new(config, history, session);
     let printer = events_rx.map(|rx| tokio::spawn(print_events(rx)));
 
-    let controller = agent.controller();
-    let interrupt = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            controller.abort();
-        }
-    });
+    // Registered before the run starts, so no signal slips through to the default handler.
+    let signals = Signals::new().ok();
+    let interrupt = tokio::spawn(abort_on_signal(signals, agent.controller()));
     let outcome = agent.prompt(prompt).await;
     interrupt.abort();
     let session_path = agent.session_path().map(Path::to_path_buf);
@@ -159,6 +156,59 @@ fn env_millis(env: &dyn cadre_llm::registry::Env, name: &str) -> Result<Option<D
         .parse::<u64>()
         .map(|ms| Some(Duration::from_millis(ms)))
         .map_err(|_| anyhow!("{name} must be a whole number of milliseconds, not {raw:?}"))
+}
+
+/// The first SIGINT or SIGTERM aborts the run: tools are killed, every tool call gets a result and
+/// the session is closed properly (a supervisor stopping a subagent sends SIGTERM). A second signal
+/// exits at once, for when the abort itself is stuck.
+async fn abort_on_signal(signals: Option<Signals>, controller: AgentController) {
+    let Some(mut signals) = signals else {
+        return;
+    };
+    if !signals.next().await {
+        return;
+    }
+    controller.abort();
+    if signals.next().await {
+        eprintln!("cadre: error: interrupted again; exiting without waiting for the abort");
+        std::process::exit(130);
+    }
+}
+
+/// SIGINT and SIGTERM as one stream (Ctrl-C only where there is no SIGTERM).
+struct Signals {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> std::io::Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Signals {
+                interrupt: signal(SignalKind::interrupt())?,
+                terminate: signal(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Signals {})
+    }
+
+    /// Waits for the next signal; `false` if signals can no longer be received.
+    async fn next(&mut self) -> bool {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                got = self.interrupt.recv() => got.is_some(),
+                got = self.terminate.recv() => got.is_some(),
+            }
+        }
+        #[cfg(not(unix))]
+        tokio::signal::ctrl_c().await.is_ok()
+    }
 }
 
 /// Output the result and choose the exit code.

@@ -36,6 +36,15 @@ fn spawn_print(fixture: &Fixture, wire: Wire, prompt: &str) -> Running {
 
 #[test]
 fn sigint_during_bash_kills_the_command_and_keeps_history_valid() {
+    abort_during_bash("INT");
+}
+
+#[test]
+fn sigterm_during_bash_aborts_like_sigint() {
+    abort_during_bash("TERM");
+}
+
+fn abort_during_bash(signal: &str) {
     for wire in Wire::BOTH {
         let fixture = Fixture::new();
         // The shell records its pid, then becomes the sleep (exec), so the pid is the sleep's.
@@ -58,7 +67,7 @@ fn sigint_during_bash_kills_the_command_and_keeps_history_valid() {
             .to_string();
         assert!(!process_gone(&pid), "{wire:?}: sleep is running");
 
-        running.interrupt();
+        running.signal("INT");
         let out = running.wait(PROMPT_EXIT);
         assert!(
             out.code.is_some_and(|c| c != 0),
@@ -102,7 +111,7 @@ fn sigint_while_the_stream_is_silent_exits_promptly() {
         // Let the first events arrive so the abort lands while the stream is open but silent.
         std::thread::sleep(Duration::from_millis(200));
 
-        running.interrupt();
+        running.signal("INT");
         let out = running.wait(PROMPT_EXIT);
         assert!(
             out.code.is_some_and(|c| c != 0),

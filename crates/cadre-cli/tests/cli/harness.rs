@@ -255,13 +255,14 @@ impl Running {
         self.child.id()
     }
 
-    /// Sends SIGINT, as Ctrl-C in a terminal would.
-    pub fn interrupt(&self) {
+    /// Sends a signal by name (`INT` as Ctrl-C would, `TERM` as a supervisor would). Through
+    /// `kill(1)`: the workspace denies `unsafe`, which `libc::kill` would need.
+    pub fn signal(&self, name: &str) {
         let status = Command::new("kill")
-            .args(["-INT", &self.pid().to_string()])
+            .args([format!("-{name}"), self.pid().to_string()])
             .status()
             .expect("run kill");
-        assert!(status.success(), "kill -INT failed");
+        assert!(status.success(), "kill -{name} failed");
     }
 
     /// Waits for the exit; a run still going after `guard` is killed and fails the test.

@@ -84,3 +84,23 @@ fn system_prompt_flags_and_agents_md_reach_the_model() {
         assert_ne!(custom, system, "{wire:?}: the base prompt was replaced");
     }
 }
+
+#[test]
+fn thinking_beyond_the_model_is_clamped_with_a_note() {
+    for wire in Wire::BOTH {
+        let fixture = Fixture::new();
+        answer_anything(&fixture);
+        // The fixture's models do not declare `reasoning`, so any level clamps to off.
+        let out = fixture.run_print(wire, &["--thinking", "high", "ROUTE-PROMPT"]);
+        out.assert_success();
+        assert_eq!(out.stdout, "ok\n");
+        assert!(
+            out.stderr.contains("thinking") && !out.stderr.contains("error"),
+            "{wire:?}: a note, not an error: {}",
+            out.stderr
+        );
+        let body = fixture.last_request().body;
+        assert!(body.get("thinking").is_none(), "{wire:?}: {body}");
+        assert!(body.get("reasoning_effort").is_none(), "{wire:?}: {body}");
+    }
+}

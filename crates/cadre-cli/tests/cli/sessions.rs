@@ -164,3 +164,65 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn a_torn_last_line_is_reported_and_the_session_continues() {
+    let fixture = Fixture::new();
+    // Without the torn answer the history ends at the edit's result: three assistant turns,
+    // which the conversation's own turn-3 rule would also match, so this rule goes first.
+    fixture.server.script(
+        Rule::new(
+            Match::first_user("ROUTE-CONV")
+                .and(Match::last_user("FOLLOW-UP"))
+                .and(Match::assistant_turns(3)),
+        )
+        .reply(Reply::text(SECOND_ANSWER)),
+    );
+    run_conversation(&fixture, Wire::OpenAi);
+    let session = fixture.only_session();
+    let entries = assert_valid_session(&session);
+    // Cut the file inside its last line (the final answer), as a crash mid-write would.
+    let text = std::fs::read_to_string(&session).unwrap();
+    let torn = &text[..text.trim_end().len() - 20];
+    std::fs::write(&session, torn).unwrap();
+    let torn_line = torn.lines().last().unwrap().to_string();
+
+    let arg = session.to_string_lossy().into_owned();
+    let out = fixture.run_print(Wire::OpenAi, &["--session", &arg, FOLLOW_UP]);
+    out.assert_success();
+    assert_eq!(out.stdout, format!("{SECOND_ANSWER}\n"));
+    assert!(
+        out.stderr.contains("skipped an unreadable line"),
+        "the torn line is reported: {}",
+        out.stderr
+    );
+    fixture.server.check_tool_calls_answered().unwrap();
+
+    // The torn line stays on a line of its own; the new entries chain to the last whole one.
+    let text = std::fs::read_to_string(&session).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.iter().filter(|l| **l == torn_line).count(), 1);
+    let repaired: String = lines
+        .iter()
+        .filter(|l| **l != torn_line)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let copy = fixture.user_home.join("repaired.jsonl");
+    std::fs::write(&copy, repaired).unwrap();
+    let after = assert_valid_session(&copy);
+    let last_whole = &entries[entries.len() - 2];
+    assert_eq!(after[entries.len() - 1]["parentId"], last_whole["id"]);
+}
+
+#[test]
+fn continue_without_an_earlier_session_starts_one() {
+    let fixture = Fixture::new();
+    fixture
+        .server
+        .script(Rule::new(Match::first_user("ROUTE-FIRST")).reply(Reply::text("first run")));
+    let out = fixture.run_print(Wire::Anthropic, &["--continue", "ROUTE-FIRST: hi"]);
+    out.assert_success();
+    assert_eq!(out.stdout, "first run\n");
+    let entries = assert_valid_session(&fixture.only_session());
+    assert_eq!(messages(&entries).len(), 2);
+}

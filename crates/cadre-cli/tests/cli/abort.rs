@@ -67,16 +67,20 @@ fn abort_during_bash(signal: &str) {
             .to_string();
         assert!(!process_gone(&pid), "{wire:?}: sleep is running");
 
-        running.signal("INT");
+        running.signal(signal);
         let out = running.wait(PROMPT_EXIT);
         assert!(
             out.code.is_some_and(|c| c != 0),
-            "{wire:?}: an aborted run exits non-zero on its own: {out:#?}"
+            "{wire:?} {signal}: an aborted run exits non-zero on its own: {out:#?}"
         );
         assert!(!out.stderr.contains("panicked"), "{out:#?}");
         assert!(
             out.stdout.is_empty(),
             "{wire:?}: no answer printed: {out:#?}"
+        );
+        assert!(
+            out.stderr.to_lowercase().contains("abort"),
+            "{wire:?}: says why: {out:#?}"
         );
         wait_until("the sleep to be killed", || process_gone(&pid));
 

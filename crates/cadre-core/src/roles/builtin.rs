@@ -103,6 +103,7 @@ fn explore() -> RoleDef {
         readonly: true,
         shell_policy: ShellPolicy::Inspect,
         one_shot: true,
+        skip_context_files: true,
         ..role(
             "Explore",
             "Fast read-only codebase exploration: find files, trace code paths, map how something \
@@ -120,6 +121,7 @@ fn plan() -> RoleDef {
         shell_policy: ShellPolicy::Inspect,
         one_shot: true,
         allow_plan_files: true,
+        skip_context_files: true,
         ..role(
             "Plan",
             "Read-only software architect: studies the code and returns a step-by-step \
@@ -449,6 +451,25 @@ mod tests {
         assert!(advisor.readonly);
 
         assert_eq!(get("fork").context, ContextMode::Fork);
+
+        // T8: only Explore and Plan skip AGENTS.md.
+        let skipping: Vec<&str> = roles
+            .iter()
+            .filter(|r| r.skip_context_files)
+            .map(|r| r.name.as_str())
+            .collect();
+        assert_eq!(skipping, ["Explore", "Plan"]);
+
+        // S6: the planning-compatible built-ins.
+        let planning: Vec<&str> = roles
+            .iter()
+            .filter(|r| r.plan_mode_compatible())
+            .map(|r| r.name.as_str())
+            .collect();
+        assert_eq!(
+            planning,
+            ["Explore", "Plan", "research", "review", "advisor"]
+        );
         assert_eq!(roles[0].name, DEFAULT_ROLE);
         assert!(roles.iter().any(|r| r.name == FORK_ROLE));
     }

@@ -26,6 +26,8 @@ use std::path::{Path, PathBuf};
 
 use super::builtin::{aliases, builtin_roles, canonical_key};
 use super::parse::{Dialect, MAX_FILE_BYTES, RoleDef, parse_role, peek_name};
+use cadre_llm::registry::{ProcessEnv, home_dir};
+
 use crate::config::{CadreHome, TrustStore, project_root};
 
 /// Where a definition comes from, lowest precedence first.
@@ -166,6 +168,18 @@ pub struct DiscoverOptions {
     pub trust: ProjectTrust,
 }
 
+impl DiscoverOptions {
+    /// Options with the user's home directory taken from the process environment (`HOME`).
+    pub fn new(cadre_home: CadreHome, cwd: impl Into<PathBuf>, trust: ProjectTrust) -> Self {
+        DiscoverOptions {
+            cadre_home,
+            home_dir: home_dir(&ProcessEnv),
+            cwd: cwd.into(),
+            trust,
+        }
+    }
+}
+
 /// One directory of role files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentDir {
@@ -230,6 +244,20 @@ pub struct Roster {
 }
 
 impl Roster {
+    /// The built-in roles alone, as when no directory holds a role file.
+    pub fn builtins() -> Roster {
+        let mut state = State::default();
+        state.add_builtins();
+        let (roles, blocked) = state.finish();
+        Roster {
+            roles,
+            blocked,
+            diagnostics: Vec::new(),
+            trusted: false,
+            untrusted_reason: None,
+        }
+    }
+
     /// Look a role up by name or alias, any case.
     pub fn get(&self, name: &str) -> Result<&ResolvedRole, RoleLookupError> {
         let key = canonical_key(name);
@@ -299,17 +327,7 @@ fn one_line(s: &str) -> String {
 /// Build the roster from the built-ins and every readable source.
 pub fn discover(opts: &DiscoverOptions) -> Roster {
     let mut state = State::default();
-    for def in builtin_roles() {
-        state.place(
-            canonical_key(&def.name),
-            Entry::Role(Box::new(ResolvedRole {
-                def,
-                layer: Layer::Builtin,
-                file: None,
-                overrides: Vec::new(),
-            })),
-        );
-    }
+    state.add_builtins();
     let trusted = opts.trust.is_trusted();
     let mut seen_dirs: Vec<PathBuf> = Vec::new();
     for source in agent_dirs(opts) {
@@ -402,6 +420,20 @@ impl FileResult {
 }
 
 impl State {
+    fn add_builtins(&mut self) {
+        for def in builtin_roles() {
+            self.place(
+                canonical_key(&def.name),
+                Entry::Role(Box::new(ResolvedRole {
+                    def,
+                    layer: Layer::Builtin,
+                    file: None,
+                    overrides: Vec::new(),
+                })),
+            );
+        }
+    }
+
     /// Put `entry` under `key`, replacing (and reporting) what a lower source put there.
     fn place(&mut self, key: String, mut entry: Entry) {
         let Some(prev) = self.entries.remove(&key) else {

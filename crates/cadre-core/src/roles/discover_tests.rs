@@ -102,6 +102,14 @@ fn builtins_alone() {
 }
 
 #[test]
+fn builtins_roster_matches_an_empty_discovery() {
+    let f = Fixture::new();
+    assert_eq!(Roster::builtins().roles, f.roster().roles);
+    let opts = DiscoverOptions::new(CadreHome::new(&f.cadre_home), &f.cwd, ProjectTrust::Trusted);
+    assert_eq!(opts.cwd, f.cwd);
+}
+
+#[test]
 fn unknown_names_list_the_known_ones() {
     let r = Fixture::new().roster();
     match r.get("scout") {

@@ -165,11 +165,27 @@ pub struct RoleDef {
     pub timeout_ms: Option<u64>,
     pub one_shot: bool,
     pub allow_plan_files: bool,
+    /// Leave the project's context files (AGENTS.md, CLAUDE.md) out of the child's prompt (T8:
+    /// Explore and Plan). Not a frontmatter key: built-ins set it, files cannot.
+    pub skip_context_files: bool,
     /// The body: appended to the child's system prompt.
     pub prompt: String,
     pub dialect: Option<Dialect>,
     /// Things worth reporting that did not make the file malformed (a dropped Claude-only tool).
     pub notes: Vec<String>,
+}
+
+impl RoleDef {
+    /// Whether plan mode may launch this role (S6): it is read-only, works in place, starts
+    /// fresh, and does not run the project's builds and tests (`shellPolicy: verify` executes
+    /// project code, which is verification, not planning). Of the built-ins: Explore, Plan,
+    /// research, review and advisor.
+    pub fn plan_mode_compatible(&self) -> bool {
+        self.readonly
+            && self.isolation == Isolation::None
+            && self.context == ContextMode::Fresh
+            && self.shell_policy != ShellPolicy::Verify
+    }
 }
 
 /// Why a role file is malformed.

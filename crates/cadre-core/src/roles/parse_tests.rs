@@ -631,3 +631,41 @@ fn peek_name_reads_what_it_can() {
     assert_eq!(peek_name("no frontmatter"), None);
     assert_eq!(peek_name("---\nname: 3\n---\n"), None);
 }
+
+#[test]
+fn alias_expansion_is_bounded() {
+    // A "billion laughs" frontmatter fails (or is refused as a bad value) instead of expanding.
+    let mut front =
+        String::from("name: r\ndescription: d\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..12 {
+        let p = i - 1;
+        front.push_str(&format!(
+            "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+        ));
+    }
+    let r = cadre(&front);
+    assert!(
+        matches!(r, Err(RoleError::Yaml(ref m)) if m.contains("limit")),
+        "{r:?}"
+    );
+    // Small aliases are ordinary values, checked like any other.
+    let def = cadre("name: r\ndescription: d\nmodel: &m prov/m\nfallbackModel: *m").unwrap();
+    assert_eq!(def.fallback_model.as_deref(), Some("prov/m"));
+}
+
+#[test]
+fn plan_mode_compatibility() {
+    let ro = cadre(&format!("{BASE}\nreadonly: true")).unwrap();
+    assert!(ro.plan_mode_compatible());
+    assert!(!cadre(BASE).unwrap().plan_mode_compatible());
+    for extra in [
+        "isolation: worktree",
+        "context: fork",
+        "shellPolicy: verify",
+    ] {
+        let def = cadre(&format!("{BASE}\nreadonly: true\n{extra}")).unwrap();
+        assert!(!def.plan_mode_compatible(), "{extra}");
+    }
+    // Files cannot set skip_context_files.
+    assert!(!ro.skip_context_files);
+}

@@ -641,3 +641,33 @@ fn summary_lists_roles_for_the_tool_description() {
     );
     assert_eq!(s.lines().count(), 10);
 }
+
+#[test]
+fn a_malformed_alias_file_blocks_the_builtin_it_names() {
+    let f = Fixture::new();
+    write(
+        &f.root.join(".pi/agents/implementer.md"),
+        "---\nname: implementer\n---\n",
+    );
+    let r = f.roster();
+    for q in ["code", "implementer", "CODE"] {
+        assert!(
+            matches!(r.get(q), Err(RoleLookupError::Blocked { .. })),
+            "{q}"
+        );
+    }
+}
+
+#[test]
+fn a_dangling_symlink_is_malformed_not_skipped() {
+    let f = Fixture::new();
+    let dir = f.cadre_home.join("agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(dir.join("missing-target"), dir.join("code.md")).unwrap();
+    match f.roster().get("code") {
+        Err(RoleLookupError::Blocked { reason, .. }) => {
+            assert!(reason.contains("cannot read"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -125,6 +125,14 @@ impl ToolList {
         }
     }
 
+    /// The named tools, or `None` for every tool.
+    pub fn as_named(&self) -> Option<&[String]> {
+        match self {
+            ToolList::All => None,
+            ToolList::Named(names) => Some(names),
+        }
+    }
+
     /// `all`, or the names joined with `, ` (`none` for an empty list).
     pub fn display(&self) -> String {
         match self {

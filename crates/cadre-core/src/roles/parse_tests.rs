@@ -129,6 +129,12 @@ fn tools_accept_a_list_a_comma_string_and_star() {
     // An empty list is a role with no tools, not "all".
     assert_eq!(t("[]").unwrap(), named(&[]));
     assert_eq!(t("\"\"").unwrap(), named(&[]));
+    assert_eq!(
+        t("read").unwrap().as_named(),
+        Some(&["read".to_string()][..])
+    );
+    assert_eq!(ToolList::All.as_named(), None);
+    assert!(ToolList::All.contains("anything") && !named(&["a"]).contains("b"));
 }
 
 #[test]

@@ -9,10 +9,12 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use cadre_core::agent::{Agent, AgentConfig, AgentController, RunOutcome};
 use cadre_core::config::{CadreHome, TrustStore, load_settings, project_root};
-use cadre_core::session::{SessionWriter, latest_session, load_session, session_dir_for_cwd};
+use cadre_core::session::{
+    SessionWriter, iso_timestamp, latest_session, load_session, session_dir_for_cwd,
+};
 use cadre_llm::registry::ProcessEnv;
 use cadre_llm::{HttpProvider, Model, ModelRegistry, Provider, RetryPolicy, resolve_thinking};
-use cadre_protocol::{AgentEvent, Message, ThinkingLevel};
+use cadre_protocol::{AgentEvent, Message, SESSION_VERSION, SessionHeader, ThinkingLevel};
 use tokio::sync::mpsc;
 
 use crate::args::{Mode, RunArgs};
@@ -96,8 +98,11 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         }
         Mode::Text => (None, None),
     };
-    if let (Mode::Json, Some(session)) = (args.mode, &session) {
-        render::print_json_line(session.header());
+    if args.mode == Mode::Json {
+        match &session {
+            Some(session) => render::print_json_line(session.header()),
+            None => render::print_json_line(&unsaved_header(&cwd)),
+        };
     }
     let provider: Arc<dyn Provider> = Arc::new(HttpProvider::new(policy));
     let config = AgentConfig {
@@ -295,6 +300,19 @@ fn pick_model(
         "no model configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, \
          or pass --model provider/id ({detail})"
     )
+}
+
+/// The header of a session that is not saved (`--no-session`). JSON output always starts with a
+/// header, as Pi's does for its in-memory sessions, so consumers can rely on the first line.
+fn unsaved_header(cwd: &Path) -> SessionHeader {
+    SessionHeader {
+        kind: "session".into(),
+        version: SESSION_VERSION,
+        id: uuid::Uuid::now_v7().to_string(),
+        timestamp: iso_timestamp(std::time::SystemTime::now()),
+        cwd: cwd.to_string_lossy().into_owned(),
+        parent_session: None,
+    }
 }
 
 /// Open the session to write to and the history to continue from.

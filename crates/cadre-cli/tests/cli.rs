@@ -21,6 +21,8 @@ mod faults;
 mod json_mode;
 #[path = "cli/misc.rs"]
 mod misc;
+#[path = "cli/model_input.rs"]
+mod model_input;
 #[path = "cli/prompt.rs"]
 mod prompt;
 #[path = "cli/sessions.rs"]

@@ -145,3 +145,22 @@ fn json_mode_events_anthropic() {
 fn json_mode_events_openai() {
     run_json_conversation(Wire::OpenAi);
 }
+
+#[test]
+fn json_mode_without_a_session_still_starts_with_a_header() {
+    let fixture = Fixture::new();
+    fixture.server.script(
+        cadre_testkit::Rule::new(cadre_testkit::Match::first_user("ROUTE-EPHEMERAL"))
+            .reply(cadre_testkit::Reply::text("nothing saved")),
+    );
+    let out = fixture.run_print(
+        Wire::OpenAi,
+        &["--mode", "json", "--no-session", "ROUTE-EPHEMERAL"],
+    );
+    out.assert_success();
+    let header: Value = serde_json::from_str(out.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(header["cwd"], fixture.project.to_string_lossy().as_ref());
+    assert!(header["id"].as_str().is_some_and(|id| !id.is_empty()));
+    parse_json_run(&out.stdout);
+    assert!(fixture.session_files().is_empty());
+}

@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 ///
 /// Run a prompt: `cadre -p "explain src/main.rs"`. Try it without an API key: `cadre demo`.
 #[derive(Debug, Parser)]
-#[command(name = "cadre", version, about, long_about = None)]
+#[command(name = "cadre", version)]
 #[command(args_conflicts_with_subcommands = true)]
 #[command(after_help = ENV_HELP)]
 pub struct Cli {

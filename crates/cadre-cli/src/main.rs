@@ -15,7 +15,10 @@ use clap::Parser;
 use args::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -43,6 +46,39 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--help` and `--version` print as clap renders them; a usage error becomes one
+/// `cadre: error:` line like every other failure (clap's own spans several lines).
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    eprintln!("cadre: error: {}", usage_line(&e.render().to_string()));
+    ExitCode::from(2)
+}
+
+/// clap's rendered error on one line: the message and its tips, without the usage block and
+/// the "try --help" footer.
+fn usage_line(rendered: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    let mut in_usage = false;
+    for line in rendered.lines().map(str::trim) {
+        if line.is_empty() {
+            in_usage = false;
+            continue;
+        }
+        if line.starts_with("Usage:") {
+            in_usage = true;
+        }
+        if in_usage || line.starts_with("For more information") {
+            continue;
+        }
+        parts.push(line.strip_prefix("error:").map(str::trim).unwrap_or(line));
+    }
+    parts.join("; ")
+}
+
 /// The error and its causes on one line: "what failed: why".
 fn one_line(e: &anyhow::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
@@ -53,4 +89,50 @@ fn one_line(e: &anyhow::Error) -> String {
         }
     }
     parts.join(": ")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn rendered(args: &[&str]) -> String {
+        let e = Cli::try_parse_from(args).unwrap_err();
+        usage_line(&e.render().to_string())
+    }
+
+    #[test]
+    fn usage_errors_fit_on_one_line() {
+        let line = rendered(&["cadre", "--mode", "nope"]);
+        assert!(!line.contains('\n'), "{line}");
+        assert!(
+            line.starts_with("invalid value 'nope' for '--mode"),
+            "{line}"
+        );
+        assert!(line.contains("text, json"), "{line}");
+        assert!(!line.contains("Usage"), "{line}");
+
+        let line = rendered(&["cadre", "--frobnicate"]);
+        assert!(
+            line.starts_with("unexpected argument '--frobnicate'"),
+            "{line}"
+        );
+        assert!(!line.contains("For more information"), "{line}");
+
+        let line = rendered(&["cadre", "--model"]);
+        assert!(line.contains("--model"), "{line}");
+        assert!(!line.contains('\n'), "{line}");
+    }
+
+    #[test]
+    fn usage_line_keeps_plain_messages() {
+        assert_eq!(usage_line("error: boom\n"), "boom");
+        assert_eq!(
+            usage_line(
+                "error: a\n\n  tip: b\n\nUsage: cadre [X]\n       cadre y\n\nFor more information, try '--help'.\n"
+            ),
+            "a; tip: b"
+        );
+        assert_eq!(usage_line(""), "");
+    }
 }

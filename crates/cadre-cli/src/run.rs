@@ -330,9 +330,17 @@ async fn open_session(
     let existing: Option<PathBuf> = match (&args.session, args.continue_latest) {
         (Some(_), true) => bail!("--session and --continue cannot be combined"),
         (Some(path), false) => {
-            if path.exists() {
+            // An empty file (e.g. made with mktemp by whoever runs us) starts a new session
+            // there, as in Pi; a file with content that is not a session is refused below.
+            let empty = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0);
+            if path.exists() && !empty {
                 Some(path.clone())
             } else {
+                if empty {
+                    std::fs::remove_file(path).with_context(|| {
+                        format!("cannot replace the empty session file {}", path.display())
+                    })?;
+                }
                 let writer = SessionWriter::create_at(path, cwd, None).await?;
                 return Ok((Some(writer), Vec::new()));
             }

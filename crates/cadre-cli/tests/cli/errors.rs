@@ -124,3 +124,47 @@ fn bad_environment_overrides_name_the_variable() {
     let line = out.assert_one_line_error();
     assert!(line.contains("CADRE_IDLE_TIMEOUT_MS"), "{line}");
 }
+
+#[test]
+fn usage_errors_are_one_line_too() {
+    let fixture = Fixture::new();
+    for args in [
+        &["--mode", "yaml", "hi"][..],
+        &["--frobnicate"],
+        &["-p", "--model"],
+        &["demo", "--wire", "smoke-signals"],
+    ] {
+        let out = fixture.run(args);
+        let line = out.assert_one_line_error();
+        assert!(!line.contains("Usage"), "{args:?}: {line}");
+        assert_eq!(out.code, Some(2), "{args:?}: usage errors exit 2");
+    }
+    let line = fixture
+        .run(&["--mode", "yaml", "hi"])
+        .assert_one_line_error()
+        .to_string();
+    assert!(
+        line.contains("yaml") && line.contains("text, json"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_session_file_that_is_not_one_is_refused_by_name() {
+    let fixture = Fixture::new();
+    let path = fixture.user_home.join("notes.jsonl");
+    std::fs::write(&path, "these are my notes\n").unwrap();
+    let arg = path.to_string_lossy().into_owned();
+    let out = fixture.run_print(Wire::Anthropic, &["--session", &arg, "hi"]);
+    let line = out.assert_one_line_error();
+    assert!(
+        line.contains(&arg) && line.contains("not a session file"),
+        "{line}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "these are my notes\n",
+        "the file is left alone"
+    );
+    assert!(fixture.server.requests().is_empty());
+}

@@ -226,3 +226,20 @@ fn continue_without_an_earlier_session_starts_one() {
     let entries = assert_valid_session(&fixture.only_session());
     assert_eq!(messages(&entries).len(), 2);
 }
+
+#[test]
+fn an_empty_session_file_starts_a_new_session_there() {
+    let fixture = Fixture::new();
+    fixture
+        .server
+        .script(Rule::new(Match::first_user("ROUTE-EMPTY")).reply(Reply::text("filled")));
+    // As `mktemp` would leave it for us.
+    let path = fixture.user_home.join("made-by-mktemp.jsonl");
+    std::fs::write(&path, "").unwrap();
+    let arg = path.to_string_lossy().into_owned();
+    let out = fixture.run_print(Wire::OpenAi, &["--session", &arg, "ROUTE-EMPTY: hi"]);
+    out.assert_success();
+    assert_eq!(out.stdout, "filled\n");
+    let entries = assert_valid_session(&path);
+    assert_eq!(messages(&entries).len(), 2);
+}

@@ -137,6 +137,10 @@ pub struct WorktreeInfo {
     pub branch: String,
     /// The commit the worktree was created from.
     pub base: String,
+    /// The tree the child started from (HEAD plus the parent's replayed changes); its changes are
+    /// the difference between this tree and the worktree's final state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_tree: Option<String>,
     pub kept: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff_stat: Option<String>,
@@ -197,6 +201,10 @@ pub struct TaskRecord {
     /// Process id of the owning cadre process while running (orphan detection, O13).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub owner_pid: Option<u32>,
+    /// Start time of the owning process (clock ticks since boot, `/proc/<pid>/stat` field 22), so a
+    /// reused pid is not mistaken for a live owner.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner_start_time: Option<u64>,
     /// RFC 3339 timestamps.
     pub created_at: String,
     pub updated_at: String,

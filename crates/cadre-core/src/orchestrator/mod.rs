@@ -5,5 +5,8 @@ pub mod capability;
 pub mod lifecycle;
 pub mod output;
 pub mod policy;
+pub mod quota;
 pub mod settings;
+pub mod store;
 pub mod target;
+pub mod worktree;

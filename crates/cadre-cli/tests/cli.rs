@@ -11,6 +11,8 @@ mod harness;
 
 #[path = "cli/abort.rs"]
 mod abort;
+#[path = "cli/config.rs"]
+mod config;
 #[path = "cli/conversation.rs"]
 mod conversation;
 #[path = "cli/errors.rs"]

@@ -138,3 +138,44 @@ fn assert_has_user_prompt(session: &Path, entries: &[serde_json::Value]) {
         session.display()
     );
 }
+
+#[test]
+fn sigint_in_json_mode_closes_every_event() {
+    for wire in Wire::BOTH {
+        let fixture = Fixture::new();
+        fixture
+            .server
+            .script(
+                Rule::new(Match::first_user("ROUTE-ABORT-JSON")).reply(Reply::tool_call(
+                    "call_sleep",
+                    "bash",
+                    json!({"command": "touch started && exec sleep 30"}),
+                )),
+            );
+        let running = Running::spawn(
+            fixture.command(&[
+                "-p",
+                "--mode",
+                "json",
+                "--model",
+                wire.model(),
+                "ROUTE-ABORT-JSON: go",
+            ]),
+            None,
+        );
+        let started = fixture.project.join("started");
+        wait_until("the bash command to start", || started.exists());
+        running.signal("INT");
+        let out = running.wait(PROMPT_EXIT);
+        assert!(out.code.is_some_and(|c| c != 0), "{wire:?}: {out:#?}");
+        let events = crate::json_mode::parse_json_run(&out.stdout);
+        let end = events
+            .iter()
+            .find(|e| e["type"] == "tool_execution_end")
+            .unwrap_or_else(|| panic!("{wire:?}: the bash execution ends"));
+        assert_eq!(end["toolCallId"], "call_sleep");
+        assert_eq!(end["isError"], true, "{wire:?}: {end}");
+        let turn_end = events.iter().find(|e| e["type"] == "turn_end").unwrap();
+        assert_eq!(turn_end["toolResults"].as_array().unwrap().len(), 1);
+    }
+}

@@ -326,3 +326,21 @@ async fn a_repository_without_commits_is_refused_clearly() {
         .unwrap_err();
     assert!(matches!(err, WorktreeError::NoCommits { .. }), "{err}");
 }
+
+#[tokio::test]
+async fn an_existing_branch_of_the_same_name_is_never_reused_or_deleted() {
+    let (_tmp, root) = repo();
+    let id = task_id();
+    let branch = format!(
+        "cadre-{}",
+        cadre_core::orchestrator::worktree::short_id(&id)
+    );
+    git(&root, &["branch", &branch]);
+    let err = guarded(Worktree::create(&root, &id)).await.unwrap_err();
+    assert!(matches!(err, WorktreeError::BranchExists { .. }), "{err}");
+    assert!(cadre_branches(&root).contains(&branch));
+    assert!(matches!(
+        guarded(Worktree::create(&root, "--")).await,
+        Err(WorktreeError::InvalidTaskId { .. })
+    ));
+}

@@ -52,6 +52,10 @@ pub enum WorktreeError {
     OutsideRepo { cwd: PathBuf, repo: PathBuf },
     #[error("a worktree already exists at {}", .path.display())]
     AlreadyExists { path: PathBuf },
+    #[error("task id {id:?} has no letters or digits to name a worktree branch with")]
+    InvalidTaskId { id: String },
+    #[error("a branch named {branch} already exists; cadre will not reuse or delete it")]
+    BranchExists { branch: String },
     #[error("the worktree at {} no longer exists", .path.display())]
     Missing { path: PathBuf },
     #[error("the worktree record has no baseline tree, so its changes cannot be computed")]
@@ -133,9 +137,8 @@ impl Worktree {
             };
         let id8 = short_id(task_id);
         if id8.is_empty() {
-            return Err(WorktreeError::Git {
-                command: "worktree add".into(),
-                stderr: format!("task id {task_id:?} has no usable characters for a branch name"),
+            return Err(WorktreeError::InvalidTaskId {
+                id: task_id.to_string(),
             });
         }
         let path = common_dir(&repo_root).await?.join(WORKTREES_DIR).join(&id8);
@@ -143,10 +146,22 @@ impl Worktree {
             return Err(WorktreeError::AlreadyExists { path });
         }
         let branch = format!("cadre-{id8}");
+        // Checked up front so a failed `worktree add` below can delete the branch knowing it made it.
+        let branch_ref = format!("refs/heads/{branch}");
+        if git_out(
+            &repo_root,
+            ["rev-parse", "--verify", "-q", &branch_ref],
+            None,
+        )
+        .await
+        .is_ok()
+        {
+            return Err(WorktreeError::BranchExists { branch });
+        }
         // Snapshot the parent before anything else so the child sees the state at launch.
         let parent_tree = snapshot_tree(&repo_root).await?;
 
-        git_out(
+        let added = git_out(
             &repo_root,
             [
                 OsStr::new("-c"),
@@ -161,7 +176,7 @@ impl Worktree {
             ],
             None,
         )
-        .await?;
+        .await;
         let mut worktree = Worktree {
             cwd: path.join(&relative),
             repo_root,
@@ -171,6 +186,11 @@ impl Worktree {
             base,
             baseline: String::new(),
         };
+        if let Err(e) = added {
+            // `-b` may have created the branch before the checkout failed.
+            worktree.remove().await;
+            return Err(e);
+        }
         match worktree.replay(&parent_tree).await {
             Ok(baseline) => {
                 worktree.baseline = baseline;

@@ -344,3 +344,38 @@ async fn an_existing_branch_of_the_same_name_is_never_reused_or_deleted() {
         Err(WorktreeError::InvalidTaskId { .. })
     ));
 }
+
+#[tokio::test]
+async fn a_cwd_git_does_not_track_still_exists_in_the_worktree() {
+    let (_tmp, root) = repo();
+    let cwd = root.join("out/deep");
+    fs::create_dir_all(&cwd).unwrap();
+    fs::write(cwd.join("x.log"), "ignored\n").unwrap();
+    let wt = guarded(Worktree::create(&cwd, &task_id())).await.unwrap();
+    assert_eq!(wt.cwd(), wt.path().join("out/deep"));
+    assert!(wt.cwd().is_dir());
+    // An empty directory is not a change.
+    assert_eq!(
+        guarded(wt.finish()).await.unwrap(),
+        WorktreeOutcome::Removed
+    );
+}
+
+#[tokio::test]
+async fn an_untracked_nested_repository_does_not_break_creation() {
+    let (_tmp, root) = repo();
+    let nested = root.join("vendor/lib");
+    fs::create_dir_all(&nested).unwrap();
+    git(&nested, &["init", "-q"]);
+    git(&nested, &["config", "user.name", "Test"]);
+    git(&nested, &["config", "user.email", "test@example.invalid"]);
+    git(&nested, &["config", "commit.gpgsign", "false"]);
+    fs::write(nested.join("n.txt"), "n\n").unwrap();
+    git(&nested, &["add", "-A"]);
+    git(&nested, &["commit", "-q", "-m", "n"]);
+    let wt = guarded(Worktree::create(&root, &task_id())).await.unwrap();
+    assert_eq!(
+        guarded(wt.finish()).await.unwrap(),
+        WorktreeOutcome::Removed
+    );
+}

@@ -194,6 +194,15 @@ impl Worktree {
         match worktree.replay(&parent_tree).await {
             Ok(baseline) => {
                 worktree.baseline = baseline;
+                // A cwd that holds nothing git tracks (an empty or all-ignored directory) has no
+                // counterpart in the worktree yet; the child still starts at the same place.
+                if let Err(source) = tokio::fs::create_dir_all(&worktree.cwd).await {
+                    worktree.remove().await;
+                    return Err(WorktreeError::Io {
+                        path: worktree.cwd.clone(),
+                        source,
+                    });
+                }
                 Ok(worktree)
             }
             Err(e) => {

@@ -113,21 +113,21 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
     );
 
     if !args.json {
-        println!("cadre demo: a real agent run against a scripted model");
-        println!(
+        outln!("cadre demo: a real agent run against a scripted model");
+        outln!(
             "  model    scripted: a built-in fake server at {base_url} speaking the {wire_name} wire format."
         );
-        println!(
+        outln!(
             "           Its replies are fixed in advance; no API key, nothing leaves this machine."
         );
-        println!(
+        outln!(
             "  tools    real: {} working in {}",
             cadre_tools::BUILTIN_TOOL_NAMES.join(", "),
             project.display()
         );
-        println!("           (a fresh copy of a small sample project)");
-        println!();
-        println!("you: {DEMO_PROMPT}");
+        outln!("           (a fresh copy of a small sample project)");
+        outln!();
+        outln!("you: {DEMO_PROMPT}");
     }
     let json = args.json;
     let printer = tokio::spawn(async move {
@@ -135,7 +135,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
             if json {
                 render::print_json_line(&event);
             } else if let Some(line) = render::transcript_line(&event) {
-                println!("{line}");
+                outln!("{line}");
             }
         }
     });
@@ -153,12 +153,12 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
         .map(|r| r.tool_call_ids().len())
         .unwrap_or(0);
     if !json {
-        println!();
+        outln!();
         match &outcome.final_message {
-            Some(message) => println!("answer:\n{}\n", message.text().trim_end()),
-            None => println!("(no answer)"),
+            Some(message) => outln!("answer:\n{}\n", message.text().trim_end()),
+            None => outln!("(no answer)"),
         }
-        println!(
+        outln!(
             "{} model turns · {tool_calls} tool calls, every one answered: {} · {} tokens in, {} out",
             outcome.turns,
             if answered.is_ok() { "yes" } else { "NO" },
@@ -169,11 +169,11 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
     if args.keep {
         let kept = dir.keep();
         if !json {
-            println!("session  {} (Pi session format v3)", session_path.display());
-            println!("kept     {}", kept.display());
+            outln!("session  {} (Pi session format v3)", session_path.display());
+            outln!("kept     {}", kept.display());
         }
     } else if !json {
-        println!(
+        outln!(
             "The run was saved as a Pi session file; the demo directory is removed on exit \
              (pass --keep to look around)."
         );

@@ -34,7 +34,7 @@ pub async fn run(args: FakeServerArgs) -> Result<ExitCode> {
         cadre_core::config::atomic_write(path, port.to_string().as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    eprintln!(
+    errln!(
         "fake server: openai {} · anthropic {} · Ctrl-C to stop",
         server.openai_base_url(),
         server.anthropic_base_url()

@@ -1,5 +1,22 @@
 //! The `cadre` binary: parses arguments, runs one mode, turns errors into one clear line.
 
+/// `println!` that never panics: a closed stdout (`cadre … | head`) ends the output, not the
+/// process.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that never panics on a closed stderr.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 mod args;
 mod demo;
 mod demo_script;
@@ -25,7 +42,7 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("cadre: error: cannot start the async runtime: {e}");
+            errln!("cadre: error: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -40,7 +57,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("cadre: error: {}", one_line(&e));
+            errln!("cadre: error: {}", one_line(&e));
             ExitCode::FAILURE
         }
     }
@@ -54,7 +71,7 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         let _ = e.print();
         return ExitCode::SUCCESS;
     }
-    eprintln!("cadre: error: {}", usage_line(&e.render().to_string()));
+    errln!("cadre: error: {}", usage_line(&e.render().to_string()));
     ExitCode::from(2)
 }
 

@@ -65,9 +65,10 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let thinking = resolve_thinking(&model, requested);
     if let Some(reason) = &thinking.clamp_reason {
-        eprintln!(
+        errln!(
             "cadre: thinking {} → {}: {reason}",
-            thinking.requested, thinking.effective
+            thinking.requested,
+            thinking.effective
         );
     }
 
@@ -175,7 +176,7 @@ async fn abort_on_signal(signals: Option<Signals>, controller: AgentController) 
     }
     controller.abort();
     if signals.next().await {
-        eprintln!("cadre: error: interrupted again; exiting without waiting for the abort");
+        errln!("cadre: error: interrupted again; exiting without waiting for the abort");
         std::process::exit(130);
     }
 }
@@ -222,7 +223,7 @@ fn finish(mode: Mode, outcome: &RunOutcome, session: Option<&Path>) -> Result<Ex
         None => {
             let text = outcome.final_message.as_ref().map(|m| m.text());
             if let (Mode::Text, Some(text)) = (mode, text.filter(|t| !t.is_empty())) {
-                println!("{}", text.trim_end());
+                outln!("{}", text.trim_end());
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -232,7 +233,7 @@ fn finish(mode: Mode, outcome: &RunOutcome, session: Option<&Path>) -> Result<Ex
             let hint = session
                 .map(|p| format!(" (session: {})", p.display()))
                 .unwrap_or_default();
-            eprintln!(
+            errln!(
                 "cadre: error: {}{hint}",
                 error.lines().next().unwrap_or(error)
             );
@@ -352,7 +353,7 @@ async fn open_session(
         Some(path) => {
             let loaded = load_session(&path)?;
             for (line, reason) in &loaded.dropped_lines {
-                eprintln!(
+                errln!(
                     "cadre: {}:{line}: skipped an unreadable line ({reason})",
                     path.display()
                 );
@@ -391,9 +392,11 @@ fn build_prompt(
 }
 
 fn print_models(registry: &ModelRegistry) {
-    println!(
+    outln!(
         "{:<48} {:<20} {:>9}  credentials",
-        "model", "api", "context"
+        "model",
+        "api",
+        "context"
     );
     for m in registry.list() {
         let creds = match (&m.unsupported, m.has_credentials) {
@@ -401,9 +404,11 @@ fn print_models(registry: &ModelRegistry) {
             (None, true) => "yes".to_string(),
             (None, false) => "missing".to_string(),
         };
-        println!(
+        outln!(
             "{:<48} {:<20} {:>9}  {creds}",
-            m.full_name, m.api, m.context_window
+            m.full_name,
+            m.api,
+            m.context_window
         );
     }
 }

@@ -27,7 +27,7 @@ pub async fn run(args: ToolArgs) -> Result<ExitCode> {
         artifacts_dir: std::env::temp_dir(),
     };
     let output = tool.execute(json, ctx).await;
-    println!("{}", cadre_protocol::join_text(&output.content));
+    outln!("{}", cadre_protocol::join_text(&output.content));
     Ok(if output.is_error {
         ExitCode::FAILURE
     } else {

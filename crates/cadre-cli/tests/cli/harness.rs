@@ -251,6 +251,22 @@ impl Running {
         }
     }
 
+    /// Like [`Running::spawn`] with stdin closed, but nobody reads stdout: the pipe's read end
+    /// is closed at once, as `cadre … | head -0` would leave it.
+    pub fn spawn_with_stdout_closed(mut cmd: Command) -> Running {
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .stdin(Stdio::null());
+        let mut child = cmd.spawn().expect("spawn cadre");
+        drop(child.stdout.take());
+        let stderr = child.stderr.take().map(collect);
+        Running {
+            child,
+            stdout: None,
+            stderr,
+        }
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

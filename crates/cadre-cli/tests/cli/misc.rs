@@ -72,3 +72,26 @@ fn list_models_shows_configured_models() {
         .unwrap();
     assert!(builtin.ends_with("missing"), "{builtin}");
 }
+
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    use crate::harness::{HANG_GUARD, Running, Wire};
+    use cadre_testkit::{Match, Reply, Rule};
+
+    let fixture = Fixture::new();
+    fixture
+        .server
+        .script(Rule::new(Match::first_user("ROUTE-PIPE")).reply(Reply::text("answer")));
+    let model = Wire::Anthropic.model();
+    for args in [
+        &["-p", "--model", model, "ROUTE-PIPE"][..],
+        &["-p", "--mode", "json", "--model", model, "ROUTE-PIPE"],
+        &["--list-models"],
+        &["demo"],
+        &["--help"],
+    ] {
+        let out = Running::spawn_with_stdout_closed(fixture.command(args)).wait(HANG_GUARD);
+        assert!(!out.stderr.contains("panicked"), "{args:?}: {out:#?}");
+        assert!(out.code.is_some_and(|c| c != 101), "{args:?}: {out:#?}");
+    }
+}

@@ -33,9 +33,10 @@ pub fn new_task_id() -> String {
     uuid::Uuid::now_v7().to_string()
 }
 
-/// An RFC 3339 UTC timestamp with milliseconds, the format of the record's timestamps.
+/// An RFC 3339 UTC timestamp with milliseconds, the format of the record's timestamps (the same
+/// as session entries').
 pub fn timestamp(at: SystemTime) -> String {
-    humantime::format_rfc3339_millis(at).to_string()
+    crate::session::iso_timestamp(at)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -170,8 +171,12 @@ impl TaskStore {
         if record.output_file.is_empty() {
             record.output_file = output.to_string_lossy().into_owned();
         }
-        write_file(&output, b"")?;
-        self.save(record)
+        let written = write_file(&output, b"").and_then(|()| self.save(record));
+        if written.is_err() {
+            // Leave no directory without a record behind; the id stays free for a retry.
+            let _ = fs::remove_dir_all(&dir);
+        }
+        written
     }
 
     /// Replace the record atomically, setting `updated_at` to now.

@@ -212,7 +212,9 @@ impl Worktree {
         }
     }
 
-    /// Re-open a kept worktree from its record (to continue a task in it).
+    /// Re-open a kept worktree from its record (to continue a task in it, or to discard it with
+    /// [`Worktree::remove`]). Its [`Worktree::cwd`] is the worktree root; a continued task keeps
+    /// the cwd its record holds, which already points inside the worktree.
     pub async fn open(info: &WorktreeInfo) -> Result<Worktree, WorktreeError> {
         let path = PathBuf::from(&info.path);
         if !path.is_dir() {

@@ -75,3 +75,45 @@ fn an_untrusted_project_file_is_not_even_parsed() {
     let line = out.assert_one_line_error();
     assert!(line.contains(".cadre/settings.json"), "{line}");
 }
+
+#[test]
+fn pi_models_json_is_used_when_cadre_home_has_none() {
+    let fixture = Fixture::new();
+    answer_anything(&fixture);
+    let models = fixture.models_json();
+    std::fs::remove_file(fixture.models_path()).unwrap();
+    write_json(
+        &fixture.user_home.join(".pi/agent/models.json"),
+        models.clone(),
+    );
+
+    let out = fixture.run(&["--list-models"]);
+    out.assert_success();
+    assert!(
+        out.stdout.lines().any(|l| l.starts_with("fake/m1 ")),
+        "{}",
+        out.stdout
+    );
+    let out = fixture.run(&["-p", "--model", "fakeoai/m1", "ROUTE-SETTINGS"]);
+    out.assert_success();
+    assert_eq!(out.stdout, "ok\n");
+
+    // PI_CODING_AGENT_DIR points elsewhere: that one is read instead of ~/.pi/agent.
+    let pi_dir = fixture.user_home.join("pi-elsewhere");
+    let mut only_anthropic = models;
+    only_anthropic["providers"]
+        .as_object_mut()
+        .unwrap()
+        .remove("fakeoai");
+    write_json(&pi_dir.join("models.json"), only_anthropic);
+    let mut cmd = fixture.command(&["--list-models"]);
+    cmd.env("PI_CODING_AGENT_DIR", &pi_dir);
+    let out = crate::harness::Running::spawn(cmd, None).wait(crate::harness::HANG_GUARD);
+    out.assert_success();
+    assert!(out.stdout.lines().any(|l| l.starts_with("fake/m1 ")));
+    assert!(!out.stdout.lines().any(|l| l.starts_with("fakeoai/m1 ")));
+    assert!(
+        !pi_dir.join("sessions").exists() && !fixture.user_home.join(".pi/agent/sessions").exists(),
+        "Pi's directory is only read"
+    );
+}

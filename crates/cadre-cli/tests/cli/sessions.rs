@@ -243,3 +243,44 @@ fn an_empty_session_file_starts_a_new_session_there() {
     let entries = assert_valid_session(&path);
     assert_eq!(messages(&entries).len(), 2);
 }
+
+#[test]
+fn a_session_cut_after_a_tool_call_is_repaired_before_sending() {
+    let fixture = Fixture::new();
+    fixture.server.script(
+        Rule::new(
+            Match::first_user("ROUTE-CONV")
+                .and(Match::last_user("FOLLOW-UP"))
+                .and(Match::assistant_turns(1)),
+        )
+        .reply(Reply::text(SECOND_ANSWER)),
+    );
+    run_conversation(&fixture, Wire::Anthropic);
+    let session = fixture.only_session();
+    // Keep the header, the prompt and the first assistant turn (ls + grep calls): as if the
+    // process had been killed while the tools ran.
+    let text = std::fs::read_to_string(&session).unwrap();
+    let first_assistant = text
+        .lines()
+        .position(|l| l.contains(r#""role":"assistant""#))
+        .unwrap();
+    let kept: String = text
+        .lines()
+        .take(first_assistant + 1)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&session, &kept).unwrap();
+    let entries = assert_valid_session(&session);
+    assert_eq!(messages(&entries).last().unwrap()["role"], "assistant");
+
+    let arg = session.to_string_lossy().into_owned();
+    let out = fixture.run_print(Wire::Anthropic, &["--session", &arg, FOLLOW_UP]);
+    out.assert_success();
+    assert_eq!(out.stdout, format!("{SECOND_ANSWER}\n"));
+    fixture
+        .server
+        .check_tool_calls_answered()
+        .expect("the dangling calls were answered before the request");
+    let after = assert_valid_session(&session);
+    assert_every_tool_call_answered(&messages(&after));
+}

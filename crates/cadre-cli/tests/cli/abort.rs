@@ -179,3 +179,40 @@ fn sigint_in_json_mode_closes_every_event() {
         assert_eq!(turn_end["toolResults"].as_array().unwrap().len(), 1);
     }
 }
+
+#[test]
+fn sigint_during_a_retry_wait_exits_promptly() {
+    let fixture = Fixture::new();
+    // The server asks for 30 s; the abort must cut the wait short.
+    fixture.server.script(
+        Rule::new(Match::first_user("ROUTE-WAIT")).reply(Reply::failing(Fault::rate_limited("30"))),
+    );
+    let running = Running::spawn(
+        fixture.command(&[
+            "-p",
+            "--mode",
+            "json",
+            "--model",
+            Wire::OpenAi.model(),
+            "ROUTE-WAIT: hi",
+        ]),
+        None,
+    );
+    wait_until("the rate-limited request", || {
+        !fixture.server.requests().is_empty()
+    });
+    // Give the client a moment to read the 429 and start waiting.
+    std::thread::sleep(Duration::from_millis(200));
+    running.signal("INT");
+    let out = running.wait(PROMPT_EXIT);
+    assert!(out.code.is_some_and(|c| c != 0), "{out:#?}");
+    assert!(!out.stderr.contains("panicked"), "{out:#?}");
+    assert_eq!(
+        fixture.server.requests().len(),
+        1,
+        "no retry after the abort"
+    );
+    // Whether the abort landed before or during the wait, the events are well formed.
+    crate::json_mode::parse_json_run(&out.stdout);
+    assert_valid_session(&fixture.only_session());
+}

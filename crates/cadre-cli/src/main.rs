@@ -67,9 +67,17 @@ fn main() -> ExitCode {
 /// `cadre: error:` line like every other failure (clap's own spans several lines).
 fn usage_error(e: &clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
-    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-        let _ = e.print();
-        return ExitCode::SUCCESS;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        // A command given nothing shows its help (on stderr), which is not one line.
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
+        _ => {}
     }
     errln!("cadre: error: {}", usage_line(&e.render().to_string()));
     ExitCode::from(2)

@@ -225,7 +225,6 @@ fn json_mode_reports_a_final_failure_in_events_and_on_stderr() {
 /// `stream_reply` resets the partial on `Retry` without a `message_end`, so consumers see two
 /// `message_start`s for one `message_end`.
 #[test]
-#[ignore = "cadre-core agent/stream.rs: no message_end for a partial abandoned by a retry"]
 fn json_events_stay_well_formed_across_a_mid_stream_retry() {
     for wire in Wire::BOTH {
         let fixture = Fixture::new();

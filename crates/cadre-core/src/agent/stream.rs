@@ -74,6 +74,12 @@ pub(crate) async fn stream_reply(
                 delay_ms,
                 error,
             }) => {
+                // Close the abandoned attempt's message so consumers see every
+                // message_start matched by a message_end; it is not kept in the history.
+                let abandoned = std::mem::replace(&mut partial, PartialMessage::new(model));
+                if started {
+                    end(&abandoned.interrupted(StopReason::Error, error.to_string()));
+                }
                 emitter.emit_with(|| AgentEvent::AutoRetryStart {
                     attempt,
                     max_attempts,
@@ -81,7 +87,6 @@ pub(crate) async fn stream_reply(
                     error_message: error.to_string(),
                 });
                 retry_attempt = Some(attempt);
-                partial = PartialMessage::new(model);
                 started = false;
             }
             Some(StreamEvent::Done(message)) => {

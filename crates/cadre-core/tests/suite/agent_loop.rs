@@ -479,6 +479,8 @@ async fn retry_resets_the_partial_message() {
     let events = drain(&mut h.events);
     let n = names(&events);
     let retry = n.iter().position(|e| e == "auto_retry_start").unwrap();
+    // The abandoned attempt is closed before the retry starts a fresh message.
+    assert_eq!(n[retry - 1], "message_end:assistant");
     assert_eq!(n[retry + 1], "message_start:assistant");
     assert!(n.contains(&"auto_retry_end".to_string()));
     let AgentEvent::AutoRetryStart {
@@ -512,10 +514,17 @@ async fn retry_resets_the_partial_message() {
             ..
         })
     ));
+    // One message_end for the abandoned attempt, one for the reply that counts; each
+    // message_start is matched.
     assert_eq!(
         n.iter().filter(|e| *e == "message_end:assistant").count(),
-        1
+        2
     );
+    assert_eq!(
+        n.iter().filter(|e| *e == "message_start:assistant").count(),
+        2
+    );
+    assert_eq!(h.agent.messages().len(), 2, "only the good reply is kept");
 }
 
 #[tokio::test]

@@ -101,6 +101,16 @@ pub enum Command {
     /// benchmarks), e.g. `cadre tool grep '{"pattern":"fn main"}'`.
     #[command(hide = true)]
     Tool(ToolArgs),
+    /// List the agent types: layer, file, tools, overrides, blocked names, trust.
+    Agents(crate::commands::agents::AgentsArgs),
+    /// Check configuration, credentials, trust, sandbox support, agent files and tasks.
+    Doctor(crate::commands::doctor::DoctorArgs),
+    /// List this project's subagent tasks, newest first.
+    Tasks(crate::commands::tasks::TasksArgs),
+    /// Show, print the output of, stop or apply one task.
+    Task(crate::commands::task::TaskArgs),
+    /// Trust a project so its agents, skills and settings load (`--list`, `--revoke PATH`).
+    Trust(crate::commands::trust::TrustArgs),
 }
 
 #[derive(Debug, clap::Args)]

@@ -18,6 +18,7 @@ macro_rules! errln {
 }
 
 mod args;
+mod commands;
 mod demo;
 mod demo_script;
 mod fake_server;
@@ -51,6 +52,11 @@ fn main() -> ExitCode {
             Some(Command::Demo(args)) => demo::run(args).await,
             Some(Command::FakeServer(args)) => fake_server::run(args).await,
             Some(Command::Tool(args)) => tool::run(args).await,
+            Some(Command::Agents(args)) => commands::agents::run(&args),
+            Some(Command::Doctor(args)) => commands::doctor::run(&args),
+            Some(Command::Tasks(args)) => commands::tasks::run(&args),
+            Some(Command::Task(args)) => commands::task::run(args).await,
+            Some(Command::Trust(args)) => commands::trust::run(&args),
             None => run::run(cli.run).await,
         }
     });

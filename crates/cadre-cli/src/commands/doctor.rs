@@ -1,0 +1,457 @@
+//! `cadre doctor` (SPEC I2, T4, S2): what configuration cadre reads and what is wrong with it —
+//! CADRE_HOME, models.json / settings.json / trust.json, providers and which have credentials
+//! (by variable name, never a key), the project's trust and why, kernel sandbox support, role
+//! files that are malformed or blocked, `subagents` settings, and task records left running.
+//!
+//! Every check reports and moves on; the exit code is 0 even with problems, which are tagged
+//! `error:` or `warning:` and counted at the end.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use cadre_core::config::{TrustStore, load_settings};
+use cadre_core::orchestrator::settings::SubagentSettings;
+use cadre_core::orchestrator::store::{TaskStore, pid_is_alive};
+use cadre_core::roles::{DiagnosticKind, DiscoverOptions, ProjectTrust, discover};
+use cadre_llm::ModelRegistry;
+use cadre_llm::registry::{KeySource, ModelsFile, ProcessEnv, home_dir};
+use cadre_protocol::TaskStatus;
+
+use super::format::show_path;
+use super::tasks::in_project;
+use super::{Place, print_out};
+
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// Check as if the project were trusted (this run only).
+    #[arg(long)]
+    pub trust: bool,
+}
+
+/// The report, built section by section, counting problems.
+#[derive(Default)]
+struct Report {
+    text: String,
+    errors: usize,
+    warnings: usize,
+}
+
+impl Report {
+    fn section(&mut self, title: &str) {
+        if !self.text.is_empty() {
+            self.text.push('\n');
+        }
+        self.text.push_str(title);
+        self.text.push('\n');
+    }
+
+    fn line(&mut self, text: impl AsRef<str>) {
+        self.text.push_str("  ");
+        self.text.push_str(text.as_ref());
+        self.text.push('\n');
+    }
+
+    fn warn(&mut self, text: impl AsRef<str>) {
+        self.warnings += 1;
+        self.line(format!("warning: {}", text.as_ref()));
+    }
+
+    fn error(&mut self, text: impl AsRef<str>) {
+        self.errors += 1;
+        self.line(format!("error: {}", text.as_ref()));
+    }
+
+    fn finish(mut self) -> String {
+        self.text.push('\n');
+        let summary = match (self.errors, self.warnings) {
+            (0, 0) => "No problems found.".to_string(),
+            (e, w) => format!("{} and {}.", plural(e, "error"), plural(w, "warning")),
+        };
+        self.text.push_str(&summary);
+        self.text.push('\n');
+        self.text
+    }
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+pub fn run(args: &DoctorArgs) -> Result<ExitCode> {
+    let place = Place::from_env()?;
+    let user_home = home_dir(&ProcessEnv);
+    let short = |p: &Path| show_path(p, &place.root, user_home.as_deref());
+    let mut r = Report::default();
+
+    r.section("Home");
+    let home = place.home.root();
+    if home.is_dir() {
+        r.line(format!("CADRE_HOME: {}", home.display()));
+    } else {
+        r.line(format!(
+            "CADRE_HOME: {} (does not exist yet; created on first run)",
+            home.display()
+        ));
+    }
+    r.line(format!("project: {}", place.root.display()));
+
+    // Trust first: settings and roles depend on it.
+    let trust = trust_section(&mut r, &place, args.trust);
+    config_section(&mut r, &place, &trust, &short);
+    providers_section(&mut r, home);
+    sandbox_section(&mut r);
+    roles_section(&mut r, &place, &trust, &short);
+    tasks_section(&mut r, &place);
+
+    print_out(&r.finish());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn trust_section(r: &mut Report, place: &Place, flag: bool) -> ProjectTrust {
+    r.section("Trust");
+    let store = match TrustStore::load(&place.home) {
+        Ok(store) => Some(store),
+        Err(e) => {
+            r.error(format!("{e}; no project is trusted until it is fixed"));
+            None
+        }
+    };
+    if let Some(store) = &store {
+        let n = store.entries().count();
+        let state = if store.path().exists() {
+            format!(
+                "{} ({})",
+                store.path().display(),
+                plural(n, "trusted directory")
+            )
+        } else {
+            format!("{} (none yet)", store.path().display())
+        };
+        r.line(format!("trust.json: {state}"));
+    }
+    let by = store.as_ref().and_then(|s| s.trusted_by(&place.root));
+    if flag {
+        r.line(format!(
+            "project {}: trusted for this run (--trust)",
+            place.root.display()
+        ));
+        return ProjectTrust::Trusted;
+    }
+    match by {
+        Some(entry) if entry == place.root => {
+            r.line(format!("project {}: trusted", place.root.display()));
+            ProjectTrust::Trusted
+        }
+        Some(entry) => {
+            r.line(format!(
+                "project {}: trusted through {}",
+                place.root.display(),
+                entry.display()
+            ));
+            ProjectTrust::Trusted
+        }
+        None => {
+            r.line(format!(
+                "project {}: not trusted — its agents, skills and .cadre/settings.json are ignored; `cadre trust {}` trusts it",
+                place.root.display(),
+                place.root.display()
+            ));
+            ProjectTrust::Untrusted {
+                reason: format!("project {} is not trusted", place.root.display()),
+            }
+        }
+    }
+}
+
+fn config_section(
+    r: &mut Report,
+    place: &Place,
+    trust: &ProjectTrust,
+    short: &dyn Fn(&Path) -> String,
+) {
+    r.section("Settings");
+    match load_settings(&place.home, Some(&place.root), trust.is_trusted()) {
+        Ok(loaded) => {
+            if loaded.files.is_empty() {
+                r.line("settings.json: none (defaults)");
+            }
+            for file in &loaded.files {
+                r.line(format!("settings.json: {} (read)", short(file)));
+            }
+            if let Some(skipped) = &loaded.skipped_untrusted {
+                r.line(format!(
+                    "settings.json: {} (not read: the project is not trusted)",
+                    short(skipped)
+                ));
+            }
+            match SubagentSettings::from_value(loaded.settings.subagents.as_ref()) {
+                Ok(parsed) => {
+                    for w in &parsed.warnings {
+                        r.warn(w);
+                    }
+                    if parsed.warnings.is_empty() && loaded.settings.subagents.is_some() {
+                        r.line("subagents settings: ok");
+                    }
+                }
+                Err(e) => r.error(format!("{e}; launches fail until it is fixed")),
+            }
+        }
+        Err(e) => r.error(e.to_string()),
+    }
+}
+
+fn providers_section(r: &mut Report, home: &Path) {
+    r.section("Models and providers");
+    let registry = match ModelRegistry::load(home, &ProcessEnv) {
+        Ok(registry) => registry,
+        Err(e) => {
+            r.error(format!("{e}; no model can be called until it is fixed"));
+            return;
+        }
+    };
+    match registry.models_file() {
+        ModelsFile::None => r.line("models.json: none (built-in providers only)"),
+        ModelsFile::Cadre(path) => r.line(format!("models.json: {}", path.display())),
+        ModelsFile::Pi(path) => r.line(format!(
+            "models.json: {} (Pi's, read-only: cadre has none of its own)",
+            path.display()
+        )),
+    }
+    for ignored in registry.ignored_providers() {
+        r.warn(format!(
+            "models.json provider `{ignored}` is ignored: cadre has no such built-in provider and the entry defines no models"
+        ));
+    }
+    let statuses = registry.providers_status();
+    let mut any_credentials = false;
+    for p in &statuses {
+        any_credentials |= p.has_credentials;
+        let origin = if p.builtin { "built-in" } else { "models.json" };
+        let key = match &p.key_source {
+            KeySource::EnvVar { name, set: true } => format!("credentials: ${name} is set"),
+            KeySource::EnvVar { name, set: false } => {
+                format!("no credentials: ${name} is not set")
+            }
+            KeySource::Command => "credentials: from a command (not run here)".to_string(),
+            KeySource::Literal => "credentials: a key in models.json".to_string(),
+            KeySource::NotRequired => "credentials: none needed".to_string(),
+            KeySource::Missing => "no credentials: none configured".to_string(),
+        };
+        r.line(format!(
+            "{} ({origin}, {}): {key}",
+            p.provider,
+            plural(p.models, "model")
+        ));
+    }
+    if !any_credentials {
+        let vars: Vec<String> = statuses
+            .iter()
+            .filter_map(|p| match &p.key_source {
+                KeySource::EnvVar { name, .. } => Some(name.clone()),
+                _ => None,
+            })
+            .collect();
+        r.warn(format!(
+            "no provider has credentials, so no model can be called; set one of {} (or try `cadre demo`)",
+            vars.join(", ")
+        ));
+    }
+}
+
+/// Landlock support as the kernel reports it.
+#[derive(Debug, PartialEq, Eq)]
+enum Landlock {
+    Available,
+    Unavailable(String),
+}
+
+const LSM_LIST: &str = "/sys/kernel/security/lsm";
+
+fn landlock_status() -> Landlock {
+    match std::fs::read_to_string(LSM_LIST) {
+        Ok(text) => landlock_from_lsm_list(&text),
+        Err(e) => Landlock::Unavailable(format!("cannot read {LSM_LIST}: {e}")),
+    }
+}
+
+/// The active security modules are a comma-separated list; Landlock is usable when it is in it.
+fn landlock_from_lsm_list(text: &str) -> Landlock {
+    if text.trim().split(',').any(|m| m.trim() == "landlock") {
+        Landlock::Available
+    } else {
+        Landlock::Unavailable(format!(
+            "not among the active security modules ({})",
+            text.trim()
+        ))
+    }
+}
+
+fn sandbox_section(r: &mut Report) {
+    r.section("Sandbox");
+    if !cfg!(target_os = "linux") {
+        r.warn("Landlock: not available (not Linux); read-only roles' bash is refused, never run unsandboxed");
+        return;
+    }
+    match landlock_status() {
+        Landlock::Available => r.line(
+            "Landlock: available; read-only roles' bash runs with a read-only filesystem (kernel-enforced)",
+        ),
+        Landlock::Unavailable(why) => r.warn(format!(
+            "Landlock: not available ({why}); read-only roles' bash is refused, never run unsandboxed"
+        )),
+    }
+}
+
+fn roles_section(
+    r: &mut Report,
+    place: &Place,
+    trust: &ProjectTrust,
+    short: &dyn Fn(&Path) -> String,
+) {
+    r.section("Agents");
+    let opts = DiscoverOptions::new(place.home.clone(), place.cwd.clone(), trust.clone());
+    let roster = discover(&opts);
+    r.line(format!(
+        "{} available (`cadre agents` lists them)",
+        plural(roster.roles.len(), "agent type")
+    ));
+    for b in &roster.blocked {
+        r.error(format!(
+            "agent type `{}` is blocked by {} ({}): {}",
+            b.name,
+            short(&b.file),
+            b.layer,
+            one_line(&b.reason)
+        ));
+    }
+    for d in &roster.diagnostics {
+        let message = one_line(&d.message);
+        match d.kind {
+            DiagnosticKind::Malformed => {
+                // Listed above when its name is blocked; otherwise a higher file replaced it.
+                if !roster
+                    .blocked
+                    .iter()
+                    .any(|b| Some(&b.file) == d.file.as_ref())
+                {
+                    r.warn(format!(
+                        "malformed, and replaced by a higher layer: {message}"
+                    ));
+                }
+            }
+            DiagnosticKind::UnreadableDir => r.error(message),
+            DiagnosticKind::Untrusted => r.line(format!("ignored (untrusted): {message}")),
+            DiagnosticKind::Note => r.line(format!("note: {message}")),
+            DiagnosticKind::Override => {}
+        }
+    }
+    let overrides = roster
+        .roles
+        .iter()
+        .filter(|x| !x.overrides.is_empty())
+        .count();
+    if overrides > 0 {
+        r.line(format!(
+            "{} another definition (see `cadre agents`)",
+            if overrides == 1 {
+                "1 agent type overrides".to_string()
+            } else {
+                format!("{overrides} agent types override")
+            }
+        ));
+    }
+}
+
+fn tasks_section(r: &mut Report, place: &Place) {
+    r.section("Tasks");
+    let store = TaskStore::new(place.home.tasks_dir());
+    let listing = match store.list_all() {
+        Ok(listing) => listing,
+        Err(e) => {
+            r.error(e.to_string());
+            return;
+        }
+    };
+    let here = listing
+        .records
+        .iter()
+        .filter(|t| in_project(t, &place.root))
+        .count();
+    let mut running = 0;
+    let mut orphaned = 0;
+    for t in listing
+        .records
+        .iter()
+        .filter(|t| t.status == TaskStatus::Running)
+    {
+        if t.owner_pid
+            .is_some_and(|pid| pid_is_alive(pid, t.owner_start_time))
+        {
+            running += 1;
+        } else {
+            orphaned += 1;
+        }
+    }
+    r.line(format!(
+        "{} in this project, {} in all; {running} running",
+        plural(here, "task"),
+        listing.records.len()
+    ));
+    if orphaned > 0 {
+        r.warn(format!(
+            "{} left running by a process that is gone; `cadre tasks` marks them failed/orphaned",
+            plural(orphaned, "task")
+        ));
+    }
+    for problem in &listing.problems {
+        r.warn(format!("unreadable task record: {problem}"));
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn landlock_is_read_from_the_lsm_list() {
+        assert_eq!(
+            landlock_from_lsm_list("lockdown,capability,landlock,yama,apparmor\n"),
+            Landlock::Available
+        );
+        assert_eq!(landlock_from_lsm_list("landlock"), Landlock::Available);
+        assert!(matches!(
+            landlock_from_lsm_list("capability,yama,landlocked\n"),
+            Landlock::Unavailable(why) if why.contains("capability,yama,landlocked")
+        ));
+        assert!(matches!(
+            landlock_from_lsm_list(""),
+            Landlock::Unavailable(_)
+        ));
+    }
+
+    #[test]
+    fn the_summary_counts_problems() {
+        let mut r = Report::default();
+        r.section("A");
+        r.line("fine");
+        assert!(r.finish().ends_with("No problems found.\n"));
+        let mut r = Report::default();
+        r.section("A");
+        r.warn("w");
+        r.error("e1");
+        r.error("e2");
+        let text = r.finish();
+        assert!(text.contains("  warning: w\n  error: e1\n"), "{text}");
+        assert!(text.ends_with("2 errors and 1 warning.\n"), "{text}");
+    }
+}

@@ -3,10 +3,12 @@
 
 pub mod capability;
 pub mod lifecycle;
+pub mod manager;
 pub mod output;
 pub mod policy;
 pub mod quota;
 pub mod settings;
 pub mod store;
 pub mod target;
+pub mod tools;
 pub mod worktree;

@@ -1,0 +1,380 @@
+//! The task manager: launches children, runs them, delivers their results (SPEC O, L, S1).
+//!
+//! One [`TaskManager`] serves a root session and every task under it. A child is an in-process
+//! [`crate::agent::Agent`] on a tokio task; the manager builds it from the resolved role
+//! ([`launch`]), runs it under a lifecycle controller and a dispatch gate ([`run`]), and records
+//! it in the task store. Foreground launches wait for their tasks; background ones return at
+//! once and their `<task-notification>` reaches the direct parent exactly once, through the
+//! parent's notice channel. Continuation (`SendMessage`) of a finished task reopens it from its
+//! session file ([`reopen`]).
+
+mod handle;
+mod launch;
+mod pending;
+mod prompt;
+mod reopen;
+mod run;
+mod types;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use cadre_llm::{Model, Provider};
+use cadre_protocol::{TaskStatus, ThinkingLevel};
+use cadre_tools::ToolRegistry;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use handle::{RunState, TaskHandle, lock};
+use pending::Pending;
+
+pub use pending::PendingGuard;
+pub use prompt::{EMPTY_COMPLETION_NUDGE, OUTPUT_CONTRACT_HEADING};
+pub use types::{
+    ConversationSource, Delivery, EntryOutcome, LaunchError, LaunchSpec, ModelResolver, NoticeKind,
+    ParentNotice, ParentRef, SendOutcome, TaskOutcome, TaskSnapshot, TaskSpec,
+};
+
+use super::capability::{AGENT_TOOL, ROOT_ONLY_TOOLS};
+use super::output::{parent_result, preview};
+use super::quota::Quota;
+use super::settings::SubagentSettings;
+use super::store::TaskStore;
+use super::target::{TargetCandidate, resolve_target};
+use crate::roles::Roster;
+
+/// `TaskOutput`'s default wait when blocking (O3).
+pub const DEFAULT_OUTPUT_WAIT_MS: u64 = 300_000;
+
+/// Everything a manager needs; see the field docs.
+pub struct ManagerConfig {
+    pub provider: Arc<dyn Provider>,
+    pub models: Arc<dyn ModelResolver>,
+    /// The tool objects children may get (the root's active built-in tools). Orchestration
+    /// tools in it are ignored: the manager makes a child's `Agent` tool itself.
+    pub tools: ToolRegistry,
+    pub roster: Arc<Roster>,
+    pub settings: SubagentSettings,
+    pub store: TaskStore,
+    pub root_session_id: String,
+    pub root_session_file: Option<PathBuf>,
+    /// Where child session files are created (the root session's catalogue).
+    pub sessions_dir: PathBuf,
+    pub cadre_home: PathBuf,
+    pub cwd: PathBuf,
+    /// The project's trust, inherited by every child (T4).
+    pub trusted: bool,
+    /// Where tools put artifacts (e.g. bash's full output).
+    pub artifacts_dir: PathBuf,
+    /// The root parent's notice channel: its background completions and every progress warning.
+    pub root_notices: mpsc::UnboundedSender<ParentNotice>,
+}
+
+pub(crate) struct Inner {
+    pub provider: Arc<dyn Provider>,
+    pub models: Arc<dyn ModelResolver>,
+    pub tools: ToolRegistry,
+    pub roster: Arc<Roster>,
+    pub settings: SubagentSettings,
+    pub store: TaskStore,
+    pub root_session_id: String,
+    pub root_session_file: Option<PathBuf>,
+    pub sessions_dir: PathBuf,
+    pub cadre_home: PathBuf,
+    pub cwd: PathBuf,
+    pub trusted: bool,
+    pub artifacts_dir: PathBuf,
+    pub root_notices: mpsc::UnboundedSender<ParentNotice>,
+    pub quota: Quota,
+    pub pending: Pending,
+    /// Every task run by this process, by id (finished ones stay for their final state).
+    pub tasks: Mutex<HashMap<String, Arc<TaskHandle>>>,
+    /// Each nesting parent task's own notice channel, by task id.
+    pub sinks: Mutex<HashMap<String, mpsc::UnboundedSender<ParentNotice>>>,
+    pub me: Weak<Inner>,
+}
+
+/// The task manager of one root session. Cheap to clone.
+#[derive(Clone)]
+pub struct TaskManager {
+    inner: Arc<Inner>,
+}
+
+impl TaskManager {
+    pub fn new(config: ManagerConfig) -> TaskManager {
+        let mut tools = config.tools;
+        let keep: Vec<String> = tools
+            .names()
+            .into_iter()
+            .filter(|n| n != AGENT_TOOL && !ROOT_ONLY_TOOLS.contains(&n.as_str()))
+            .collect();
+        // Every name comes from the registry itself, so this cannot fail.
+        let _ = tools.retain_named(&keep);
+        let quota = Quota::new(config.settings.max_concurrent_tasks);
+        let inner = Arc::new_cyclic(|me| Inner {
+            provider: config.provider,
+            models: config.models,
+            tools,
+            roster: config.roster,
+            settings: config.settings,
+            store: config.store,
+            root_session_id: config.root_session_id,
+            root_session_file: config.root_session_file,
+            sessions_dir: config.sessions_dir,
+            cadre_home: config.cadre_home,
+            cwd: config.cwd,
+            trusted: config.trusted,
+            artifacts_dir: config.artifacts_dir,
+            root_notices: config.root_notices,
+            quota,
+            pending: Pending::new(),
+            tasks: Mutex::new(HashMap::new()),
+            sinks: Mutex::new(HashMap::new()),
+            me: me.clone(),
+        });
+        TaskManager { inner }
+    }
+
+    pub(crate) fn from_inner(inner: Arc<Inner>) -> TaskManager {
+        TaskManager { inner }
+    }
+
+    pub fn settings(&self) -> &SubagentSettings {
+        &self.inner.settings
+    }
+
+    pub fn roster(&self) -> &Roster {
+        &self.inner.roster
+    }
+
+    pub fn root_session_id(&self) -> &str {
+        &self.inner.root_session_id
+    }
+
+    pub fn store(&self) -> &TaskStore {
+        &self.inner.store
+    }
+
+    /// The root session as a parent. `active_tools` are the root's tool names (including the
+    /// orchestration tools it has); `conversation` enables forks.
+    pub fn root_parent(
+        &self,
+        model: Model,
+        thinking: ThinkingLevel,
+        system_prompt: String,
+        active_tools: Vec<String>,
+        conversation: Option<Arc<dyn ConversationSource>>,
+    ) -> ParentRef {
+        ParentRef {
+            task_id: None,
+            depth: 0,
+            session_id: Some(self.inner.root_session_id.clone()),
+            session_file: self.inner.root_session_file.clone(),
+            cwd: self.inner.cwd.clone(),
+            active_tools,
+            model,
+            thinking,
+            system_prompt,
+            notices: self.inner.root_notices.clone(),
+            conversation,
+        }
+    }
+
+    /// Launch the task(s) of one `Agent` call (O1). A single task's refusal is an `Err`; in a
+    /// `tasks` launch each entry settles on its own (V6). Foreground entries are waited for
+    /// (until they end or are promoted); `cancel` (the parent's tool call being aborted) stops
+    /// them with `parent_shutdown`.
+    pub async fn launch(
+        &self,
+        parent: &ParentRef,
+        spec: LaunchSpec,
+        cancel: Option<CancellationToken>,
+    ) -> Result<Vec<EntryOutcome>, LaunchError> {
+        launch::launch(&self.inner, parent, spec, cancel).await
+    }
+
+    /// `SendMessage` (O2): steer a live task, or reopen a finished one.
+    pub async fn send_message(
+        &self,
+        parent: &ParentRef,
+        to: &str,
+        message: &str,
+    ) -> Result<SendOutcome, LaunchError> {
+        reopen::send_message(&self.inner, parent, to, message).await
+    }
+
+    /// `TaskOutput` (O3): a snapshot, optionally after waiting up to `timeout` for the end.
+    pub async fn task_output(
+        &self,
+        target: &str,
+        block: bool,
+        timeout: Duration,
+    ) -> Result<TaskSnapshot, LaunchError> {
+        let id = self.resolve(target)?;
+        if block && let Some(h) = self.inner.handle(&id) {
+            let _ = tokio::time::timeout(timeout, h.wait(false)).await;
+        }
+        self.snapshot(&id)
+    }
+
+    /// `TaskStop` (O4): stop a live task; its partial output is kept.
+    pub async fn stop(&self, target: &str) -> Result<TaskSnapshot, LaunchError> {
+        let id = self.resolve(target)?;
+        let Some(h) = self
+            .inner
+            .handle(&id)
+            .filter(|h| h.state() != RunState::Ended)
+        else {
+            let snap = self.snapshot(&id)?;
+            return Err(LaunchError::NotAllowed(format!(
+                "task {id} is not running (status {}); nothing to stop",
+                snap.status.as_str()
+            )));
+        };
+        let actions = lock(&h.lifecycle).on_stop_requested();
+        run::apply_actions(&self.inner, &h, actions);
+        h.abort();
+        h.wait(false).await;
+        self.snapshot(&id)
+    }
+
+    /// Stop every live task with `parent_shutdown` and wait until their records are final (L6).
+    pub async fn shutdown(&self) {
+        let live: Vec<Arc<TaskHandle>> = lock(&self.inner.tasks)
+            .values()
+            .filter(|h| h.state() != RunState::Ended)
+            .cloned()
+            .collect();
+        for h in &live {
+            let actions = lock(&h.lifecycle).on_parent_shutdown();
+            run::apply_actions(&self.inner, h, actions);
+            h.abort();
+        }
+        for h in &live {
+            h.wait(false).await;
+        }
+    }
+
+    /// Whether a task is running or a notice has not been taken by its parent yet.
+    pub fn has_pending(&self) -> bool {
+        self.inner.pending.get() > 0
+    }
+
+    /// Wait until every task has ended and every notice has been taken (O6).
+    pub async fn wait_idle(&self) {
+        self.inner.pending.wait_zero().await
+    }
+
+    /// Ids of tasks of this process that are still running.
+    pub fn live_tasks(&self) -> Vec<String> {
+        lock(&self.inner.tasks)
+            .values()
+            .filter(|h| h.state() != RunState::Ended)
+            .map(|h| h.id.clone())
+            .collect()
+    }
+
+    /// Resolve a target to a task id (O5) among this root session's tasks.
+    pub fn resolve(&self, target: &str) -> Result<String, LaunchError> {
+        let candidates = self.inner.candidates();
+        Ok(resolve_target(target, &candidates)?.id.clone())
+    }
+
+    /// A snapshot of a task by id.
+    pub fn snapshot(&self, id: &str) -> Result<TaskSnapshot, LaunchError> {
+        self.inner.snapshot(id)
+    }
+}
+
+impl Inner {
+    pub(crate) fn handle(&self, id: &str) -> Option<Arc<TaskHandle>> {
+        lock(&self.tasks).get(id).cloned()
+    }
+
+    pub(crate) fn manager(&self) -> Option<TaskManager> {
+        self.me.upgrade().map(TaskManager::from_inner)
+    }
+
+    /// Every task of the root session: this process's and those on disk.
+    fn candidates(&self) -> Vec<TargetCandidate> {
+        let mut out: Vec<TargetCandidate> = lock(&self.tasks)
+            .values()
+            .map(|h| {
+                let r = lock(&h.record);
+                TargetCandidate {
+                    id: r.id.clone(),
+                    name: r.name.clone(),
+                    status: r.status,
+                    created_at: r.created_at.clone(),
+                }
+            })
+            .collect();
+        if let Ok(listing) = self.store.list_root(&self.root_session_id) {
+            for r in listing.records {
+                if !out.iter().any(|c| c.id == r.id) {
+                    out.push(TargetCandidate {
+                        id: r.id,
+                        name: r.name,
+                        status: r.status,
+                        created_at: r.created_at,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn snapshot(&self, id: &str) -> Result<TaskSnapshot, LaunchError> {
+        let (record, live_text) = match self.handle(id) {
+            Some(h) => {
+                let live = (h.state() != RunState::Ended).then(|| h.latest_text());
+                (h.record(), live)
+            }
+            None => (self.store.load(&self.root_session_id, id)?, None),
+        };
+        let full = match live_text {
+            Some(text) => text,
+            None => self.store.read_output(&self.root_session_id, id)?,
+        };
+        let capped = parent_result(
+            &full,
+            self.settings.max_output_bytes,
+            self.settings.max_output_lines,
+            &record.output_file,
+        );
+        let preview_text = if record.status == TaskStatus::Running {
+            preview(&full)
+        } else {
+            record.preview.clone()
+        };
+        Ok(TaskSnapshot {
+            task_id: record.id,
+            name: record.name,
+            agent: record.agent,
+            description: record.description,
+            status: record.status,
+            phase: record.phase,
+            termination: record.termination,
+            usage: record.usage,
+            preview: preview_text,
+            output: capped.text,
+            output_file: record.output_file,
+            error: record.error,
+            worktree: record.worktree,
+        })
+    }
+
+    /// Every tool name that exists in this runtime (for S1's unknown-tool check).
+    pub(crate) fn known_tools(&self) -> Vec<String> {
+        let mut names = self.tools.names();
+        names.push(AGENT_TOOL.to_string());
+        names.extend(ROOT_ONLY_TOOLS.iter().map(|s| s.to_string()));
+        names
+    }
+
+    pub(crate) fn session_dir(&self) -> &Path {
+        &self.sessions_dir
+    }
+}

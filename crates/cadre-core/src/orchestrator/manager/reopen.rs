@@ -1,0 +1,192 @@
+//! Continuation (O2): a message to a live task is a steer; a finished task is reopened from its
+//! session file with what its record persisted (tools, read-only, shell policy, budgets, trust)
+//! and its counters continue.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cadre_protocol::{Message, TaskStatus, ThinkingLevel};
+
+use super::handle::{ChildGate, RunState, TaskHandle, lock};
+use super::launch::{ChildBuild, build_child_agent};
+use super::run::{Slot, drive, outcome_of};
+use super::types::{Delivery, LaunchError, ParentRef, SendOutcome};
+use super::{Inner, TaskManager};
+use crate::orchestrator::capability::CapabilitySet;
+use crate::orchestrator::lifecycle::{Lifecycle, LifecycleConfig, ReopenError};
+use crate::orchestrator::store::claim_ownership;
+use crate::roles::{RoleDef, SkillSearch, load_skills};
+use crate::session::{SessionWriter, load_session};
+
+pub(crate) async fn send_message(
+    inner: &Arc<Inner>,
+    _parent: &ParentRef,
+    to: &str,
+    message: &str,
+) -> Result<SendOutcome, LaunchError> {
+    if message.trim().is_empty() {
+        return Err(LaunchError::Invalid("`message` must not be empty".into()));
+    }
+    let id = TaskManager::from_inner(Arc::clone(inner)).resolve(to)?;
+    if let Some(h) = inner.handle(&id)
+        && h.state() != RunState::Ended
+    {
+        if h.deliver(message) {
+            return Ok(SendOutcome::Steered { task_id: id });
+        }
+        // The run is finishing: wait for its record, then reopen.
+        h.wait(false).await;
+    }
+    let h = reopen_with(inner, &id, message, false).await?;
+    if h.is_background() {
+        return Ok(SendOutcome::ResumedInBackground { task_id: id });
+    }
+    let delivery = match h.wait(true).await {
+        RunState::Promoted => Delivery::Promoted,
+        _ => Delivery::Finished,
+    };
+    Ok(SendOutcome::Continued(Box::new(outcome_of(
+        inner, &h, delivery,
+    ))))
+}
+
+/// Reopen finished task `id` with `message` and start its next run. `force_background` makes
+/// its end a notification to its parent (used when a nested child's notice wakes it).
+pub(crate) async fn reopen_with(
+    inner: &Arc<Inner>,
+    id: &str,
+    message: &str,
+    force_background: bool,
+) -> Result<Arc<TaskHandle>, LaunchError> {
+    let mut record = inner.store.load(&inner.root_session_id, id)?;
+    if record.one_shot {
+        return Err(LaunchError::NotAllowed(format!(
+            "task {id}: {} ({}); launch a new task instead",
+            ReopenError::OneShot,
+            record.agent
+        )));
+    }
+    if record.status == TaskStatus::Running {
+        return Err(LaunchError::NotAllowed(format!(
+            "task {id} is still running in another process"
+        )));
+    }
+    let session_path = record
+        .session_file
+        .as_ref()
+        .map(PathBuf::from)
+        .ok_or_else(|| {
+            LaunchError::NotAllowed(format!("task {id} has no session file to continue"))
+        })?;
+    let loaded = load_session(&session_path)?;
+    let history = loaded.messages();
+    let session = SessionWriter::resume(&session_path, &loaded).await?;
+
+    let previous = inner.handle(id);
+    let model = match previous.as_ref() {
+        Some(h) => h.model.clone(),
+        None => inner.models.resolve(&record.model).map_err(|e| {
+            LaunchError::Model(format!(
+                "cannot continue task {id}: model `{}`: {e}",
+                record.model
+            ))
+        })?,
+    };
+    let thinking = ThinkingLevel::parse(&record.effective_thinking).unwrap_or_default();
+    let role = inner
+        .roster
+        .get(&record.agent)
+        .map(|r| r.def.clone())
+        .unwrap_or_else(|_| RoleDef {
+            name: record.agent.clone(),
+            ..RoleDef::default()
+        });
+    let cwd = Some(PathBuf::from(&record.cwd))
+        .filter(|p| p.is_dir())
+        .unwrap_or_else(|| inner.cwd.clone());
+    let skills = if role.skills.is_empty() {
+        Vec::new()
+    } else {
+        let home = crate::config::CadreHome::new(inner.cadre_home.clone());
+        let home_dir = std::env::var_os("HOME").map(PathBuf::from);
+        let search = SkillSearch::new(&home, home_dir.as_deref(), &cwd, record.trusted);
+        load_skills(&role.skills, &search).unwrap_or_else(|e| {
+            record
+                .diagnostics
+                .push(format!("continuation without skills: {e}"));
+            Vec::new()
+        })
+    };
+    // The persisted tool set is the boundary; reasons for dropped tools are not kept.
+    let caps = CapabilitySet {
+        tools: record.tools.clone(),
+        dropped: Vec::new(),
+    };
+    let background = record.background || force_background;
+    let notices = record
+        .parent_task_id
+        .as_ref()
+        .and_then(|pid| lock(&inner.sinks).get(pid).cloned())
+        .unwrap_or_else(|| inner.root_notices.clone());
+    let (mut agent, events) = build_child_agent(
+        inner,
+        ChildBuild {
+            task_id: id,
+            depth: record.depth,
+            role: &role,
+            skills: &skills,
+            caps: &caps,
+            model: model.clone(),
+            thinking,
+            cwd,
+            system_prompt: previous.as_ref().map(|h| h.system_prompt.clone()),
+            history,
+            session,
+        },
+    );
+    let lifecycle = Lifecycle::resume(
+        LifecycleConfig {
+            budgets: record.budgets.clone(),
+            warnings: Some(record.warnings),
+            one_shot: record.one_shot,
+            background,
+        },
+        &record.usage,
+    );
+    record.status = TaskStatus::Running;
+    record.phase = lifecycle.phase();
+    record.termination = None;
+    record.error = None;
+    record.ended_at = None;
+    record.background = background;
+    claim_ownership(&mut record);
+    inner.store.save(&mut record)?;
+
+    let system_prompt = agent.config().system_prompt.clone();
+    let handle = Arc::new(TaskHandle::new(
+        record,
+        lifecycle,
+        caps,
+        notices,
+        background,
+        model,
+        system_prompt,
+    ));
+    agent.set_tool_gate(Arc::new(ChildGate {
+        handle: Arc::clone(&handle),
+    }));
+    lock(&inner.tasks).insert(id.to_string(), Arc::clone(&handle));
+    let guard = inner.pending.guard();
+    tokio::spawn(drive(
+        Arc::clone(inner),
+        Arc::clone(&handle),
+        agent,
+        events,
+        vec![Message::user(message)],
+        guard,
+        Slot::Acquire,
+        None,
+        true,
+    ));
+    Ok(handle)
+}

@@ -1,0 +1,439 @@
+//! Running one task: the quota slot, the child's run under supervision, and the end (record,
+//! output, notification).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use cadre_protocol::{AgentEvent, Message, StopReason, TaskPhase, TaskStatus, Usage, WorktreeInfo};
+use tokio::sync::mpsc;
+
+use super::Inner;
+use super::handle::{RunState, TaskHandle, lock};
+use super::pending::PendingGuard;
+use super::prompt::EMPTY_COMPLETION_NUDGE;
+use super::types::{Delivery, NoticeKind, ParentNotice, TaskOutcome};
+use crate::agent::{Agent, AgentError, RunOutcome};
+use crate::orchestrator::lifecycle::{Action, FinalFacts, TurnFacts};
+use crate::orchestrator::output::{parent_result, preview};
+use crate::orchestrator::policy::{
+    NotificationFacts, WarningFacts, notification_text, progress_warning_text, summary_line,
+};
+use crate::orchestrator::quota::Permit;
+use crate::orchestrator::store::timestamp;
+use crate::orchestrator::worktree::{Worktree, WorktreeOutcome};
+
+/// How a run gets its quota slot (O7).
+pub(crate) enum Slot {
+    /// Borrowed from a parent blocked on this foreground child.
+    Lent(Permit),
+    /// Queued for in FIFO order.
+    Acquire,
+}
+
+/// Run a task to its end and record it. Owns the child agent for the run.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn drive(
+    inner: Arc<Inner>,
+    h: Arc<TaskHandle>,
+    mut agent: Agent,
+    mut events: mpsc::UnboundedReceiver<AgentEvent>,
+    input: Vec<Message>,
+    guard: PendingGuard,
+    slot: Slot,
+    worktree: Option<Worktree>,
+    continuation: bool,
+) {
+    let permit = match slot {
+        Slot::Lent(p) => Some(p),
+        Slot::Acquire => tokio::select! {
+            p = inner.quota.acquire() => Some(p),
+            _ = h.aborted() => None,
+        },
+    };
+    if let Some(p) = permit {
+        *lock(&h.permit) = Some(Arc::new(p));
+    }
+    h.open_inbox(agent.controller());
+    h.set_state(RunState::Running);
+    {
+        let mut r = lock(&h.record);
+        if r.started_at.is_none() {
+            r.started_at = Some(timestamp(SystemTime::now()));
+        }
+        let _ = inner.store.save(&mut r);
+    }
+
+    let timeout = lock(&h.record)
+        .budgets
+        .timeout_ms
+        .map(Duration::from_millis);
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let mut usage = Usage::default();
+    let mut last: Option<Result<RunOutcome, AgentError>> = None;
+    let mut next: Option<Vec<Message>> = Some(input);
+    let mut nudged = false;
+    let mut timed_out = false;
+    while !h.is_aborting() {
+        let res = match next.take() {
+            Some(messages) => {
+                supervise(
+                    &inner,
+                    &h,
+                    agent.prompt_messages(messages),
+                    &mut events,
+                    deadline,
+                    &mut timed_out,
+                )
+                .await
+            }
+            None => {
+                supervise(
+                    &inner,
+                    &h,
+                    agent.run_queued(),
+                    &mut events,
+                    deadline,
+                    &mut timed_out,
+                )
+                .await
+            }
+        };
+        while let Ok(ev) = events.try_recv() {
+            on_event(&inner, &h, ev);
+        }
+        if let Ok(o) = &res {
+            usage.add(&o.usage);
+        }
+        let clean = matches!(&res, Ok(o) if o.error.is_none());
+        let text = match &res {
+            Ok(o) => o
+                .final_message
+                .as_ref()
+                .map(|m| m.text())
+                .unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        last = Some(res);
+        if !clean || h.is_aborting() {
+            break;
+        }
+        // V2: a child that ran tools and stopped without text is asked once to summarise.
+        let ran_tools = {
+            let mut u = cadre_protocol::TaskUsage::default();
+            lock(&h.lifecycle).write_counters(&mut u);
+            u.tool_calls_executed > 0
+        };
+        if text.trim().is_empty() && ran_tools && !nudged {
+            nudged = true;
+            next = Some(vec![Message::user(EMPTY_COMPLETION_NUDGE)]);
+            continue;
+        }
+        // Messages that arrived as the run ended are answered before the task ends.
+        if h.try_close_inbox() {
+            break;
+        }
+    }
+    h.force_close_inbox();
+    finish(
+        &inner,
+        &h,
+        agent,
+        last,
+        usage,
+        guard,
+        worktree,
+        continuation,
+    )
+    .await;
+}
+
+/// Poll the run while feeding its events to the lifecycle, firing the timeout and honouring
+/// aborts.
+async fn supervise<F>(
+    inner: &Arc<Inner>,
+    h: &Arc<TaskHandle>,
+    run: F,
+    events: &mut mpsc::UnboundedReceiver<AgentEvent>,
+    deadline: Option<tokio::time::Instant>,
+    timed_out: &mut bool,
+) -> Result<RunOutcome, AgentError>
+where
+    F: Future<Output = Result<RunOutcome, AgentError>>,
+{
+    tokio::pin!(run);
+    let sleep = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::pin!(sleep);
+    let mut abort_seen = false;
+    loop {
+        tokio::select! {
+            biased;
+            res = &mut run => return res,
+            Some(ev) = events.recv() => on_event(inner, h, ev),
+            _ = &mut sleep, if !*timed_out => {
+                *timed_out = true;
+                let actions = lock(&h.lifecycle).on_timeout();
+                apply_actions(inner, h, actions);
+            }
+            _ = h.aborted(), if !abort_seen => {
+                // The run has been polled (biased order), so it is running and the abort lands.
+                abort_seen = true;
+                if let Some(c) = h.controller() {
+                    c.abort();
+                }
+            }
+        }
+    }
+}
+
+fn on_event(inner: &Arc<Inner>, h: &Arc<TaskHandle>, ev: AgentEvent) {
+    match ev {
+        AgentEvent::TurnStart => lock(&h.lifecycle).on_turn_start(),
+        AgentEvent::TurnEnd {
+            message: Message::Assistant(a),
+            ..
+        } => {
+            let text = a.text();
+            h.set_latest_text(&text);
+            let facts = TurnFacts {
+                has_tool_calls: a.tool_calls().next().is_some()
+                    && !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted),
+                text_len: text.len(),
+            };
+            let actions = lock(&h.lifecycle).on_turn_end(facts);
+            let mut r = lock(&h.record);
+            let lc = lock(&h.lifecycle);
+            lc.write_counters(&mut r.usage);
+            r.phase = lc.phase();
+            drop(lc);
+            drop(r);
+            apply_actions(inner, h, actions);
+        }
+        AgentEvent::ToolExecutionEnd { tool_call_id, .. } => h.on_tool_end(&tool_call_id),
+        _ => {}
+    }
+}
+
+/// Carry out what the lifecycle decided (L2–L5).
+pub(crate) fn apply_actions(inner: &Arc<Inner>, h: &Arc<TaskHandle>, actions: Vec<Action>) {
+    for action in actions {
+        match action {
+            Action::Steer(text) => {
+                h.deliver(&text);
+            }
+            Action::Abort(_) => h.abort(),
+            Action::PromoteToBackground => {
+                h.background
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+                lock(&h.record).background = true;
+                h.set_state(RunState::Promoted);
+            }
+            Action::Warn(w) => {
+                let r = h.record();
+                let latest = h.latest_text();
+                let text = progress_warning_text(&WarningFacts {
+                    task_id: &r.id,
+                    name: r.name.as_deref(),
+                    agent: &r.agent,
+                    description: &r.description,
+                    turn: w.turn,
+                    next_checkpoint: w.next_checkpoint,
+                    count: w.count,
+                    usage: &r.usage,
+                    elapsed_ms: h.started.elapsed().as_millis() as u64,
+                    preview: &preview(&latest),
+                });
+                // Warnings go to the root parent, whoever launched the task (L5).
+                let _ = inner.root_notices.send(ParentNotice::new(
+                    NoticeKind::ProgressWarning,
+                    r.id.clone(),
+                    text,
+                    None,
+                ));
+            }
+        }
+    }
+}
+
+/// Record the end: termination, usage, output, worktree; release the slot; notify.
+#[allow(clippy::too_many_arguments)]
+async fn finish(
+    inner: &Arc<Inner>,
+    h: &Arc<TaskHandle>,
+    agent: Agent,
+    last: Option<Result<RunOutcome, AgentError>>,
+    usage: Usage,
+    guard: PendingGuard,
+    worktree: Option<Worktree>,
+    continuation: bool,
+) {
+    // O10: the result is the final message's text, never an older one; a failed or aborted
+    // final message gives an empty result plus the error.
+    let (text, run_error) = match &last {
+        None => (String::new(), Some("stopped before it started".to_string())),
+        Some(Ok(o)) => match o.stop_reason {
+            StopReason::Error | StopReason::Aborted => (String::new(), o.error.clone()),
+            _ => (
+                o.final_message
+                    .as_ref()
+                    .map(|m| m.text())
+                    .unwrap_or_default(),
+                None,
+            ),
+        },
+        Some(Err(e)) => (String::new(), Some(e.to_string())),
+    };
+    let closed = agent.close().await;
+    let kind = {
+        let mut lc = lock(&h.lifecycle);
+        let failed_on_its_own = matches!(&last, Some(Ok(o)) if o.stop_reason == StopReason::Error)
+            || matches!(&last, Some(Err(_)));
+        if failed_on_its_own && !h.is_aborting() {
+            lc.on_provider_error(run_error.as_deref().unwrap_or("the model request failed"));
+        }
+        if let Err(e) = &closed {
+            lc.on_provider_error(&format!("session file: {e}"));
+        }
+        lc.on_finished(FinalFacts {
+            has_final_text: !text.trim().is_empty(),
+        })
+    };
+
+    let worktree_info: Option<WorktreeInfo> = match worktree {
+        None => None,
+        Some(w) => {
+            let info = w.info();
+            match w.finish().await {
+                Ok(WorktreeOutcome::Kept(kept)) => Some(kept),
+                Ok(WorktreeOutcome::Removed) => Some(WorktreeInfo {
+                    kept: false,
+                    ..info
+                }),
+                Err(e) => {
+                    lock(&h.record).diagnostics.push(format!("worktree: {e}"));
+                    Some(WorktreeInfo { kept: true, ..info })
+                }
+            }
+        }
+    };
+
+    // output.md keeps the whole text; without a final answer, the latest visible text is kept
+    // as partial output (O4) under a note saying so.
+    let output = if !text.trim().is_empty() {
+        text.clone()
+    } else {
+        let partial = h.latest_text();
+        if partial.trim().is_empty() {
+            String::new()
+        } else {
+            format!(
+                "[Partial output: the task ended ({}) before a final answer.]\n\n{partial}",
+                kind.as_str()
+            )
+        }
+    };
+    let record = {
+        let mut r = lock(&h.record);
+        let lc = lock(&h.lifecycle);
+        r.status = kind.status();
+        r.termination = Some(kind);
+        r.phase = TaskPhase::Terminal;
+        lc.write_counters(&mut r.usage);
+        r.usage.tokens.add(&usage);
+        r.error = lc
+            .error()
+            .map(str::to_string)
+            .or(run_error.clone())
+            .filter(|_| r.status != TaskStatus::Completed);
+        drop(lc);
+        if worktree_info.is_some() {
+            r.worktree = worktree_info;
+        }
+        r.preview = preview(&output);
+        r.ended_at = Some(timestamp(SystemTime::now()));
+        r.owner_pid = None;
+        r.owner_start_time = None;
+        let written = if continuation {
+            inner
+                .store
+                .append_output(&r.root_session_id, &r.id, &output)
+        } else {
+            inner.store.write_output(&r.root_session_id, &r.id, &output)
+        };
+        if let Err(e) = written {
+            r.diagnostics.push(format!("output.md: {e}"));
+        }
+        if let Err(e) = inner.store.save(&mut r) {
+            r.diagnostics.push(format!("task.json: {e}"));
+        }
+        r.clone()
+    };
+    *lock(&h.final_text) = text;
+    lock(&h.permit).take();
+    h.set_state(RunState::Ended);
+
+    if h.is_background() {
+        let outcome = outcome_of(inner, h, Delivery::Finished);
+        let elapsed = h.started.elapsed().as_millis() as u64;
+        let summary = summary_line(&record.agent, &record.description, record.status);
+        let text = notification_text(&NotificationFacts {
+            task_id: &record.id,
+            name: record.name.as_deref(),
+            agent: &record.agent,
+            description: &record.description,
+            status: record.status,
+            termination: record.termination,
+            summary: &summary,
+            output_file: &record.output_file,
+            usage: &record.usage,
+            elapsed_ms: Some(elapsed),
+            worktree: record.worktree.as_ref(),
+            error: record.error.as_deref(),
+            receipt: None,
+            result: &outcome.result,
+        });
+        // Exactly once: this is the run's single end. A parent that went away drops it, and
+        // with it the pending count.
+        let _ = h.notices.send(ParentNotice::new(
+            NoticeKind::Completion,
+            record.id.clone(),
+            text,
+            Some(guard),
+        ));
+    } else {
+        drop(guard);
+    }
+}
+
+/// The task as its launcher sees it now.
+pub(crate) fn outcome_of(inner: &Inner, h: &TaskHandle, delivery: Delivery) -> TaskOutcome {
+    let r = h.record();
+    let text = lock(&h.final_text).clone();
+    let capped = parent_result(
+        &text,
+        inner.settings.max_output_bytes,
+        inner.settings.max_output_lines,
+        &r.output_file,
+    );
+    TaskOutcome {
+        task_id: r.id,
+        name: r.name,
+        agent: r.agent,
+        description: r.description,
+        delivery,
+        status: r.status,
+        phase: r.phase,
+        termination: r.termination,
+        result: capped.text,
+        truncated: capped.truncated,
+        error: r.error,
+        output_file: r.output_file,
+        usage: r.usage,
+        worktree: r.worktree,
+    }
+}

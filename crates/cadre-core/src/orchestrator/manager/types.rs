@@ -1,0 +1,303 @@
+//! The manager's public vocabulary: what a launch asks for, who the parent is, what comes back.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cadre_llm::Model;
+use cadre_protocol::{
+    CustomMessage, Message, TaskPhase, TaskStatus, TaskUsage, TerminationKind, ThinkingLevel,
+    UserContent, WorktreeInfo, now_millis,
+};
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use tokio::sync::mpsc;
+
+use super::pending::PendingGuard;
+use crate::orchestrator::capability::CapabilityError;
+use crate::orchestrator::store::StoreError;
+use crate::orchestrator::target::TargetError;
+use crate::orchestrator::worktree::WorktreeError;
+use crate::roles::{RoleLookupError, SkillError};
+use crate::session::SessionError;
+
+/// Resolves a model name (`provider/id` or an alias the registry knows) to a usable model.
+/// A trait so tests can inject models without a registry file.
+pub trait ModelResolver: Send + Sync {
+    /// The model, or why it cannot be used (unknown, no credentials).
+    fn resolve(&self, name: &str) -> Result<Model, String>;
+    /// Names to list when a model is unknown.
+    fn known(&self) -> Vec<String>;
+}
+
+impl ModelResolver for cadre_llm::ModelRegistry {
+    fn resolve(&self, name: &str) -> Result<Model, String> {
+        cadre_llm::ModelRegistry::resolve(self, name).map_err(|e| e.to_string())
+    }
+
+    fn known(&self) -> Vec<String> {
+        self.list()
+            .into_iter()
+            .filter(|m| m.has_credentials)
+            .map(|m| m.full_name)
+            .collect()
+    }
+}
+
+/// The conversation of a parent agent, for forks (O9).
+pub trait ConversationSource: Send + Sync {
+    /// The parent's messages up to and including the assistant message whose tool call has
+    /// these `Agent` arguments (the call that asks for the fork).
+    fn snapshot_for_call<'a>(
+        &'a self,
+        args: &'a serde_json::Value,
+    ) -> BoxFuture<'a, Option<Vec<Message>>>;
+}
+
+/// What a parent is told: a finished background task or a supervision checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoticeKind {
+    /// `<task-notification>` (O6).
+    Completion,
+    /// `<progress-warning>` (L5).
+    ProgressWarning,
+}
+
+/// A message for a parent agent, handed to the parent's front end through its notice channel.
+///
+/// The front end steers it into a running parent (`controller.steer(notice.text())`) or, for an
+/// idle parent, runs `agent.prompt_messages(vec![notice.message()])`. Dropping the notice tells
+/// the manager it was delivered; [`super::TaskManager::wait_idle`] counts undelivered notices,
+/// so a front end keeps a notice until it has handed it to its agent.
+#[derive(Debug)]
+pub struct ParentNotice {
+    pub kind: NoticeKind,
+    pub task_id: String,
+    text: String,
+    pub(crate) _pending: Option<PendingGuard>,
+}
+
+impl ParentNotice {
+    pub(crate) fn new(
+        kind: NoticeKind,
+        task_id: String,
+        text: String,
+        pending: Option<PendingGuard>,
+    ) -> ParentNotice {
+        ParentNotice {
+            kind,
+            task_id,
+            text,
+            _pending: pending,
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The notice as a runtime message (Pi's `custom` role, shown and sent as user content).
+    pub fn message(&self) -> Message {
+        let custom_type = match self.kind {
+            NoticeKind::Completion => "task-notification",
+            NoticeKind::ProgressWarning => "progress-warning",
+        };
+        Message::Custom(CustomMessage {
+            custom_type: custom_type.into(),
+            content: UserContent::Text(self.text.clone()),
+            display: true,
+            details: Some(serde_json::json!({ "taskId": self.task_id })),
+            timestamp: now_millis(),
+        })
+    }
+}
+
+/// Who launches a task: the root session or a task that has the `Agent` tool.
+#[derive(Clone)]
+pub struct ParentRef {
+    /// `None` for the root session.
+    pub task_id: Option<String>,
+    /// 0 for the root; a child is one deeper than its parent.
+    pub depth: u32,
+    pub session_id: Option<String>,
+    pub session_file: Option<PathBuf>,
+    pub cwd: PathBuf,
+    /// The parent's active tool names (a child's tools are a subset, S1).
+    pub active_tools: Vec<String>,
+    pub model: Model,
+    pub thinking: ThinkingLevel,
+    /// For forks: the child runs with the same system prompt.
+    pub system_prompt: String,
+    /// Where this parent's notices go.
+    pub notices: mpsc::UnboundedSender<ParentNotice>,
+    /// For forks; `None` where the conversation is not observable.
+    pub conversation: Option<Arc<dyn ConversationSource>>,
+}
+
+impl ParentRef {
+    pub fn is_root(&self) -> bool {
+        self.task_id.is_none()
+    }
+}
+
+/// One task of a launch: the `Agent` parameters (O1) except `tasks`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct TaskSpec {
+    pub description: String,
+    pub prompt: String,
+    pub subagent_type: Option<String>,
+    pub name: Option<String>,
+    pub model: Option<String>,
+    pub thinking: Option<String>,
+    pub run_in_background: Option<bool>,
+    pub isolation: Option<String>,
+    pub cwd: Option<String>,
+    pub expected_output: Option<String>,
+    pub warning_turns: Option<u32>,
+    pub warning_interval_turns: Option<u32>,
+}
+
+/// The `Agent` call: one task, or `tasks` run in parallel (O1, V6).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct LaunchSpec {
+    #[serde(flatten)]
+    pub task: TaskSpec,
+    pub tasks: Vec<TaskSpec>,
+    /// The call's raw arguments (a fork finds its call in the parent's conversation by them).
+    #[serde(skip)]
+    pub raw: Option<serde_json::Value>,
+}
+
+impl LaunchSpec {
+    /// The entries to launch: `tasks` (each inheriting the top-level warning values and
+    /// background flag when it sets none), or the top-level task.
+    pub fn entries(&self) -> Vec<TaskSpec> {
+        if self.tasks.is_empty() {
+            return vec![self.task.clone()];
+        }
+        self.tasks
+            .iter()
+            .map(|t| {
+                let mut t = t.clone();
+                t.warning_turns = t.warning_turns.or(self.task.warning_turns);
+                t.warning_interval_turns = t
+                    .warning_interval_turns
+                    .or(self.task.warning_interval_turns);
+                t.run_in_background = t.run_in_background.or(self.task.run_in_background);
+                t
+            })
+            .collect()
+    }
+}
+
+/// Whether the caller got the task's end or only its start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// The task ended; `result` is its final text.
+    Finished,
+    /// Launched in the background; the result comes as a `<task-notification>`.
+    Background,
+    /// A foreground task promoted to supervised background at its first warning (L5).
+    Promoted,
+}
+
+/// One task as its launcher sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskOutcome {
+    pub task_id: String,
+    pub name: Option<String>,
+    pub agent: String,
+    pub description: String,
+    pub delivery: Delivery,
+    pub status: TaskStatus,
+    pub phase: TaskPhase,
+    pub termination: Option<TerminationKind>,
+    /// The final text as the parent may see it (neutralised, capped, O10); empty for an
+    /// aborted or failed final message.
+    pub result: String,
+    pub truncated: bool,
+    pub error: Option<String>,
+    pub output_file: String,
+    pub usage: TaskUsage,
+    pub worktree: Option<WorktreeInfo>,
+}
+
+impl TaskOutcome {
+    /// `ok` for a completed task (or one still running in the background), `degraded` for a
+    /// partial, failed or stopped one (V6).
+    pub fn is_ok(&self) -> bool {
+        matches!(self.status, TaskStatus::Completed | TaskStatus::Running)
+    }
+}
+
+/// One entry of a launch: started (and maybe finished), or refused before it started.
+#[derive(Debug)]
+pub enum EntryOutcome {
+    Started(Box<TaskOutcome>),
+    Refused {
+        description: String,
+        error: LaunchError,
+    },
+}
+
+/// A snapshot of one task (O3).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskSnapshot {
+    pub task_id: String,
+    pub name: Option<String>,
+    pub agent: String,
+    pub description: String,
+    pub status: TaskStatus,
+    pub phase: TaskPhase,
+    pub termination: Option<TerminationKind>,
+    pub usage: TaskUsage,
+    pub preview: String,
+    /// The output so far (capped like a result).
+    pub output: String,
+    pub output_file: String,
+    pub error: Option<String>,
+    pub worktree: Option<WorktreeInfo>,
+}
+
+/// What `SendMessage` did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SendOutcome {
+    /// A live task got the message as a steer.
+    Steered { task_id: String },
+    /// A finished task was reopened and ran to its end.
+    Continued(Box<TaskOutcome>),
+    /// A finished background task was reopened; its end comes as a notification.
+    ResumedInBackground { task_id: String },
+}
+
+/// Why a launch (or a task operation) was refused. Every message is meant for the model.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("invalid Agent call: {0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Role(#[from] RoleLookupError),
+    #[error("{0}")]
+    Model(String),
+    #[error("{0}")]
+    Capability(#[from] CapabilityError),
+    #[error(
+        "cannot launch a subagent here: the maximum nesting depth ({max_depth}) is reached; do the work yourself"
+    )]
+    DepthLimit { max_depth: u32 },
+    #[error("too many tasks in one call: {given} (at most {max})")]
+    TooManyTasks { given: usize, max: usize },
+    #[error("{0}")]
+    NotAllowed(String),
+    #[error("{0}")]
+    Skill(#[from] SkillError),
+    #[error("worktree isolation failed: {0}")]
+    Worktree(#[from] WorktreeError),
+    #[error("task record: {0}")]
+    Store(#[from] StoreError),
+    #[error("task session: {0}")]
+    Session(#[from] SessionError),
+    #[error("{0}")]
+    Target(#[from] TargetError),
+}

@@ -1,0 +1,445 @@
+//! The four orchestration tools (O1–O4) as ordinary [`Tool`]s. Each owns the task manager and
+//! the parent it acts for; descriptions are generated from the live roster.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use cadre_protocol::{TaskStatus, ToolSpec};
+use cadre_tools::{Tool, ToolContext, ToolOutput};
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::manager::{
+    DEFAULT_OUTPUT_WAIT_MS, Delivery, EntryOutcome, LaunchSpec, ParentRef, SendOutcome,
+    TaskManager, TaskOutcome, TaskSnapshot,
+};
+use super::policy::usage_line;
+
+pub const SEND_MESSAGE_TOOL: &str = "SendMessage";
+pub const TASK_OUTPUT_TOOL: &str = "TaskOutput";
+pub const TASK_STOP_TOOL: &str = "TaskStop";
+
+/// The four tools for the root session (a child's `Agent` tool is made by the manager).
+pub fn root_tools(manager: &TaskManager, root: &ParentRef) -> Vec<std::sync::Arc<dyn Tool>> {
+    vec![
+        std::sync::Arc::new(AgentTool::new(manager.clone(), root.clone())),
+        std::sync::Arc::new(SendMessageTool::new(manager.clone(), root.clone())),
+        std::sync::Arc::new(TaskOutputTool::new(manager.clone())),
+        std::sync::Arc::new(TaskStopTool::new(manager.clone())),
+    ]
+}
+
+/// `Agent`: launch one task or a parallel set (O1).
+pub struct AgentTool {
+    manager: TaskManager,
+    parent: ParentRef,
+}
+
+impl AgentTool {
+    pub fn new(manager: TaskManager, parent: ParentRef) -> AgentTool {
+        AgentTool { manager, parent }
+    }
+}
+
+fn task_properties() -> Value {
+    json!({
+        "description": {"type": "string", "description": "A short (3-5 word) description of the task."},
+        "prompt": {"type": "string", "description": "The complete task for the subagent: goal, context it needs, constraints, and what to report back."},
+        "subagent_type": {"type": "string", "description": "The agent type (role) to use; default general-purpose. \"fork\" continues this conversation in a child."},
+        "name": {"type": "string", "description": "A name to address the task by in SendMessage/TaskOutput/TaskStop."},
+        "model": {"type": "string", "description": "Model override (provider/id). Normally omit."},
+        "thinking": {"type": "string", "enum": ["off", "minimal", "low", "medium", "high", "xhigh", "max"], "description": "Thinking level override. Normally omit."},
+        "run_in_background": {"type": "boolean", "description": "Return at once with the task id; the result arrives later as a <task-notification>. Do not poll."},
+        "isolation": {"type": "string", "enum": ["none", "worktree"], "description": "worktree: run in a separate git worktree; changes are kept there for review."},
+        "cwd": {"type": "string", "description": "Working directory for the task, relative to yours."},
+        "expected_output": {"type": "string", "description": "What the answer must contain; the subagent must answer every item with evidence."},
+        "warning_turns": {"type": "integer", "minimum": 1, "description": "Turn of the first supervision checkpoint (default 40)."},
+        "warning_interval_turns": {"type": "integer", "minimum": 0, "description": "Turns between later checkpoints (default 25)."}
+    })
+}
+
+impl Tool for AgentTool {
+    fn name(&self) -> &str {
+        super::capability::AGENT_TOOL
+    }
+
+    fn spec(&self) -> ToolSpec {
+        let settings = self.manager.settings();
+        let mut description = String::from(
+            "Launch a subagent: a separate agent with its own context, role and tools, that works \
+             on a task and returns its final answer. Use `tasks` to run independent tasks in \
+             parallel in one call. A foreground call returns when the task(s) end; with \
+             run_in_background it returns the task id(s) at once and each result arrives later \
+             as a <task-notification> message (never poll for it).\n\nAgent types:\n",
+        );
+        description.push_str(&self.manager.roster().summary());
+        let _ = write!(
+            description,
+            "\nAt most {} tasks per call.",
+            settings.max_tasks_per_launch
+        );
+        let mut props = task_properties();
+        let entry = json!({
+            "type": "object",
+            "properties": props.clone(),
+            "required": ["description", "prompt"]
+        });
+        if let Value::Object(map) = &mut props {
+            map.insert(
+                "tasks".into(),
+                json!({
+                    "type": "array",
+                    "maxItems": settings.max_tasks_per_launch,
+                    "items": entry,
+                    "description": "Independent tasks to run in parallel (instead of the top-level description/prompt). Entries inherit the top-level warning values."
+                }),
+            );
+        }
+        ToolSpec {
+            name: self.name().to_string(),
+            description,
+            parameters: json!({"type": "object", "properties": props}),
+        }
+    }
+
+    fn execute<'a>(&'a self, args: Value, ctx: ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let mut spec: LaunchSpec = match serde_json::from_value(args.clone()) {
+                Ok(s) => s,
+                Err(e) => return ToolOutput::error(format!("invalid Agent arguments: {e}")),
+            };
+            spec.raw = Some(args);
+            let single = spec.tasks.is_empty();
+            match self
+                .manager
+                .launch(&self.parent, spec, Some(ctx.cancel.clone()))
+                .await
+            {
+                Err(e) => ToolOutput::error(e.to_string()),
+                Ok(entries) if single => match entries.into_iter().next() {
+                    Some(EntryOutcome::Started(o)) => ToolOutput::ok(format_outcome(&o)),
+                    Some(EntryOutcome::Refused { error, .. }) => {
+                        ToolOutput::error(error.to_string())
+                    }
+                    None => ToolOutput::error("no task was launched"),
+                },
+                Ok(entries) => ToolOutput::ok(format_entries(&entries)),
+            }
+        })
+    }
+}
+
+/// One task's result for the parent.
+pub fn format_outcome(o: &TaskOutcome) -> String {
+    let mut t = String::new();
+    let name = o
+        .name
+        .as_deref()
+        .map(|n| format!(" name={n}"))
+        .unwrap_or_default();
+    match o.delivery {
+        Delivery::Background => {
+            let _ = write!(
+                t,
+                "Launched {} \"{}\" in the background: task_id={}{name}. Its result will arrive \
+                 as a <task-notification> message when it ends; do not poll TaskOutput for it.",
+                o.agent, o.description, o.task_id
+            );
+            return t;
+        }
+        Delivery::Promoted => {
+            let _ = write!(
+                t,
+                "Task {}{name} ({} \"{}\") is running (supervised background): it reached a \
+                 supervision checkpoint, so this call returns now. Its result will arrive as a \
+                 <task-notification> message; progress warnings report its state.",
+                o.task_id, o.agent, o.description
+            );
+            return t;
+        }
+        Delivery::Finished => {}
+    }
+    let _ = write!(
+        t,
+        "Task {}{name} ({} \"{}\"): {}",
+        o.task_id,
+        o.agent,
+        o.description,
+        o.status.as_str()
+    );
+    if let Some(kind) = o.termination.filter(|_| o.status != TaskStatus::Completed) {
+        let _ = write!(t, " ({})", kind.as_str());
+    }
+    t.push('\n');
+    if let Some(e) = &o.error {
+        let _ = writeln!(t, "Error: {e}");
+    }
+    let _ = writeln!(t, "Usage: {}", usage_line(&o.usage));
+    let _ = writeln!(t, "Output file: {}", o.output_file);
+    if let Some(w) = &o.worktree {
+        if w.kept {
+            let _ = writeln!(
+                t,
+                "Worktree kept: {} (branch {}){}",
+                w.path,
+                w.branch,
+                w.diff_stat
+                    .as_deref()
+                    .map(|s| format!("\n{}", s.trim_end()))
+                    .unwrap_or_default()
+            );
+        } else {
+            let _ = writeln!(t, "Worktree removed (no changes).");
+        }
+    }
+    t.push_str("<result>\n");
+    if !o.result.trim().is_empty() {
+        t.push_str(o.result.trim_end());
+        t.push('\n');
+    }
+    t.push_str("</result>");
+    t
+}
+
+/// A `tasks` launch: every entry, each marked ok or degraded (V6).
+pub fn format_entries(entries: &[EntryOutcome]) -> String {
+    let ok = entries
+        .iter()
+        .filter(|e| matches!(e, EntryOutcome::Started(o) if o.is_ok()))
+        .count();
+    let mut t = format!(
+        "{} tasks: {ok} ok, {} degraded.\n",
+        entries.len(),
+        entries.len() - ok
+    );
+    for (i, e) in entries.iter().enumerate() {
+        match e {
+            EntryOutcome::Started(o) => {
+                let mark = if o.is_ok() { "ok" } else { "degraded" };
+                let _ = write!(t, "\n## Task {} [{mark}]\n{}\n", i + 1, format_outcome(o));
+            }
+            EntryOutcome::Refused { description, error } => {
+                let _ = write!(
+                    t,
+                    "\n## Task {} [degraded]\n\"{description}\" was not started: {error}\n",
+                    i + 1
+                );
+            }
+        }
+    }
+    t
+}
+
+fn format_snapshot(s: &TaskSnapshot) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "Task {}{} ({} \"{}\"): status {}, phase {:?}{}",
+        s.task_id,
+        s.name
+            .as_deref()
+            .map(|n| format!(" name={n}"))
+            .unwrap_or_default(),
+        s.agent,
+        s.description,
+        s.status.as_str(),
+        s.phase,
+        s.termination
+            .map(|k| format!(", termination {}", k.as_str()))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(t, "Usage: {}", usage_line(&s.usage));
+    if let Some(e) = &s.error {
+        let _ = writeln!(t, "Error: {e}");
+    }
+    if !s.preview.is_empty() {
+        let _ = writeln!(t, "Preview: {}", s.preview);
+    }
+    let _ = writeln!(t, "Output file: {}", s.output_file);
+    t.push_str("<output>\n");
+    if !s.output.trim().is_empty() {
+        t.push_str(s.output.trim_end());
+        t.push('\n');
+    }
+    t.push_str("</output>");
+    t
+}
+
+/// `SendMessage{to, message}` (O2).
+pub struct SendMessageTool {
+    manager: TaskManager,
+    parent: ParentRef,
+}
+
+impl SendMessageTool {
+    pub fn new(manager: TaskManager, parent: ParentRef) -> SendMessageTool {
+        SendMessageTool { manager, parent }
+    }
+}
+
+#[derive(Deserialize)]
+struct SendArgs {
+    to: String,
+    message: String,
+}
+
+impl Tool for SendMessageTool {
+    fn name(&self) -> &str {
+        SEND_MESSAGE_TOOL
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: SEND_MESSAGE_TOOL.into(),
+            description: "Continue a task: a running task receives the message at its next turn; \
+                          a finished one is reopened with its conversation, tools and budgets and \
+                          runs again (one-shot agent types refuse). `to` is a task id, a unique id \
+                          prefix or a task name."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "to": {"type": "string", "description": "Task id, unique id prefix, or name."},
+                    "message": {"type": "string", "description": "The message for the task."}
+                },
+                "required": ["to", "message"]
+            }),
+        }
+    }
+
+    fn execute<'a>(&'a self, args: Value, _ctx: ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let a: SendArgs = match serde_json::from_value(args) {
+                Ok(a) => a,
+                Err(e) => return ToolOutput::error(format!("invalid SendMessage arguments: {e}")),
+            };
+            match self
+                .manager
+                .send_message(&self.parent, &a.to, &a.message)
+                .await
+            {
+                Ok(SendOutcome::Steered { task_id }) => ToolOutput::ok(format!(
+                    "Message delivered to running task {task_id}; it will see it at its next turn."
+                )),
+                Ok(SendOutcome::ResumedInBackground { task_id }) => ToolOutput::ok(format!(
+                    "Task {task_id} resumed in the background; its result will arrive as a \
+                     <task-notification> message."
+                )),
+                Ok(SendOutcome::Continued(o)) => ToolOutput::ok(format_outcome(&o)),
+                Err(e) => ToolOutput::error(e.to_string()),
+            }
+        })
+    }
+}
+
+/// `TaskOutput{task_id, block?, timeout_ms?}` (O3).
+pub struct TaskOutputTool {
+    manager: TaskManager,
+}
+
+impl TaskOutputTool {
+    pub fn new(manager: TaskManager) -> TaskOutputTool {
+        TaskOutputTool { manager }
+    }
+}
+
+#[derive(Deserialize)]
+struct OutputArgs {
+    task_id: String,
+    #[serde(default)]
+    block: bool,
+    timeout_ms: Option<u64>,
+}
+
+impl Tool for TaskOutputTool {
+    fn name(&self) -> &str {
+        TASK_OUTPUT_TOOL
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: TASK_OUTPUT_TOOL.into(),
+            description:
+                "Snapshot of a task: status, phase, usage, preview and output so far. For \
+                          explicit status checks and diagnosis only — background results arrive \
+                          on their own as <task-notification> messages, so never poll. `block` \
+                          waits up to timeout_ms (default 300000) for the task to end."
+                    .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "task_id": {"type": "string", "description": "Task id, unique id prefix, or name."},
+                    "block": {"type": "boolean"},
+                    "timeout_ms": {"type": "integer", "minimum": 0}
+                },
+                "required": ["task_id"]
+            }),
+        }
+    }
+
+    fn execute<'a>(&'a self, args: Value, _ctx: ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let a: OutputArgs = match serde_json::from_value(args) {
+                Ok(a) => a,
+                Err(e) => return ToolOutput::error(format!("invalid TaskOutput arguments: {e}")),
+            };
+            let wait = Duration::from_millis(a.timeout_ms.unwrap_or(DEFAULT_OUTPUT_WAIT_MS));
+            match self.manager.task_output(&a.task_id, a.block, wait).await {
+                Ok(s) => ToolOutput::ok(format_snapshot(&s)),
+                Err(e) => ToolOutput::error(e.to_string()),
+            }
+        })
+    }
+}
+
+/// `TaskStop{task_id}` (O4).
+pub struct TaskStopTool {
+    manager: TaskManager,
+}
+
+impl TaskStopTool {
+    pub fn new(manager: TaskManager) -> TaskStopTool {
+        TaskStopTool { manager }
+    }
+}
+
+#[derive(Deserialize)]
+struct StopArgs {
+    task_id: String,
+}
+
+impl Tool for TaskStopTool {
+    fn name(&self) -> &str {
+        TASK_STOP_TOOL
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: TASK_STOP_TOOL.into(),
+            description: "Stop a running task. Its partial output is kept; its status becomes \
+                          stopped. Use only for explicit cancellation or clearly wasted work."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "task_id": {"type": "string", "description": "Task id, unique id prefix, or name."}
+                },
+                "required": ["task_id"]
+            }),
+        }
+    }
+
+    fn execute<'a>(&'a self, args: Value, _ctx: ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let a: StopArgs = match serde_json::from_value(args) {
+                Ok(a) => a,
+                Err(e) => return ToolOutput::error(format!("invalid TaskStop arguments: {e}")),
+            };
+            match self.manager.stop(&a.task_id).await {
+                Ok(s) => ToolOutput::ok(format_snapshot(&s)),
+                Err(e) => ToolOutput::error(e.to_string()),
+            }
+        })
+    }
+}

@@ -1,0 +1,1019 @@
+//! The task manager end to end, against a scripted provider that routes on conversation
+//! content (the first user message names the agent: `ROOT …` or `CHILD …`). No HTTP.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cadre_core::agent::{Agent, AgentConfig};
+use cadre_core::orchestrator::manager::{
+    Delivery, EntryOutcome, LaunchError, LaunchSpec, ManagerConfig, ModelResolver, NoticeKind,
+    ParentNotice, ParentRef, SendOutcome, TaskManager, TaskOutcome, TaskSpec,
+};
+use cadre_core::orchestrator::settings::SubagentSettings;
+use cadre_core::orchestrator::store::TaskStore;
+use cadre_core::orchestrator::tools::{format_entries, root_tools};
+use cadre_core::roles::{Layer, ResolvedRole, RoleDef, Roster, ToolList, builtin_roles};
+use cadre_core::session::load_session;
+use cadre_llm::{Api, Compat, CompletionRequest, Model, ModelCost, Provider, StreamEvent};
+use cadre_protocol::{
+    AssistantMessage, ContentBlock, Message, StopReason, TaskRecord, TaskStatus, TerminationKind,
+    ThinkingLevel, ToolCall, Usage,
+};
+use serde_json::{Value, json};
+use tokio::sync::{Notify, mpsc};
+use tokio_util::sync::CancellationToken;
+
+const GUARD: Duration = Duration::from_secs(10);
+
+async fn guarded<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(GUARD, f).await.expect("hang guard")
+}
+
+fn model(id: &str) -> Model {
+    Model {
+        provider: "fake".into(),
+        id: id.into(),
+        name: id.into(),
+        api: Api::AnthropicMessages,
+        base_url: String::new(),
+        api_key: None,
+        headers: Default::default(),
+        reasoning: false,
+        thinking_level_map: Default::default(),
+        context_window: 100_000,
+        max_tokens: 1000,
+        cost: ModelCost::default(),
+        compat: Compat::default(),
+    }
+}
+
+struct Models;
+
+impl ModelResolver for Models {
+    fn resolve(&self, name: &str) -> Result<Model, String> {
+        match name {
+            "fake/scripted" => Ok(model("scripted")),
+            "fake/other" => Ok(model("other")),
+            _ => Err(format!("unknown model {name}")),
+        }
+    }
+    fn known(&self) -> Vec<String> {
+        vec!["fake/scripted".into(), "fake/other".into()]
+    }
+}
+
+/// What the scripted model does for one request.
+#[derive(Default, Clone)]
+struct Reply {
+    text: String,
+    calls: Vec<(String, Value)>,
+    /// End the stream without a terminal event: a failed reply.
+    fail: bool,
+    /// Never answer (until the request is cancelled).
+    hang: bool,
+    /// Signalled when the request arrives.
+    started: Option<Arc<Notify>>,
+    /// Wait for this before answering.
+    gate: Option<Arc<Notify>>,
+}
+
+fn text(t: &str) -> Reply {
+    Reply {
+        text: t.into(),
+        ..Reply::default()
+    }
+}
+
+fn call(name: &str, args: Value) -> Reply {
+    Reply {
+        calls: vec![(name.into(), args)],
+        ..Reply::default()
+    }
+}
+
+fn fail() -> Reply {
+    Reply {
+        fail: true,
+        ..Reply::default()
+    }
+}
+
+fn hang(started: &Arc<Notify>) -> Reply {
+    Reply {
+        hang: true,
+        started: Some(started.clone()),
+        ..Reply::default()
+    }
+}
+
+type Handler = dyn Fn(&CompletionRequest) -> Reply + Send + Sync;
+
+struct Scripted {
+    handler: Box<Handler>,
+    requests: Mutex<Vec<CompletionRequest>>,
+}
+
+impl Scripted {
+    fn requests(&self) -> Vec<CompletionRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+    /// Requests whose first user message is `key`.
+    fn requests_of(&self, key: &str) -> Vec<CompletionRequest> {
+        self.requests()
+            .into_iter()
+            .filter(|r| first_user(r) == key)
+            .collect()
+    }
+}
+
+fn message_text(m: &Message) -> String {
+    match m {
+        Message::User(u) => u.content.to_text(),
+        Message::Custom(c) => c.content.to_text(),
+        Message::Assistant(a) => a.text(),
+        Message::ToolResult(r) => cadre_protocol::join_text(&r.content),
+    }
+}
+
+/// The first user message: who this conversation belongs to.
+fn first_user(r: &CompletionRequest) -> String {
+    r.messages
+        .iter()
+        .find(|m| matches!(m, Message::User(_)))
+        .map(message_text)
+        .unwrap_or_default()
+}
+
+fn key_of(r: &CompletionRequest) -> String {
+    let first = first_user(r);
+    // A task message may carry an output contract after the prompt.
+    first.lines().next().unwrap_or_default().to_string()
+}
+
+/// Assistant messages so far: the index of the turn being asked for.
+fn turn(r: &CompletionRequest) -> usize {
+    r.messages
+        .iter()
+        .filter(|m| matches!(m, Message::Assistant(_)))
+        .count()
+}
+
+fn last_text(r: &CompletionRequest) -> String {
+    r.messages.last().map(message_text).unwrap_or_default()
+}
+
+fn all_text(r: &CompletionRequest) -> String {
+    r.messages
+        .iter()
+        .map(message_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl Provider for Scripted {
+    fn stream(
+        &self,
+        request: CompletionRequest,
+        cancel: CancellationToken,
+    ) -> mpsc::Receiver<StreamEvent> {
+        let reply = (self.handler)(&request);
+        self.requests.lock().unwrap().push(request);
+        let (tx, rx) = mpsc::channel(8);
+        tokio::spawn(async move {
+            if let Some(n) = &reply.started {
+                n.notify_one();
+            }
+            if let Some(g) = &reply.gate {
+                tokio::select! {
+                    _ = g.notified() => {}
+                    _ = cancel.cancelled() => return,
+                }
+            }
+            if reply.hang {
+                tx.closed().await;
+                return;
+            }
+            if reply.fail {
+                return;
+            }
+            let mut m = AssistantMessage::empty("anthropic-messages", "fake", "scripted");
+            if !reply.text.is_empty() {
+                m.content.push(ContentBlock::text(reply.text.clone()));
+            }
+            for (i, (name, args)) in reply.calls.iter().enumerate() {
+                m.content.push(ContentBlock::ToolCall(ToolCall {
+                    id: format!("call-{}-{i}", uuid_like()),
+                    name: name.clone(),
+                    arguments: args.clone(),
+                }));
+            }
+            m.stop_reason = if reply.calls.is_empty() {
+                StopReason::Stop
+            } else {
+                StopReason::ToolUse
+            };
+            m.usage = Usage {
+                input: 10,
+                output: 5,
+                total_tokens: 15,
+                ..Usage::default()
+            };
+            let _ = tx.send(StreamEvent::Done(m)).await;
+            tx.closed().await;
+        });
+        rx
+    }
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::SeqCst).to_string()
+}
+
+fn role(name: &str, tools: &[&str]) -> RoleDef {
+    RoleDef {
+        name: name.into(),
+        description: format!("test role {name}"),
+        tools: ToolList::Named(tools.iter().map(|s| s.to_string()).collect()),
+        prompt: format!("ROLE BODY OF {name}"),
+        ..RoleDef::default()
+    }
+}
+
+fn test_roles() -> Vec<RoleDef> {
+    vec![
+        role("lister", &["ls"]),
+        RoleDef {
+            readonly: true,
+            ..role("ro", &["read", "write", "ls"])
+        },
+        RoleDef {
+            max_turns: Some(1),
+            grace_turns: Some(1),
+            ..role("turns", &["ls"])
+        },
+        RoleDef {
+            max_tool_calls: Some(1),
+            tool_budget_block: Some(ToolList::Named(vec!["ls".into()])),
+            ..role("toolcap", &["ls"])
+        },
+        RoleDef {
+            timeout_ms: Some(200),
+            ..role("slow", &["ls"])
+        },
+        role("nester", &["Agent", "ls"]),
+    ]
+}
+
+struct Harness {
+    manager: TaskManager,
+    provider: Arc<Scripted>,
+    notices: mpsc::UnboundedReceiver<ParentNotice>,
+    root: ParentRef,
+    dir: tempfile::TempDir,
+    root_session: PathBuf,
+}
+
+const ROOT_SESSION_ID: &str = "root-session";
+
+fn harness(
+    settings: Value,
+    handler: impl Fn(&CompletionRequest) -> Reply + Send + Sync + 'static,
+) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = Arc::new(Scripted {
+        handler: Box::new(handler),
+        requests: Mutex::new(Vec::new()),
+    });
+    let mut roles: Vec<ResolvedRole> = builtin_roles()
+        .into_iter()
+        .chain(test_roles())
+        .map(|def| ResolvedRole {
+            def,
+            layer: Layer::Builtin,
+            file: None,
+            overrides: Vec::new(),
+        })
+        .collect();
+    roles.dedup_by(|a, b| a.def.name == b.def.name);
+    let roster = Roster {
+        roles,
+        blocked: Vec::new(),
+        diagnostics: Vec::new(),
+        trusted: true,
+        untrusted_reason: None,
+    };
+    let settings = SubagentSettings::from_value(Some(&settings))
+        .unwrap()
+        .settings;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let sessions = dir.path().join("sessions");
+    let root_session = sessions.join("root.jsonl");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let manager = TaskManager::new(ManagerConfig {
+        provider: provider.clone(),
+        models: Arc::new(Models),
+        tools: cadre_tools::builtin_tools(),
+        roster: Arc::new(roster),
+        settings,
+        store: TaskStore::new(dir.path().join("tasks")),
+        root_session_id: ROOT_SESSION_ID.into(),
+        root_session_file: Some(root_session.clone()),
+        sessions_dir: sessions,
+        cadre_home: dir.path().join("home"),
+        cwd: work,
+        trusted: true,
+        artifacts_dir: dir.path().join("artifacts"),
+        root_notices: tx,
+    });
+    let mut active: Vec<String> = cadre_tools::BUILTIN_TOOL_NAMES
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    active.extend(["Agent", "SendMessage", "TaskOutput", "TaskStop"].map(String::from));
+    let root = manager.root_parent(
+        model("scripted"),
+        ThinkingLevel::Off,
+        "ROOT SYSTEM".into(),
+        active,
+        None,
+    );
+    Harness {
+        manager,
+        provider,
+        notices: rx,
+        root,
+        dir,
+        root_session,
+    }
+}
+
+fn spec(role: &str, prompt: &str) -> LaunchSpec {
+    LaunchSpec {
+        task: TaskSpec {
+            description: format!("do {prompt}"),
+            prompt: prompt.into(),
+            subagent_type: Some(role.into()),
+            ..TaskSpec::default()
+        },
+        ..LaunchSpec::default()
+    }
+}
+
+fn single(entries: Vec<EntryOutcome>) -> TaskOutcome {
+    match entries.into_iter().next() {
+        Some(EntryOutcome::Started(o)) => *o,
+        Some(EntryOutcome::Refused { error, .. }) => panic!("refused: {error}"),
+        None => panic!("no entry"),
+    }
+}
+
+impl Harness {
+    async fn launch(&self, s: LaunchSpec) -> Result<TaskOutcome, LaunchError> {
+        guarded(self.manager.launch(&self.root, s, None))
+            .await
+            .map(single)
+    }
+
+    fn record(&self, id: &str) -> TaskRecord {
+        self.manager.store().load(ROOT_SESSION_ID, id).unwrap()
+    }
+
+    fn output(&self, id: &str) -> String {
+        self.manager
+            .store()
+            .read_output(ROOT_SESSION_ID, id)
+            .unwrap()
+    }
+
+    async fn next_notice(&mut self) -> ParentNotice {
+        guarded(self.notices.recv()).await.expect("notice")
+    }
+
+    /// The next completion notice (progress warnings are skipped).
+    async fn next_completion(&mut self) -> ParentNotice {
+        loop {
+            let n = self.next_notice().await;
+            if n.kind == NoticeKind::Completion {
+                return n;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn foreground_task_returns_its_final_text_and_is_recorded() {
+    let h = harness(json!({}), |r| match (key_of(r).as_str(), turn(r)) {
+        ("CHILD hello", 0) => call("ls", json!({})),
+        ("CHILD hello", _) => text("hello from child"),
+        _ => text("?"),
+    });
+    let mut s = spec("lister", "CHILD hello");
+    s.task.expected_output = Some("- a greeting".into());
+    s.task.name = Some("greeter".into());
+    let o = h.launch(s).await.unwrap();
+    assert_eq!(o.delivery, Delivery::Finished);
+    assert_eq!(o.status, TaskStatus::Completed);
+    assert_eq!(o.termination, Some(TerminationKind::Normal));
+    assert_eq!(o.result, "hello from child");
+
+    let r = h.record(&o.task_id);
+    assert_eq!(r.status, TaskStatus::Completed);
+    assert_eq!(r.termination, Some(TerminationKind::Normal));
+    assert_eq!(r.agent, "lister");
+    assert_eq!(r.name.as_deref(), Some("greeter"));
+    assert_eq!(r.depth, 1);
+    assert_eq!(r.tools, ["ls"]);
+    assert_eq!(r.model, "fake/scripted");
+    assert_eq!(r.usage.turns, 2);
+    assert_eq!(r.usage.tool_calls_requested, 1);
+    assert_eq!(r.usage.tool_calls_executed, 1);
+    assert_eq!(r.usage.tool_calls_blocked, 0);
+    assert_eq!(r.usage.tokens.input, 20);
+    assert_eq!(r.preview, "hello from child");
+    assert!(r.ended_at.is_some() && r.started_at.is_some());
+    assert_eq!(r.owner_pid, None);
+    assert_eq!(h.output(&o.task_id), "hello from child");
+
+    // The child session records its parent; the prompt ends with the output contract (V1).
+    let session = PathBuf::from(r.session_file.unwrap());
+    let loaded = load_session(&session).unwrap();
+    assert_eq!(
+        loaded.header.parent_session.as_deref(),
+        Some(h.root_session.to_string_lossy().as_ref())
+    );
+    let reqs = h
+        .provider
+        .requests_of(&first_user(&h.provider.requests()[0]));
+    let first = first_user(&reqs[0]);
+    assert!(first.ends_with(
+        "REQUIRED OUTPUT CONTRACT (answer every item with concrete evidence before finishing)\n- a greeting"
+    ));
+    assert!(reqs[0].system_prompt.contains("ROLE BODY OF lister"));
+    let tool_names: Vec<&str> = reqs[0].tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(tool_names, ["ls"]);
+    assert!(!h.manager.has_pending());
+}
+
+#[tokio::test]
+async fn unknown_role_and_model_fail_before_any_model_call() {
+    let h = harness(json!({}), |_| text("never"));
+    let e = h.launch(spec("nope", "CHILD x")).await.unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("unknown agent type"), "{msg}");
+    assert!(msg.contains("Explore") && msg.contains("lister"), "{msg}");
+
+    let mut s = spec("lister", "CHILD x");
+    s.task.model = Some("fake/missing".into());
+    let msg = h.launch(s).await.unwrap_err().to_string();
+    assert!(
+        msg.contains("fake/missing") && msg.contains("fake/other"),
+        "{msg}"
+    );
+    assert!(h.provider.requests().is_empty());
+}
+
+#[tokio::test]
+async fn fan_out_of_eight_settles_each_entry_even_when_one_fails() {
+    let h = harness(json!({}), |r| {
+        let k = key_of(r);
+        if k == "CHILD fan-3" {
+            fail()
+        } else {
+            text(&format!("answer of {k}"))
+        }
+    });
+    let tasks: Vec<TaskSpec> = (0..8)
+        .map(|i| TaskSpec {
+            description: format!("fan {i}"),
+            prompt: format!("CHILD fan-{i}"),
+            subagent_type: Some("lister".into()),
+            ..TaskSpec::default()
+        })
+        .collect();
+    let entries = guarded(h.manager.launch(
+        &h.root,
+        LaunchSpec {
+            tasks,
+            ..LaunchSpec::default()
+        },
+        None,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(entries.len(), 8);
+    let summary = format_entries(&entries);
+    assert!(
+        summary.starts_with("8 tasks: 7 ok, 1 degraded."),
+        "{summary}"
+    );
+    for (i, e) in entries.iter().enumerate() {
+        let EntryOutcome::Started(o) = e else {
+            panic!("entry {i} refused")
+        };
+        if i == 3 {
+            assert!(!o.is_ok());
+            assert_eq!(o.status, TaskStatus::Failed);
+            assert_eq!(o.termination, Some(TerminationKind::ProviderError));
+            assert_eq!(o.result, "");
+            assert!(o.error.is_some());
+            let r = h.record(&o.task_id);
+            assert_eq!(r.status, TaskStatus::Failed);
+            assert_eq!(r.termination, Some(TerminationKind::ProviderError));
+        } else {
+            assert!(o.is_ok());
+            assert_eq!(o.result, format!("answer of CHILD fan-{i}"));
+        }
+    }
+    assert!(summary.contains("## Task 4 [degraded]"));
+}
+
+#[tokio::test]
+async fn too_many_tasks_are_refused() {
+    let h = harness(json!({"maxTasksPerLaunch": 2}), |_| text("x"));
+    let tasks = vec![
+        TaskSpec {
+            prompt: "CHILD a".into(),
+            ..TaskSpec::default()
+        };
+        3
+    ];
+    let e = guarded(h.manager.launch(
+        &h.root,
+        LaunchSpec {
+            tasks,
+            ..LaunchSpec::default()
+        },
+        None,
+    ))
+    .await
+    .unwrap_err();
+    assert!(matches!(e, LaunchError::TooManyTasks { given: 3, max: 2 }));
+}
+
+/// A root agent with the orchestration tools, and a front end that hands notices to it.
+fn root_agent(h: &Harness) -> Agent {
+    let mut tools = cadre_tools::builtin_tools();
+    for t in root_tools(&h.manager, &h.root) {
+        tools.register(t);
+    }
+    let config = AgentConfig {
+        provider: h.provider.clone(),
+        model: model("scripted"),
+        thinking: ThinkingLevel::Off,
+        system_prompt: "ROOT SYSTEM".into(),
+        tools,
+        cwd: h.dir.path().join("work"),
+        artifacts_dir: h.dir.path().join("artifacts"),
+        events: None,
+    };
+    Agent::new(config, Vec::new(), None)
+}
+
+#[tokio::test]
+async fn background_completion_reaches_an_idle_parent_exactly_once() {
+    let mut h = harness(json!({}), |r| {
+        let k = key_of(r);
+        if k == "CHILD bg" {
+            return text("bg result 42");
+        }
+        if k == "ROOT go" {
+            if matches!(r.messages.last(), Some(Message::Custom(_))) {
+                return text("root saw notification");
+            }
+            if turn(r) == 0 {
+                return call(
+                    "Agent",
+                    json!({"description": "bg job", "prompt": "CHILD bg",
+                           "subagent_type": "lister", "run_in_background": true}),
+                );
+            }
+            return text("root waiting");
+        }
+        text("?")
+    });
+    let mut agent = root_agent(&h);
+    let first = guarded(agent.prompt("ROOT go")).await.unwrap();
+    assert_eq!(first.final_message.unwrap().text(), "root waiting");
+    let launched = message_text(&agent.messages()[2]);
+    assert!(
+        launched.contains("in the background: task_id="),
+        "{launched}"
+    );
+
+    // The print-mode front end: deliver notices until nothing is pending.
+    let mut delivered = 0;
+    let mut answers = Vec::new();
+    loop {
+        tokio::select! {
+            Some(n) = h.notices.recv() => {
+                assert_eq!(n.kind, NoticeKind::Completion);
+                delivered += 1;
+                let out = guarded(agent.prompt_messages(vec![n.message()])).await.unwrap();
+                answers.push(out.final_message.unwrap().text());
+                drop(n);
+            }
+            _ = guarded(h.manager.wait_idle()) => break,
+        }
+    }
+    assert_eq!(delivered, 1);
+    assert_eq!(answers, ["root saw notification"]);
+    assert!(h.notices.try_recv().is_err());
+    let last_root = h.provider.requests_of("ROOT go").pop().unwrap();
+    let note = last_text(&last_root);
+    assert!(note.contains("<status>completed</status>"), "{note}");
+    assert!(note.contains("bg result 42"), "{note}");
+    assert!(!h.manager.has_pending());
+}
+
+#[tokio::test]
+async fn send_message_steers_a_live_task_and_reopens_a_finished_one() {
+    let started = Arc::new(Notify::new());
+    let gate = Arc::new(Notify::new());
+    let (s2, g2) = (started.clone(), gate.clone());
+    let mut h = harness(json!({}), move |r| {
+        if key_of(r) != "CHILD steer" {
+            return text("?");
+        }
+        let all = all_text(r);
+        if last_text(r) == "ROUND TWO" {
+            return text("round two done");
+        }
+        match turn(r) {
+            0 => Reply {
+                started: Some(s2.clone()),
+                gate: Some(g2.clone()),
+                ..call("ls", json!({}))
+            },
+            _ if all.contains("EXTRA INFO") => text("ack EXTRA"),
+            _ => text("no extra"),
+        }
+    });
+    let mut s = spec("lister", "CHILD steer");
+    s.task.run_in_background = Some(true);
+    s.task.name = Some("steerer".into());
+    let o = h.launch(s).await.unwrap();
+    assert_eq!(o.delivery, Delivery::Background);
+    guarded(started.notified()).await;
+    let sent = guarded(h.manager.send_message(&h.root, "steerer", "EXTRA INFO"))
+        .await
+        .unwrap();
+    assert_eq!(
+        sent,
+        SendOutcome::Steered {
+            task_id: o.task_id.clone()
+        }
+    );
+    gate.notify_one();
+    let n = h.next_completion().await;
+    assert!(n.text().contains("ack EXTRA"), "{}", n.text());
+    drop(n);
+
+    // Finished and background: reopened from its session, answered by notification.
+    let sent = guarded(h.manager.send_message(&h.root, &o.task_id[..], "ROUND TWO"))
+        .await
+        .unwrap();
+    assert!(matches!(sent, SendOutcome::ResumedInBackground { .. }));
+    let n = h.next_completion().await;
+    assert!(n.text().contains("round two done"), "{}", n.text());
+    drop(n);
+    guarded(h.manager.wait_idle()).await;
+    assert_eq!(h.output(&o.task_id), "ack EXTRA\n\n---\n\nround two done");
+    let r = h.record(&o.task_id);
+    assert_eq!(r.status, TaskStatus::Completed);
+    assert_eq!(r.usage.turns, 3, "turn counters continue");
+    assert_eq!(r.usage.tool_calls_executed, 1);
+    // The continuation saw the whole earlier conversation.
+    let last = h
+        .provider
+        .requests_of(&first_user(&h.provider.requests()[0]))
+        .pop()
+        .unwrap();
+    assert!(all_text(&last).contains("ack EXTRA"));
+}
+
+#[tokio::test]
+async fn send_message_continues_a_foreground_task_and_one_shot_roles_refuse() {
+    let h = harness(json!({}), |r| {
+        let k = key_of(r);
+        if last_text(r) == "MORE" {
+            return text("more done");
+        }
+        text(&format!("first of {k}"))
+    });
+    let o = h.launch(spec("lister", "CHILD fg")).await.unwrap();
+    let sent = guarded(h.manager.send_message(&h.root, &o.task_id, "MORE"))
+        .await
+        .unwrap();
+    let SendOutcome::Continued(c) = sent else {
+        panic!("{sent:?}")
+    };
+    assert_eq!(c.result, "more done");
+    assert_eq!(c.status, TaskStatus::Completed);
+
+    let ex = h.launch(spec("Explore", "CHILD explore")).await.unwrap();
+    let e = guarded(h.manager.send_message(&h.root, &ex.task_id, "MORE"))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("one-shot"), "{e}");
+}
+
+#[tokio::test]
+async fn task_stop_keeps_partial_output() {
+    let started = Arc::new(Notify::new());
+    let s2 = started.clone();
+    let mut h = harness(json!({}), move |r| match turn(r) {
+        0 => Reply {
+            text: "stage note: found the parser".into(),
+            ..call("ls", json!({}))
+        },
+        _ => hang(&s2),
+    });
+    let mut s = spec("lister", "CHILD stopme");
+    s.task.run_in_background = Some(true);
+    let o = h.launch(s).await.unwrap();
+    guarded(started.notified()).await;
+    let snap = guarded(h.manager.stop(&o.task_id)).await.unwrap();
+    assert_eq!(snap.status, TaskStatus::Stopped);
+    assert_eq!(snap.termination, Some(TerminationKind::ManualStop));
+    assert!(snap.output.contains("stage note: found the parser"));
+    let r = h.record(&o.task_id);
+    assert_eq!(r.status, TaskStatus::Stopped);
+    assert_eq!(r.termination, Some(TerminationKind::ManualStop));
+    assert!(
+        h.output(&o.task_id)
+            .contains("stage note: found the parser")
+    );
+    let n = h.next_completion().await;
+    assert!(
+        n.text().contains("<status>stopped</status>"),
+        "{}",
+        n.text()
+    );
+    drop(n);
+    // Stopping again is refused: nothing runs.
+    let e = guarded(h.manager.stop(&o.task_id)).await.unwrap_err();
+    assert!(e.to_string().contains("not running"), "{e}");
+}
+
+#[tokio::test]
+async fn ambiguous_and_unknown_targets_list_candidates() {
+    let h = harness(json!({}), |_| text("done"));
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let mut s = spec("lister", "CHILD dup");
+        s.task.name = Some("dup".into());
+        ids.push(h.launch(s).await.unwrap().task_id);
+    }
+    let e = h.manager.resolve("dup").unwrap_err().to_string();
+    assert!(e.contains("ambiguous"), "{e}");
+    for id in &ids {
+        assert!(e.contains(&id[..8]), "{e}");
+    }
+    let e = guarded(h.manager.send_message(&h.root, "dup", "x"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("ambiguous"), "{e}");
+    let e = h
+        .manager
+        .resolve("nothing-like-it")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no task matches"), "{e}");
+    assert_eq!(h.manager.resolve(&ids[1]).unwrap(), ids[1]);
+}
+
+#[tokio::test]
+async fn nesting_stops_at_the_depth_limit() {
+    let h = harness(json!({"maxAgentDepth": 2}), |r| {
+        let k = key_of(r);
+        match (k.as_str(), turn(r)) {
+            ("CHILD outer", 0) => call(
+                "Agent",
+                json!({"description": "inner", "prompt": "CHILD inner", "subagent_type": "nester"}),
+            ),
+            ("CHILD outer", _) => text(&format!("outer saw: {}", last_text(r))),
+            ("CHILD inner", 0) => call(
+                "Agent",
+                json!({"description": "too deep", "prompt": "CHILD deepest"}),
+            ),
+            ("CHILD inner", _) => text(&format!("leaf done; refusal was: {}", last_text(r))),
+            _ => text("?"),
+        }
+    });
+    let o = h.launch(spec("nester", "CHILD outer")).await.unwrap();
+    assert_eq!(o.status, TaskStatus::Completed);
+    assert!(o.result.contains("outer saw: Task "), "{}", o.result);
+    assert!(o.result.contains("leaf done"), "{}", o.result);
+    assert!(
+        o.result.contains("maximum subagent nesting depth"),
+        "{}",
+        o.result
+    );
+    assert!(h.provider.requests_of("CHILD deepest").is_empty());
+
+    let inner = h
+        .manager
+        .store()
+        .list_root(ROOT_SESSION_ID)
+        .unwrap()
+        .records
+        .into_iter()
+        .find(|r| r.prompt == "CHILD inner")
+        .unwrap();
+    assert_eq!(inner.depth, 2);
+    assert_eq!(inner.parent_task_id.as_deref(), Some(o.task_id.as_str()));
+    assert_eq!(inner.usage.tool_calls_blocked, 1);
+    assert!(!inner.tools.iter().any(|t| t == "Agent"));
+    let outer = h.record(&o.task_id);
+    assert!(outer.tools.iter().any(|t| t == "Agent"));
+
+    // A parent already at the limit cannot launch at all.
+    let mut deep = h.root.clone();
+    deep.task_id = Some("x".into());
+    deep.depth = 2;
+    let e = guarded(h.manager.launch(&deep, spec("lister", "CHILD no"), None))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, LaunchError::DepthLimit { max_depth: 2 }));
+}
+
+#[tokio::test]
+async fn nested_foreground_children_borrow_the_slot_at_full_quota() {
+    let h = harness(
+        json!({"maxConcurrentTasks": 1, "maxAgentDepth": 3}),
+        |r| match (key_of(r).as_str(), turn(r)) {
+            ("CHILD a", 0) => call(
+                "Agent",
+                json!({"description": "b", "prompt": "CHILD b", "subagent_type": "nester"}),
+            ),
+            ("CHILD b", 0) => call(
+                "Agent",
+                json!({"description": "c", "prompt": "CHILD c", "subagent_type": "lister"}),
+            ),
+            ("CHILD c", _) => text("c done"),
+            (k, _) => text(&format!("{k} got [{}]", last_text(r))),
+        },
+    );
+    let o = h.launch(spec("nester", "CHILD a")).await.unwrap();
+    assert!(o.result.starts_with("CHILD a got ["), "{}", o.result);
+    assert!(o.result.contains("CHILD b got ["), "{}", o.result);
+    assert!(o.result.contains("c done"), "{}", o.result);
+}
+
+#[tokio::test]
+async fn queued_tasks_start_in_launch_order() {
+    let h = harness(json!({"maxConcurrentTasks": 1}), |r| text(&key_of(r)));
+    let tasks: Vec<TaskSpec> = (0..4)
+        .map(|i| TaskSpec {
+            prompt: format!("CHILD q-{i}"),
+            subagent_type: Some("lister".into()),
+            ..TaskSpec::default()
+        })
+        .collect();
+    let entries = guarded(h.manager.launch(
+        &h.root,
+        LaunchSpec {
+            tasks,
+            ..LaunchSpec::default()
+        },
+        None,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(entries.len(), 4);
+    let order: Vec<String> = h.provider.requests().iter().map(key_of).collect();
+    assert_eq!(order, ["CHILD q-0", "CHILD q-1", "CHILD q-2", "CHILD q-3"]);
+}
+
+#[tokio::test]
+async fn a_read_only_child_calling_write_is_refused_and_counted_as_blocked() {
+    let h = harness(json!({}), |r| match turn(r) {
+        0 => call("write", json!({"path": "x.txt", "content": "no"})),
+        _ => text(&format!("result was: {}", last_text(r))),
+    });
+    let o = h.launch(spec("ro", "CHILD ro")).await.unwrap();
+    assert!(o.result.contains("not available"), "{}", o.result);
+    assert!(o.result.contains("read-only"), "{}", o.result);
+    let r = h.record(&o.task_id);
+    assert!(r.readonly);
+    assert_eq!(r.tools, ["read", "ls"]);
+    assert_eq!(r.usage.tool_calls_requested, 1);
+    assert_eq!(r.usage.tool_calls_blocked, 1);
+    assert_eq!(r.usage.tool_calls_executed, 0);
+    assert!(!h.dir.path().join("work/x.txt").exists());
+    let sent: Vec<String> = h.provider.requests()[0]
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(sent, ["read", "ls"]);
+}
+
+#[tokio::test]
+async fn turn_budget_aborts_past_grace() {
+    let h = harness(json!({}), |_| call("ls", json!({})));
+    let o = h.launch(spec("turns", "CHILD loop")).await.unwrap();
+    assert_eq!(o.status, TaskStatus::Partial);
+    assert_eq!(o.termination, Some(TerminationKind::TurnBudget));
+    let r = h.record(&o.task_id);
+    assert_eq!(r.status, TaskStatus::Partial);
+    assert_eq!(r.termination, Some(TerminationKind::TurnBudget));
+    // The final-handoff directive reached the child before the abort.
+    let reqs = h.provider.requests();
+    assert!(
+        reqs.iter()
+            .any(|q| all_text(q).to_lowercase().contains("final"))
+    );
+}
+
+#[tokio::test]
+async fn tool_budget_without_final_text_is_partial() {
+    let h = harness(json!({}), |r| match turn(r) {
+        0 | 1 => call("ls", json!({})),
+        _ => text(""),
+    });
+    let o = h.launch(spec("toolcap", "CHILD tools")).await.unwrap();
+    assert_eq!(o.status, TaskStatus::Partial);
+    assert_eq!(o.termination, Some(TerminationKind::ToolBudget));
+    let r = h.record(&o.task_id);
+    assert_eq!(r.termination, Some(TerminationKind::ToolBudget));
+    assert_eq!(r.usage.tool_calls_blocked, 1);
+    assert_eq!(r.usage.tool_calls_executed, 1);
+}
+
+#[tokio::test]
+async fn timeout_stops_the_task_as_partial() {
+    let started = Arc::new(Notify::new());
+    let s2 = started.clone();
+    let h = harness(json!({}), move |_| hang(&s2));
+    let o = h.launch(spec("slow", "CHILD slow")).await.unwrap();
+    assert_eq!(o.status, TaskStatus::Partial);
+    assert_eq!(o.termination, Some(TerminationKind::Timeout));
+    assert_eq!(o.result, "");
+    assert_eq!(
+        h.record(&o.task_id).termination,
+        Some(TerminationKind::Timeout)
+    );
+}
+
+#[tokio::test]
+async fn shutdown_stops_live_tasks_with_parent_shutdown() {
+    let started = Arc::new(Notify::new());
+    let s2 = started.clone();
+    let h = harness(json!({}), move |_| hang(&s2));
+    let mut s = spec("lister", "CHILD forever");
+    s.task.run_in_background = Some(true);
+    let o = h.launch(s).await.unwrap();
+    guarded(started.notified()).await;
+    guarded(h.manager.shutdown()).await;
+    let r = h.record(&o.task_id);
+    assert_eq!(r.status, TaskStatus::Stopped);
+    assert_eq!(r.termination, Some(TerminationKind::ParentShutdown));
+    assert!(h.manager.live_tasks().is_empty());
+}
+
+#[tokio::test]
+async fn a_worktree_outside_git_is_a_startup_error() {
+    let h = harness(json!({}), |_| text("never"));
+    let mut s = spec("lister", "CHILD wt");
+    s.task.isolation = Some("worktree".into());
+    let e = h.launch(s).await.unwrap_err();
+    assert!(matches!(e, LaunchError::Worktree(_)), "{e}");
+    let records = h
+        .manager
+        .store()
+        .list_root(ROOT_SESSION_ID)
+        .unwrap()
+        .records;
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].status, TaskStatus::Failed);
+    assert_eq!(records[0].termination, Some(TerminationKind::StartupError));
+    assert!(h.provider.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_supervision_checkpoint_promotes_a_foreground_task() {
+    let mut h = harness(json!({}), |r| match turn(r) {
+        0 => call("ls", json!({})),
+        _ => text("late answer"),
+    });
+    let mut s = spec("lister", "CHILD watched");
+    s.task.warning_turns = Some(1);
+    let o = h.launch(s).await.unwrap();
+    assert_eq!(o.delivery, Delivery::Promoted);
+    let first = h.next_notice().await;
+    assert_eq!(first.kind, NoticeKind::ProgressWarning);
+    assert!(first.text().contains("<progress-warning>"));
+    drop(first);
+    let done = h.next_completion().await;
+    assert!(done.text().contains("late answer"));
+    drop(done);
+    guarded(h.manager.wait_idle()).await;
+    assert!(h.record(&o.task_id).background);
+}

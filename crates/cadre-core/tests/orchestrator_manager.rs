@@ -1017,3 +1017,155 @@ async fn a_supervision_checkpoint_promotes_a_foreground_task() {
     guarded(h.manager.wait_idle()).await;
     assert!(h.record(&o.task_id).background);
 }
+
+#[tokio::test]
+async fn a_fork_continues_the_parent_conversation() {
+    use cadre_core::orchestrator::manager::{ConversationMirror, FORK_OPEN_CALL_RESULT};
+    let h = harness(json!({}), |r| {
+        let all = all_text(r);
+        if all.contains("You are a fork") {
+            return text(&format!(
+                "fork saw secret: {}",
+                all.contains("SECRET-CONTEXT-7")
+            ));
+        }
+        match turn(r) {
+            0 => Reply {
+                text: "I know SECRET-CONTEXT-7".into(),
+                calls: vec![
+                    (
+                        "Agent".into(),
+                        json!({"subagent_type": "fork", "description": "side task",
+                               "prompt": "CHECK THE SECRET"}),
+                    ),
+                    ("ls".into(), json!({})),
+                ],
+                ..Reply::default()
+            },
+            _ => text(&format!("root got: {}", last_text(r))),
+        }
+    });
+    let mirror = ConversationMirror::new(Vec::new());
+    let mut root = h.root.clone();
+    root.conversation = Some(mirror.clone());
+    let mut tools = cadre_tools::builtin_tools();
+    for t in root_tools(&h.manager, &root) {
+        tools.register(t);
+    }
+    let mut agent = Agent::new(
+        AgentConfig {
+            provider: h.provider.clone(),
+            model: model("scripted"),
+            thinking: ThinkingLevel::Off,
+            system_prompt: "ROOT SYSTEM".into(),
+            tools,
+            cwd: h.dir.path().join("work"),
+            artifacts_dir: h.dir.path().join("artifacts"),
+            events: Some(mirror.tap(None)),
+        },
+        Vec::new(),
+        None,
+    );
+    guarded(agent.prompt("ROOT fork")).await.unwrap();
+    let fork_req = h
+        .provider
+        .requests()
+        .into_iter()
+        .find(|r| all_text(r).contains("You are a fork"))
+        .expect("the fork ran");
+    assert_eq!(fork_req.system_prompt, "ROOT SYSTEM");
+    assert_eq!(first_user(&fork_req), "ROOT fork");
+    // Both open calls of the forking message got the synthetic result.
+    let synthetic = fork_req
+        .messages
+        .iter()
+        .filter(|m| matches!(m, Message::ToolResult(t) if message_text(m) == FORK_OPEN_CALL_RESULT && !t.is_error))
+        .count();
+    assert_eq!(synthetic, 2);
+    assert!(last_text(&fork_req).contains("CHECK THE SECRET"));
+    // The fork's answer reached the root as the Agent call's result.
+    let agent_result = agent
+        .messages()
+        .iter()
+        .find(|m| matches!(m, Message::ToolResult(t) if t.tool_name == "Agent"))
+        .map(message_text)
+        .unwrap();
+    assert!(
+        agent_result.contains("fork saw secret: true"),
+        "{agent_result}"
+    );
+    let rec = h
+        .manager
+        .store()
+        .list_root(ROOT_SESSION_ID)
+        .unwrap()
+        .records
+        .pop()
+        .unwrap();
+    assert!(rec.forked);
+    assert_eq!(rec.agent, "fork");
+    assert!(!rec.tools.iter().any(|t| t == "Agent" || t == "SendMessage"));
+}
+
+#[tokio::test]
+async fn a_fork_from_a_child_is_refused() {
+    let h = harness(json!({}), |_| text("never"));
+    let mut child = h.root.clone();
+    child.task_id = Some("t".into());
+    child.depth = 1;
+    let e = guarded(h.manager.launch(&child, spec("fork", "CHILD f"), None))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("only from the root"), "{e}");
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn a_worktree_child_keeps_its_changes_apart() {
+    let h = harness(json!({}), |r| match (key_of(r).as_str(), turn(r)) {
+        ("CHILD edit", 0) => call(
+            "write",
+            json!({"path": "new.txt", "content": "from child\n"}),
+        ),
+        ("CHILD edit", _) => text("wrote new.txt"),
+        _ => text("looked only"),
+    });
+    let work = h.dir.path().join("work");
+    git(&work, &["init", "-q"]);
+    git(&work, &["config", "user.email", "t@example.com"]);
+    git(&work, &["config", "user.name", "t"]);
+    std::fs::write(work.join("a.txt"), "a\n").unwrap();
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "-qm", "init"]);
+
+    let mut s = spec("general-purpose", "CHILD edit");
+    s.task.isolation = Some("worktree".into());
+    let o = h.launch(s).await.unwrap();
+    assert_eq!(o.status, TaskStatus::Completed, "{:?}", o.error);
+    let w = o.worktree.clone().expect("worktree info");
+    assert!(w.kept);
+    assert!(w.branch.starts_with("cadre-"));
+    assert!(w.diff_stat.as_deref().unwrap_or("").contains("new.txt"));
+    assert!(std::path::Path::new(&w.path).join("new.txt").exists());
+    assert!(!work.join("new.txt").exists(), "the main tree is untouched");
+    assert_eq!(h.record(&o.task_id).worktree.unwrap().path, w.path);
+
+    let mut s = spec("lister", "CHILD look");
+    s.task.isolation = Some("worktree".into());
+    let o = h.launch(s).await.unwrap();
+    let w = o.worktree.expect("worktree info");
+    assert!(!w.kept);
+    assert!(!std::path::Path::new(&w.path).exists());
+}

@@ -436,6 +436,19 @@ fn close_open_calls(mut history: Vec<Message>) -> Vec<Message> {
     history
 }
 
+/// A fork's first message: the fork role's instructions, then the task.
+fn fork_message(role: &RoleDef, spec: &TaskSpec) -> String {
+    let task = task_message(&spec.prompt, spec.expected_output.as_deref());
+    let intro = role.prompt.trim();
+    let intro = if intro.is_empty() {
+        "You are a fork of the agent above: you share its conversation so far and now work on \
+         your own. Your final message is all the agent above will see."
+    } else {
+        intro
+    };
+    format!("{intro}\n\nYour task:\n\n{task}")
+}
+
 /// What a child agent is built from (a fresh launch or a reopened task).
 pub(crate) struct ChildBuild<'a> {
     pub task_id: &'a str,
@@ -636,14 +649,7 @@ pub(crate) async fn start(
     inner.store.save(&mut record)?;
 
     let (history, first) = match &p.fork_history {
-        Some(h) => (
-            h.clone(),
-            format!(
-                "You are a fork of the agent above: you share its conversation so far, and you run \
-                 on your own from here. Your task:\n\n{}",
-                task_message(&p.spec.prompt, p.spec.expected_output.as_deref())
-            ),
-        ),
+        Some(h) => (h.clone(), fork_message(&p.role, &p.spec)),
         None => (
             Vec::new(),
             task_message(&p.spec.prompt, p.spec.expected_output.as_deref()),

@@ -10,6 +10,7 @@
 
 mod handle;
 mod launch;
+mod mirror;
 mod pending;
 mod prompt;
 mod reopen;
@@ -30,6 +31,8 @@ use tokio_util::sync::CancellationToken;
 use handle::{RunState, TaskHandle, lock};
 use pending::Pending;
 
+pub use launch::FORK_OPEN_CALL_RESULT;
+pub use mirror::ConversationMirror;
 pub use pending::PendingGuard;
 pub use prompt::{EMPTY_COMPLETION_NUDGE, OUTPUT_CONTRACT_HEADING};
 pub use types::{

@@ -21,6 +21,8 @@ mod errors;
 mod faults;
 #[path = "cli/json_mode.rs"]
 mod json_mode;
+#[path = "cli/manage.rs"]
+mod manage;
 #[path = "cli/misc.rs"]
 mod misc;
 #[path = "cli/model_input.rs"]

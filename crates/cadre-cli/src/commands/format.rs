@@ -78,7 +78,8 @@ fn short(value: f64, unit: &str) -> String {
 
 /// A cost in dollars; "-" when nothing was charged (or the model has no price).
 pub fn cost(dollars: f64) -> String {
-    if !(dollars > 0.0) {
+    // NaN and negative amounts are as good as nothing.
+    if dollars.is_nan() || dollars <= 0.0 {
         "-".to_string()
     } else if dollars < 0.01 {
         format!("${dollars:.4}")

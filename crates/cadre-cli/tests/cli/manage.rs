@@ -662,3 +662,57 @@ fn trust_records_lists_and_revokes() {
     let out = f.run(&["trust", "--list", "--revoke", "."]);
     out.assert_one_line_error();
 }
+
+#[test]
+fn doctor_names_pis_models_file_when_cadre_has_none() {
+    let f = Fixture::new();
+    let pi = f.user_home.join(".pi/agent/models.json");
+    write(&pi, &f.models_json().to_string());
+    std::fs::remove_file(f.models_path()).unwrap();
+    let out = f.run(&["doctor"]);
+    out.assert_success();
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("models.json:"))
+        .unwrap_or_else(|| panic!("no models.json line:\n{}", out.stdout));
+    assert!(line.contains(&pi.display().to_string()), "{line}");
+    assert!(line.contains("Pi's, read-only"), "{line}");
+}
+
+#[test]
+fn a_malformed_trust_file_is_reported_and_trusts_nothing() {
+    let f = Fixture::new();
+    write(&f.home.join("trust.json"), "{\"trusted\": \"oops\"}");
+    write(
+        &f.project.join(".cadre/agents/helper.md"),
+        &role("helper", "project helper"),
+    );
+
+    let out = f.run(&["agents"]);
+    out.assert_success();
+    assert!(
+        !out.stdout.lines().any(|l| l.starts_with("helper ")),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("trust.json"), "{}", out.stdout);
+
+    let out = f.run(&["doctor"]);
+    out.assert_success();
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.contains("error:") && l.contains("trust.json")),
+        "{}",
+        out.stdout
+    );
+
+    // Recording trust never overwrites a file it cannot read.
+    let err = f.run(&["trust"]).assert_one_line_error().to_string();
+    assert!(err.contains("trust.json"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(f.home.join("trust.json")).unwrap(),
+        "{\"trusted\": \"oops\"}"
+    );
+}

@@ -150,6 +150,9 @@ impl View<'_> {
                     DiagnosticKind::Note | DiagnosticKind::Override => "note",
                 };
                 let message = one_line(&d.message);
+                if let (DiagnosticKind::Untrusted, Some(dir)) = (d.kind, &d.file) {
+                    return format!("  {tag}: {} (the project is not trusted)", self.path(dir));
+                }
                 match &d.file {
                     Some(file) if !message.contains(&file.display().to_string()) => {
                         format!("  {tag}: {}: {message}", self.path(file))

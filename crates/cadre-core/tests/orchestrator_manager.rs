@@ -265,6 +265,10 @@ fn test_roles() -> Vec<RoleDef> {
             ..role("slow", &["ls"])
         },
         role("nester", &["Agent", "ls"]),
+        RoleDef {
+            fallback_model: Some("fake/other".into()),
+            ..role("flaky", &["ls"])
+        },
     ]
 }
 
@@ -1168,4 +1172,134 @@ async fn a_worktree_child_keeps_its_changes_apart() {
     let w = o.worktree.expect("worktree info");
     assert!(!w.kept);
     assert!(!std::path::Path::new(&w.path).exists());
+}
+
+#[tokio::test]
+async fn a_first_call_failure_is_retried_once_on_the_fallback_model() {
+    let h = harness(json!({}), |r| {
+        let on_fallback = r.model.id == "other";
+        match (key_of(r).as_str(), turn(r), on_fallback) {
+            ("CHILD flaky", _, false) => fail(),
+            ("CHILD flaky", _, true) => text("fallback answered"),
+            ("CHILD late", 0, false) => call("ls", json!({})),
+            ("CHILD late", _, false) => fail(),
+            _ => text("unexpected"),
+        }
+    });
+    let o = h.launch(spec("flaky", "CHILD flaky")).await.unwrap();
+    assert_eq!(o.status, TaskStatus::Completed, "{:?}", o.error);
+    assert_eq!(o.result, "fallback answered");
+    let r = h.record(&o.task_id);
+    assert_eq!(r.model, "fake/other");
+    assert!(
+        r.diagnostics
+            .iter()
+            .any(|d| d.contains("failed on its first call")),
+        "{:?}",
+        r.diagnostics
+    );
+    assert!(r.session_file.is_some());
+
+    // A child that already did something is not retried.
+    let o = h.launch(spec("flaky", "CHILD late")).await.unwrap();
+    assert_eq!(o.status, TaskStatus::Failed);
+    assert_eq!(o.termination, Some(TerminationKind::ProviderError));
+    assert_eq!(h.record(&o.task_id).model, "fake/scripted");
+    assert!(
+        h.provider
+            .requests()
+            .iter()
+            .filter(|q| q.model.id == "other")
+            .count()
+            == 1
+    );
+}
+
+#[tokio::test]
+async fn an_aborted_agent_call_stops_its_foreground_children() {
+    let started = Arc::new(Notify::new());
+    let s2 = started.clone();
+    let h = harness(json!({}), move |_| hang(&s2));
+    let cancel = CancellationToken::new();
+    let launch = {
+        let manager = h.manager.clone();
+        let root = h.root.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            manager
+                .launch(&root, spec("lister", "CHILD held"), Some(cancel))
+                .await
+        })
+    };
+    guarded(started.notified()).await;
+    cancel.cancel();
+    let o = single(guarded(launch).await.unwrap().unwrap());
+    assert_eq!(o.status, TaskStatus::Stopped);
+    assert_eq!(o.termination, Some(TerminationKind::ParentShutdown));
+}
+
+#[tokio::test]
+async fn a_nested_background_result_goes_to_its_direct_parent() {
+    let gate = Arc::new(Notify::new());
+    let g2 = gate.clone();
+    let mut h = harness(json!({}), move |r| match (key_of(r).as_str(), turn(r)) {
+        ("CHILD mid", 0) => call(
+            "Agent",
+            json!({"description": "gc", "prompt": "CHILD gc", "subagent_type": "lister",
+                       "run_in_background": true}),
+        ),
+        ("CHILD mid", _) if last_text(r).contains("<task-id>") => {
+            text(&format!("mid got: {}", last_text(r).contains("gc result")))
+        }
+        ("CHILD mid", _) => text("mid waiting"),
+        ("CHILD gc", _) => Reply {
+            gate: Some(g2.clone()),
+            ..text("gc result")
+        },
+        _ => text("?"),
+    });
+    let o = h.launch(spec("nester", "CHILD mid")).await.unwrap();
+    assert_eq!(o.result, "mid waiting");
+    gate.notify_one();
+    // The grandchild's notification woke its parent, whose new answer reaches the root.
+    let n = h.next_completion().await;
+    assert_eq!(n.task_id, o.task_id);
+    assert!(n.text().contains("mid got: true"), "{}", n.text());
+    drop(n);
+    guarded(h.manager.wait_idle()).await;
+    assert!(h.notices.try_recv().is_err());
+    assert!(h.output(&o.task_id).ends_with("---\n\nmid got: true"));
+}
+
+#[tokio::test]
+async fn task_output_snapshots_a_running_and_a_finished_task() {
+    let started = Arc::new(Notify::new());
+    let s2 = started.clone();
+    let h = harness(json!({}), move |r| match turn(r) {
+        0 => Reply {
+            text: "working on it".into(),
+            ..call("ls", json!({}))
+        },
+        _ => hang(&s2),
+    });
+    let mut s = spec("lister", "CHILD snap");
+    s.task.run_in_background = Some(true);
+    s.task.name = Some("snapper".into());
+    let o = h.launch(s).await.unwrap();
+    guarded(started.notified()).await;
+    let snap = guarded(
+        h.manager
+            .task_output("snapper", true, Duration::from_millis(10)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(snap.status, TaskStatus::Running);
+    assert_eq!(snap.usage.turns, 1);
+    assert_eq!(snap.preview, "working on it");
+    assert!(snap.output.contains("working on it"));
+    guarded(h.manager.stop("snapper")).await.unwrap();
+    let snap = guarded(h.manager.task_output(&o.task_id, false, Duration::ZERO))
+        .await
+        .unwrap();
+    assert_eq!(snap.status, TaskStatus::Stopped);
 }

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::handle::{ChildGate, RunState, TaskHandle, lock};
 use super::prompt::{child_system_prompt, task_message};
-use super::run::{Slot, drive, outcome_of};
+use super::run::{RebuildAgent, Retry, Slot, drive, outcome_of};
 use super::types::{
     Delivery, EntryOutcome, LaunchError, LaunchSpec, ParentNotice, ParentRef, TaskSpec,
 };
@@ -44,6 +44,8 @@ pub(crate) struct Prepared {
     pub role: RoleDef,
     pub model: Model,
     pub fallback: Option<String>,
+    /// The fallback to retry with when the first model call fails (T7).
+    pub retry_model: Option<Model>,
     pub requested_thinking: ThinkingLevel,
     pub thinking: ThinkingLevel,
     pub clamp_reason: Option<String>,
@@ -221,6 +223,7 @@ pub(crate) async fn prepare(
         parent_thinking: parent.thinking,
     });
     diagnostics.extend(resolved.notes.iter().cloned());
+    let mut switched = false;
     let model = if resolved.model == parent_model_name {
         parent.model.clone()
     } else {
@@ -233,6 +236,7 @@ pub(crate) async fn prepare(
                             "model `{}` unavailable ({primary}); using fallback `{fb}`",
                             resolved.model
                         ));
+                        switched = true;
                         m
                     }
                     Err(e) => {
@@ -254,6 +258,17 @@ pub(crate) async fn prepare(
         }
     };
     let thinking = resolve_thinking(&model, resolved.thinking);
+    // T7: the fallback a child is retried with, once, when its very first call fails.
+    let retry_model = match resolved.fallback.as_deref() {
+        Some(fb) if !switched && fb != model.full_name() => match inner.models.resolve(fb) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                diagnostics.push(format!("fallback model `{fb}` unavailable: {e}"));
+                None
+            }
+        },
+        _ => None,
+    };
 
     // Fork (O9).
     let fork_history = if is_fork(&role) {
@@ -375,6 +390,7 @@ pub(crate) async fn prepare(
         spec,
         model,
         fallback: resolved.fallback,
+        retry_model,
         requested_thinking: thinking.requested,
         thinking: thinking.effective,
         clamp_reason: thinking.clamp_reason,
@@ -655,6 +671,8 @@ pub(crate) async fn start(
             task_message(&p.spec.prompt, p.spec.expected_output.as_deref()),
         ),
     };
+    let retry_history = history.clone();
+    let retry_cwd = cwd.clone();
     let (mut agent, events) = build_child_agent(
         inner,
         ChildBuild {
@@ -693,10 +711,14 @@ pub(crate) async fn start(
         (Some(pid), false) => inner
             .handle(pid)
             .and_then(|ph| lock(&ph.permit).as_ref().and_then(|permit| permit.lend()))
-            .map(Slot::Lent)
-            .unwrap_or(Slot::Acquire),
-        _ => Slot::Acquire,
+            .map(Slot::Ready)
+            .unwrap_or_else(|| Slot::queue(&inner.quota)),
+        _ => Slot::queue(&inner.quota),
     };
+    let retry = p.retry_model.clone().map(|model| Retry {
+        model,
+        build: rebuild_agent(inner, parent, &p, &id, &retry_cwd, retry_history),
+    });
     lock(&inner.tasks).insert(id.clone(), Arc::clone(&handle));
     let guard = inner.pending.guard();
     tokio::spawn(drive(
@@ -709,8 +731,56 @@ pub(crate) async fn start(
         slot,
         worktree,
         false,
+        retry,
     ));
     Ok(handle)
+}
+
+/// How to build the task's agent again on its fallback model, in a new session file (T7).
+fn rebuild_agent(
+    inner: &Arc<Inner>,
+    parent: &ParentRef,
+    p: &Prepared,
+    id: &str,
+    cwd: &std::path::Path,
+    history: Vec<Message>,
+) -> RebuildAgent {
+    let inner = Arc::clone(inner);
+    let id = id.to_string();
+    let role = p.role.clone();
+    let skills = p.skills.clone();
+    let caps = p.caps.clone();
+    let requested = p.requested_thinking;
+    let cwd = cwd.to_path_buf();
+    let system_prompt = p
+        .fork_history
+        .as_ref()
+        .map(|_| parent.system_prompt.clone());
+    let parent_session = parent.session_file.clone();
+    let depth = parent.depth + 1;
+    Box::new(move |model: Model| {
+        Box::pin(async move {
+            let session =
+                SessionWriter::create(inner.session_dir(), &cwd, parent_session.as_deref()).await?;
+            let thinking = resolve_thinking(&model, requested).effective;
+            Ok(build_child_agent(
+                &inner,
+                ChildBuild {
+                    task_id: &id,
+                    depth,
+                    role: &role,
+                    skills: &skills,
+                    caps: &caps,
+                    model,
+                    thinking,
+                    cwd: cwd.clone(),
+                    system_prompt,
+                    history,
+                    session,
+                },
+            ))
+        })
+    })
 }
 
 /// Record a task that could not start (its record exists, no model was called).

@@ -83,14 +83,22 @@ pub(crate) async fn reopen_with(
     let session = SessionWriter::resume(&session_path, &loaded).await?;
 
     let previous = inner.handle(id);
-    let model = match previous.as_ref() {
-        Some(h) => h.model.clone(),
-        None => inner.models.resolve(&record.model).map_err(|e| {
-            LaunchError::Model(format!(
-                "cannot continue task {id}: model `{}`: {e}",
-                record.model
-            ))
-        })?,
+    // The model the task last ran on: the registry's, else (e.g. the parent's own model, which
+    // the registry may not list) the one this process ran it with.
+    let model = match inner.models.resolve(&record.model) {
+        Ok(m) => m,
+        Err(e) => match previous
+            .as_ref()
+            .filter(|h| h.model.full_name() == record.model)
+        {
+            Some(h) => h.model.clone(),
+            None => {
+                return Err(LaunchError::Model(format!(
+                    "cannot continue task {id}: model `{}`: {e}",
+                    record.model
+                )));
+            }
+        },
     };
     let thinking = ThinkingLevel::parse(&record.effective_thinking).unwrap_or_default();
     let role = inner
@@ -184,9 +192,10 @@ pub(crate) async fn reopen_with(
         events,
         vec![Message::user(message)],
         guard,
-        Slot::Acquire,
+        Slot::queue(&inner.quota),
         None,
         true,
+        None,
     ));
     Ok(handle)
 }

@@ -2,33 +2,83 @@
 //! output, notification).
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, SystemTime};
 
 use cadre_protocol::{AgentEvent, Message, StopReason, TaskPhase, TaskStatus, Usage, WorktreeInfo};
 use tokio::sync::mpsc;
 
 use super::Inner;
-use super::handle::{RunState, TaskHandle, lock};
+use super::handle::{ChildGate, RunState, TaskHandle, lock};
 use super::pending::PendingGuard;
 use super::prompt::EMPTY_COMPLETION_NUDGE;
 use super::types::{Delivery, NoticeKind, ParentNotice, TaskOutcome};
 use crate::agent::{Agent, AgentError, RunOutcome};
-use crate::orchestrator::lifecycle::{Action, FinalFacts, TurnFacts};
+use crate::orchestrator::lifecycle::{Action, FinalFacts, Lifecycle, LifecycleConfig, TurnFacts};
 use crate::orchestrator::output::{parent_result, preview};
 use crate::orchestrator::policy::{
     NotificationFacts, WarningFacts, notification_text, progress_warning_text, summary_line,
 };
-use crate::orchestrator::quota::Permit;
+use crate::orchestrator::quota::{Permit, Quota};
 use crate::orchestrator::store::timestamp;
 use crate::orchestrator::worktree::{Worktree, WorktreeOutcome};
 
 /// How a run gets its quota slot (O7).
 pub(crate) enum Slot {
-    /// Borrowed from a parent blocked on this foreground child.
-    Lent(Permit),
-    /// Queued for in FIFO order.
-    Acquire,
+    /// Borrowed from a parent blocked on this foreground child, or free at once.
+    Ready(Permit),
+    /// In the quota's FIFO queue: its place was taken when the task was started.
+    Queued(Pin<Box<dyn Future<Output = Permit> + Send>>),
+}
+
+impl Slot {
+    /// Join the queue now, so tasks are served in the order they were started, not the order
+    /// their tokio tasks happen to be polled.
+    pub(crate) fn queue(quota: &Quota) -> Slot {
+        let quota = quota.clone();
+        let mut wait: Pin<Box<dyn Future<Output = Permit> + Send>> =
+            Box::pin(async move { quota.acquire().await });
+        // One poll registers the waiter; the run's task polls it again with its own waker.
+        let mut cx = Context::from_waker(Waker::noop());
+        match wait.as_mut().poll(&mut cx) {
+            Poll::Ready(permit) => Slot::Ready(permit),
+            Poll::Pending => Slot::Queued(wait),
+        }
+    }
+}
+
+/// The one retry of a task whose very first model call failed, with its fallback model (T7).
+pub(crate) struct Retry {
+    pub model: cadre_llm::Model,
+    pub build: RebuildAgent,
+}
+
+/// Builds a fresh child agent (and its new session file) on another model.
+pub(crate) type RebuildAgent = Box<
+    dyn FnOnce(
+            cadre_llm::Model,
+        ) -> futures_util::future::BoxFuture<
+            'static,
+            Result<(Agent, mpsc::UnboundedReceiver<AgentEvent>), super::types::LaunchError>,
+        > + Send,
+>;
+
+/// Whether a run failed on its first model call having done nothing: no text, no tool call.
+fn failed_on_first_call(res: &Result<RunOutcome, AgentError>, h: &TaskHandle) -> bool {
+    let Ok(o) = res else { return false };
+    let empty = o
+        .final_message
+        .as_ref()
+        .is_none_or(|m| m.text().trim().is_empty() && m.tool_calls().next().is_none());
+    let mut u = cadre_protocol::TaskUsage::default();
+    lock(&h.lifecycle).write_counters(&mut u);
+    o.stop_reason == StopReason::Error
+        && o.turns == 1
+        && empty
+        && u.tool_calls_requested == 0
+        && !h.is_aborting()
 }
 
 /// Run a task to its end and record it. Owns the child agent for the run.
@@ -43,11 +93,12 @@ pub(crate) async fn drive(
     slot: Slot,
     worktree: Option<Worktree>,
     continuation: bool,
+    mut retry: Option<Retry>,
 ) {
     let permit = match slot {
-        Slot::Lent(p) => Some(p),
-        Slot::Acquire => tokio::select! {
-            p = inner.quota.acquire() => Some(p),
+        Slot::Ready(p) => Some(p),
+        Slot::Queued(wait) => tokio::select! {
+            p = wait => Some(p),
             _ = h.aborted() => None,
         },
     };
@@ -71,7 +122,7 @@ pub(crate) async fn drive(
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let mut usage = Usage::default();
     let mut last: Option<Result<RunOutcome, AgentError>> = None;
-    let mut next: Option<Vec<Message>> = Some(input);
+    let mut next: Option<Vec<Message>> = Some(input.clone());
     let mut nudged = false;
     let mut timed_out = false;
     while !h.is_aborting() {
@@ -104,6 +155,50 @@ pub(crate) async fn drive(
         }
         if let Ok(o) = &res {
             usage.add(&o.usage);
+        }
+        if failed_on_first_call(&res, &h)
+            && let Some(r) = retry.take()
+        {
+            let error = match &res {
+                Ok(o) => o.error.clone().unwrap_or_default(),
+                Err(e) => e.to_string(),
+            };
+            let fallback = r.model.full_name();
+            match (r.build)(r.model).await {
+                Ok((mut fresh, fresh_events)) => {
+                    fresh.set_tool_gate(Arc::new(ChildGate {
+                        handle: Arc::clone(&h),
+                    }));
+                    let old = std::mem::replace(&mut agent, fresh);
+                    let _ = old.close().await;
+                    events = fresh_events;
+                    h.open_inbox(agent.controller());
+                    let mut r = lock(&h.record);
+                    let note = format!(
+                        "model `{}` failed on its first call ({error}); retried once with fallback `{fallback}`",
+                        r.model
+                    );
+                    r.diagnostics.push(note);
+                    r.model = fallback;
+                    r.effective_thinking = agent.config().thinking.as_str().into();
+                    r.session_file = agent
+                        .session_path()
+                        .map(|p| p.to_string_lossy().into_owned());
+                    *lock(&h.lifecycle) = Lifecycle::new(LifecycleConfig {
+                        budgets: r.budgets.clone(),
+                        warnings: Some(r.warnings),
+                        one_shot: r.one_shot,
+                        background: h.is_background(),
+                    });
+                    let _ = inner.store.save(&mut r);
+                    drop(r);
+                    next = Some(input.clone());
+                    continue;
+                }
+                Err(e) => lock(&h.record)
+                    .diagnostics
+                    .push(format!("the fallback retry could not start: {e}")),
+            }
         }
         let clean = matches!(&res, Ok(o) if o.error.is_none());
         let text = match &res {

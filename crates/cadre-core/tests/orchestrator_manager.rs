@@ -1303,3 +1303,57 @@ async fn task_output_snapshots_a_running_and_a_finished_task() {
         .unwrap();
     assert_eq!(snap.status, TaskStatus::Stopped);
 }
+
+#[tokio::test]
+async fn a_nested_background_result_is_steered_into_a_running_parent() {
+    let gate = Arc::new(Notify::new());
+    let g2 = gate.clone();
+    let h = harness(json!({}), move |r| match (key_of(r).as_str(), turn(r)) {
+        ("CHILD mid", 0) => call(
+            "Agent",
+            json!({"description": "gc", "prompt": "CHILD gc", "subagent_type": "lister",
+                   "run_in_background": true}),
+        ),
+        ("CHILD mid", 1) => Reply {
+            gate: Some(g2.clone()),
+            ..call("ls", json!({}))
+        },
+        ("CHILD mid", _) => text(&format!(
+            "mid saw: {}",
+            all_text(r).contains("<task-id>") && all_text(r).contains("gc result")
+        )),
+        ("CHILD gc", _) => text("gc result"),
+        _ => text("?"),
+    });
+    let launch = {
+        let manager = h.manager.clone();
+        let root = h.root.clone();
+        tokio::spawn(async move {
+            manager
+                .launch(&root, spec("nester", "CHILD mid"), None)
+                .await
+        })
+    };
+    // Release the parent's second turn once the grandchild has ended (its notice is queued).
+    guarded(async {
+        loop {
+            let done = h
+                .manager
+                .store()
+                .list_root(ROOT_SESSION_ID)
+                .unwrap()
+                .records
+                .iter()
+                .any(|r| r.prompt == "CHILD gc" && r.status == TaskStatus::Completed);
+            if done {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    gate.notify_one();
+    let o = single(guarded(launch).await.unwrap().unwrap());
+    assert_eq!(o.result, "mid saw: true");
+    guarded(h.manager.wait_idle()).await;
+}

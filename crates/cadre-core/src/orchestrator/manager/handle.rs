@@ -242,7 +242,8 @@ impl ToolGate for ChildGate {
             lock(&h.lifecycle).on_policy_block();
             return Some(message);
         }
-        match lock(&h.lifecycle).on_tool_call(&call.name) {
+        let decision = lock(&h.lifecycle).on_tool_call(&call.name);
+        match decision {
             ToolDecision::Allow => {
                 lock(&h.admitted).insert(call.id.clone());
                 None

@@ -522,7 +522,7 @@ fn child_parent_ref(inner: &Arc<Inner>, b: &ChildBuild<'_>) -> ParentRef {
     ParentRef {
         task_id: Some(b.task_id.to_string()),
         depth: b.depth,
-        session_id: None,
+        session_id: Some(b.session.session_id().to_string()),
         session_file: Some(b.session.path().to_path_buf()),
         cwd: b.cwd.clone(),
         active_tools: b.caps.tools.clone(),

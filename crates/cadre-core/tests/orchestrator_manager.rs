@@ -1357,3 +1357,52 @@ async fn a_nested_background_result_is_steered_into_a_running_parent() {
     assert_eq!(o.result, "mid saw: true");
     guarded(h.manager.wait_idle()).await;
 }
+
+#[tokio::test]
+async fn the_tools_describe_the_roster_and_report_bad_calls_as_errors() {
+    use cadre_tools::ToolContext;
+    let h = harness(json!({"maxTasksPerLaunch": 3}), |_| text("x"));
+    let tools = root_tools(&h.manager, &h.root);
+    let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+    assert_eq!(names, ["Agent", "SendMessage", "TaskOutput", "TaskStop"]);
+    let spec = tools[0].spec();
+    assert!(spec.description.contains("Explore") && spec.description.contains("lister"));
+    assert_eq!(spec.parameters["properties"]["tasks"]["maxItems"], 3);
+    assert!(spec.parameters["properties"]["expected_output"].is_object());
+
+    let ctx = || ToolContext {
+        cwd: h.dir.path().join("work"),
+        cancel: CancellationToken::new(),
+        updates: None,
+        artifacts_dir: h.dir.path().join("artifacts"),
+    };
+    let out_text = |o: &cadre_tools::ToolOutput| cadre_protocol::join_text(&o.content);
+    let o = tools[0].execute(json!({"prompt": 5}), ctx()).await;
+    assert!(o.is_error && out_text(&o).contains("invalid Agent arguments"));
+    let o = tools[0]
+        .execute(json!({"prompt": "CHILD x", "subagent_type": "nope"}), ctx())
+        .await;
+    assert!(o.is_error && out_text(&o).contains("unknown agent type"));
+    let o = tools[1]
+        .execute(json!({"to": "zzz", "message": "m"}), ctx())
+        .await;
+    assert!(o.is_error && out_text(&o).contains("no task matches"));
+    let o = tools[2].execute(json!({}), ctx()).await;
+    assert!(o.is_error && out_text(&o).contains("invalid TaskOutput arguments"));
+    let o = tools[3].execute(json!({"task_id": "zzz"}), ctx()).await;
+    assert!(o.is_error);
+    // A good call returns the child's answer as the tool result.
+    let o = tools[0]
+        .execute(
+            json!({"description": "d", "prompt": "CHILD ok", "subagent_type": "lister"}),
+            ctx(),
+        )
+        .await;
+    assert!(!o.is_error);
+    assert!(
+        out_text(&o).ends_with("<result>\nx\n</result>"),
+        "{}",
+        out_text(&o)
+    );
+    assert!(h.provider.requests().len() == 1);
+}

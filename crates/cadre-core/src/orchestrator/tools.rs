@@ -443,3 +443,90 @@ impl Tool for TaskStopTool {
         })
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::orchestrator::manager::LaunchError;
+    use cadre_protocol::{TaskPhase, TaskUsage, TerminationKind, WorktreeInfo};
+
+    fn outcome(delivery: Delivery, status: TaskStatus) -> TaskOutcome {
+        TaskOutcome {
+            task_id: "0192-abc".into(),
+            name: Some("scout".into()),
+            agent: "Explore".into(),
+            description: "map auth".into(),
+            delivery,
+            status,
+            phase: TaskPhase::Terminal,
+            termination: Some(TerminationKind::Normal),
+            result: "the answer".into(),
+            truncated: false,
+            error: None,
+            output_file: "/tmp/out.md".into(),
+            usage: TaskUsage::default(),
+            worktree: None,
+        }
+    }
+
+    #[test]
+    fn a_finished_task_shows_status_usage_file_and_result() {
+        let t = format_outcome(&outcome(Delivery::Finished, TaskStatus::Completed));
+        assert!(t.starts_with("Task 0192-abc name=scout (Explore \"map auth\"): completed\n"));
+        assert!(t.contains("Usage: turns 0"));
+        assert!(t.contains("Output file: /tmp/out.md"));
+        assert!(t.ends_with("<result>\nthe answer\n</result>"));
+        assert!(!t.contains("(normal)"));
+    }
+
+    #[test]
+    fn a_degraded_task_shows_its_termination_error_and_worktree() {
+        let mut o = outcome(Delivery::Finished, TaskStatus::Partial);
+        o.termination = Some(TerminationKind::Timeout);
+        o.error = Some("Operation aborted".into());
+        o.result = String::new();
+        o.worktree = Some(WorktreeInfo {
+            path: "/w".into(),
+            branch: "cadre-1234abcd".into(),
+            kept: true,
+            diff_stat: Some(" a.txt | 1 +\n".into()),
+            ..WorktreeInfo::default()
+        });
+        let t = format_outcome(&o);
+        assert!(t.contains("partial (timeout)"));
+        assert!(t.contains("Error: Operation aborted"));
+        assert!(t.contains("Worktree kept: /w (branch cadre-1234abcd)\n a.txt | 1 +"));
+        assert!(t.ends_with("<result>\n</result>"));
+        o.worktree.as_mut().unwrap().kept = false;
+        assert!(format_outcome(&o).contains("Worktree removed (no changes)."));
+    }
+
+    #[test]
+    fn background_and_promoted_tasks_say_where_the_result_will_come() {
+        let t = format_outcome(&outcome(Delivery::Background, TaskStatus::Running));
+        assert!(t.contains("in the background: task_id=0192-abc"));
+        assert!(t.contains("do not poll"));
+        let t = format_outcome(&outcome(Delivery::Promoted, TaskStatus::Running));
+        assert!(t.contains("running (supervised background)"));
+    }
+
+    #[test]
+    fn a_task_set_marks_each_entry() {
+        let entries = vec![
+            EntryOutcome::Started(Box::new(outcome(Delivery::Finished, TaskStatus::Completed))),
+            EntryOutcome::Started(Box::new(outcome(Delivery::Finished, TaskStatus::Failed))),
+            EntryOutcome::Refused {
+                description: "bad one".into(),
+                error: LaunchError::Invalid("`prompt` must not be empty".into()),
+            },
+        ];
+        let t = format_entries(&entries);
+        assert!(t.starts_with("3 tasks: 1 ok, 2 degraded.\n"));
+        assert!(t.contains("## Task 1 [ok]"));
+        assert!(t.contains("## Task 2 [degraded]"));
+        assert!(t.contains(
+            "## Task 3 [degraded]\n\"bad one\" was not started: invalid Agent call: `prompt` must not be empty"
+        ));
+    }
+}

@@ -828,3 +828,94 @@ impl TaskManager {
         Ok(caps.tools)
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use cadre_protocol::{AssistantMessage, ToolCall};
+
+    fn assistant(calls: &[&str]) -> Message {
+        let mut a = AssistantMessage::empty("x", "y", "z");
+        for id in calls {
+            a.content.push(ContentBlock::ToolCall(ToolCall {
+                id: (*id).into(),
+                name: "ls".into(),
+                arguments: serde_json::json!({}),
+            }));
+        }
+        Message::Assistant(a)
+    }
+
+    fn result(id: &str) -> Message {
+        Message::ToolResult(ToolResultMessage {
+            tool_call_id: id.into(),
+            tool_name: "ls".into(),
+            content: vec![ContentBlock::text("done")],
+            details: None,
+            is_error: false,
+            timestamp: 0,
+        })
+    }
+
+    fn ids(history: &[Message]) -> Vec<(String, String)> {
+        history
+            .iter()
+            .filter_map(|m| match m {
+                Message::ToolResult(r) => Some((
+                    r.tool_call_id.clone(),
+                    cadre_protocol::join_text(&r.content),
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_open_call_of_the_forking_message_gets_the_fork_result() {
+        let h = close_open_calls(vec![
+            Message::user("go"),
+            assistant(&["a"]),
+            result("a"),
+            assistant(&["b", "c", "d"]),
+            result("c"),
+        ]);
+        assert_eq!(h.len(), 7);
+        assert_eq!(
+            ids(&h),
+            [
+                ("a".to_string(), "done".to_string()),
+                ("c".into(), "done".into()),
+                ("b".into(), FORK_OPEN_CALL_RESULT.into()),
+                ("d".into(), FORK_OPEN_CALL_RESULT.into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_history_without_assistant_messages_is_unchanged() {
+        let h = close_open_calls(vec![Message::user("go")]);
+        assert_eq!(h.len(), 1);
+        assert!(close_open_calls(Vec::new()).is_empty());
+        let h = close_open_calls(vec![Message::user("go"), assistant(&[])]);
+        assert_eq!(h.len(), 2);
+    }
+
+    #[test]
+    fn a_fork_message_carries_the_role_prompt_then_the_task() {
+        let role = RoleDef {
+            prompt: "FORK RULES".into(),
+            ..RoleDef::default()
+        };
+        let spec = TaskSpec {
+            prompt: "do it".into(),
+            expected_output: Some("- x".into()),
+            ..TaskSpec::default()
+        };
+        let m = fork_message(&role, &spec);
+        assert!(m.starts_with("FORK RULES\n\nYour task:\n\ndo it"));
+        assert!(m.ends_with("- x"));
+        let m = fork_message(&RoleDef::default(), &spec);
+        assert!(m.starts_with("You are a fork"));
+    }
+}

@@ -301,3 +301,111 @@ pub enum LaunchError {
     #[error("{0}")]
     Target(#[from] TargetError),
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_single_task_is_its_own_entry() {
+        let s: LaunchSpec = serde_json::from_value(json!({
+            "description": "d", "prompt": "p", "subagent_type": "Explore",
+            "run_in_background": true, "warning_turns": 3
+        }))
+        .unwrap();
+        let e = s.entries();
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].prompt, "p");
+        assert_eq!(e[0].subagent_type.as_deref(), Some("Explore"));
+        assert_eq!(e[0].run_in_background, Some(true));
+        assert_eq!(e[0].warning_turns, Some(3));
+    }
+
+    #[test]
+    fn task_entries_inherit_top_level_warnings_and_background() {
+        let s: LaunchSpec = serde_json::from_value(json!({
+            "warning_turns": 5, "warning_interval_turns": 2, "run_in_background": true,
+            "tasks": [
+                {"prompt": "a"},
+                {"prompt": "b", "warning_turns": 9, "run_in_background": false}
+            ]
+        }))
+        .unwrap();
+        let e = s.entries();
+        assert_eq!(e.len(), 2);
+        assert_eq!(
+            (e[0].warning_turns, e[0].warning_interval_turns),
+            (Some(5), Some(2))
+        );
+        assert_eq!(e[0].run_in_background, Some(true));
+        assert_eq!(
+            (e[1].warning_turns, e[1].warning_interval_turns),
+            (Some(9), Some(2))
+        );
+        assert_eq!(e[1].run_in_background, Some(false));
+    }
+
+    #[test]
+    fn bad_argument_types_are_rejected_and_unknown_keys_ignored() {
+        assert!(serde_json::from_value::<LaunchSpec>(json!({"prompt": 5})).is_err());
+        assert!(serde_json::from_value::<LaunchSpec>(json!({"tasks": "x"})).is_err());
+        assert!(
+            serde_json::from_value::<LaunchSpec>(json!({"prompt": "p", "warning_turns": -1}))
+                .is_err()
+        );
+        let s: LaunchSpec =
+            serde_json::from_value(json!({"prompt": "p", "something_new": true})).unwrap();
+        assert_eq!(s.task.prompt, "p");
+        assert_eq!(s.raw, None);
+    }
+
+    #[test]
+    fn notices_become_custom_messages() {
+        let n = ParentNotice::new(
+            NoticeKind::Completion,
+            "t1".into(),
+            "<task-notification>x</task-notification>".into(),
+            None,
+        );
+        let Message::Custom(c) = n.message() else {
+            panic!("not custom")
+        };
+        assert_eq!(c.custom_type, "task-notification");
+        assert!(c.display);
+        assert_eq!(c.content.to_text(), n.text());
+        let w = ParentNotice::new(NoticeKind::ProgressWarning, "t1".into(), "w".into(), None);
+        let Message::Custom(c) = w.message() else {
+            panic!("not custom")
+        };
+        assert_eq!(c.custom_type, "progress-warning");
+    }
+
+    #[test]
+    fn only_completed_and_running_tasks_are_ok() {
+        let mut o = TaskOutcome {
+            task_id: "t".into(),
+            name: None,
+            agent: "a".into(),
+            description: "d".into(),
+            delivery: Delivery::Finished,
+            status: TaskStatus::Completed,
+            phase: TaskPhase::Terminal,
+            termination: None,
+            result: String::new(),
+            truncated: false,
+            error: None,
+            output_file: String::new(),
+            usage: TaskUsage::default(),
+            worktree: None,
+        };
+        assert!(o.is_ok());
+        o.status = TaskStatus::Running;
+        assert!(o.is_ok());
+        for s in [TaskStatus::Partial, TaskStatus::Failed, TaskStatus::Stopped] {
+            o.status = s;
+            assert!(!o.is_ok(), "{s:?}");
+        }
+    }
+}

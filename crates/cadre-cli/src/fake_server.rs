@@ -27,7 +27,14 @@ pub async fn run(args: FakeServerArgs) -> Result<ExitCode> {
             )));
         }
         "echo" => server.script(Rule::new(Match::Always).reply(Reply::text("ok"))),
-        other => bail!("unknown scenario {other:?} (use read-once or echo)"),
+        "delegate" => script_delegate(&server),
+        other if other.starts_with("fanout-") => {
+            let n: usize = other["fanout-".len()..]
+                .parse()
+                .map_err(|_| anyhow::anyhow!("fanout-N needs a number, not {other:?}"))?;
+            script_fanout(&server, n);
+        }
+        other => bail!("unknown scenario {other:?} (use read-once, echo, delegate or fanout-N)"),
     }
     let port = server.addr().port();
     if let Some(path) = &args.port_file {
@@ -47,4 +54,59 @@ pub async fn run(args: FakeServerArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A child's conversation starts with this marker, so routing never confuses it with the parent.
+const CHILD_MARK: &str = "[bench child]";
+
+/// One Explore child that reads README.md, then the parent answers.
+fn script_delegate(server: &FakeServer) {
+    let child = |n: usize| Match::first_user(CHILD_MARK).and(Match::AssistantTurns(n));
+    let parent = |n: usize| (!Match::first_user(CHILD_MARK)).and(Match::AssistantTurns(n));
+    server.script(Rule::new(parent(0)).reply(Reply::new().tool_call(
+        "call_agent",
+        "Agent",
+        json!({"subagent_type": "Explore", "description": "Read the readme",
+               "prompt": format!("{CHILD_MARK} Read README.md and report what it says.")}),
+    )));
+    server.script(Rule::new(parent(1)).reply(Reply::text("The child read the README.")));
+    script_child(server, child);
+}
+
+/// The parent launches `n` children (in `Agent` calls of up to 8 tasks each, all in its first
+/// turn); each child makes two model turns and one `read`.
+fn script_fanout(server: &FakeServer, n: usize) {
+    let child = |k: usize| Match::first_user(CHILD_MARK).and(Match::AssistantTurns(k));
+    let parent = |k: usize| (!Match::first_user(CHILD_MARK)).and(Match::AssistantTurns(k));
+    let mut reply = Reply::new();
+    let mut launched = 0;
+    let mut call = 0;
+    while launched < n {
+        let batch = (n - launched).min(8);
+        let tasks: Vec<serde_json::Value> = (0..batch)
+            .map(|i| {
+                json!({"subagent_type": "Explore", "description": format!("Child {}", launched + i),
+                       "prompt": format!("{CHILD_MARK} #{} Read README.md and report.", launched + i)})
+            })
+            .collect();
+        reply = reply.tool_call(
+            &format!("call_fan_{call}"),
+            "Agent",
+            json!({"tasks": tasks}),
+        );
+        launched += batch;
+        call += 1;
+    }
+    server.script(Rule::new(parent(0)).reply(reply));
+    server.script(Rule::new(parent(1)).reply(Reply::text(format!("{n} children reported."))));
+    script_child(server, child);
+}
+
+fn script_child(server: &FakeServer, child: impl Fn(usize) -> Match) {
+    server.script(Rule::new(child(0)).reply(Reply::new().tool_call(
+        "call_child_read",
+        "read",
+        json!({"path": "README.md"}),
+    )));
+    server.script(Rule::new(child(1)).reply(Reply::text("README.md says hello.")));
 }

@@ -22,6 +22,7 @@ mod commands;
 mod demo;
 mod demo_script;
 mod fake_server;
+mod orchestrate;
 mod render;
 mod run;
 mod tool;

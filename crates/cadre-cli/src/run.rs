@@ -9,6 +9,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use cadre_core::agent::{Agent, AgentConfig, AgentController, RunOutcome};
 use cadre_core::config::{CadreHome, TrustStore, load_settings, project_root};
+use cadre_core::orchestrator::manager::TaskManager;
+use cadre_core::roles::ProjectTrust;
 use cadre_core::session::{
     SessionWriter, iso_timestamp, latest_session, load_session, session_dir_for_cwd,
 };
@@ -18,6 +20,7 @@ use cadre_protocol::{AgentEvent, Message, SESSION_VERSION, SessionHeader, Thinki
 use tokio::sync::mpsc;
 
 use crate::args::{Mode, RunArgs};
+use crate::orchestrate::{ORCHESTRATION_TOOLS, Orchestration, Setup};
 use crate::render;
 
 /// Overrides the delay before the first retry (doubled for each further one).
@@ -72,25 +75,73 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         );
     }
 
+    let (builtin_names, orchestration_names) = split_tool_names(args.tools.as_deref())?;
     let mut tools = cadre_tools::builtin_tools();
-    if let Some(names) = &args.tools {
-        let names: Vec<String> = names
-            .iter()
-            .map(|n| n.trim().to_string())
-            .filter(|n| !n.is_empty())
-            .collect();
-        if let Err(unknown) = tools.retain_named(&names) {
-            bail!(
-                "unknown tool(s) {}; available: {}",
-                unknown.join(", "),
-                cadre_tools::BUILTIN_TOOL_NAMES.join(", ")
-            );
-        }
+    if let Some(names) = &builtin_names {
+        // split_tool_names checked every name, so this keeps exactly the ones asked for.
+        let _ = tools.retain_named(names);
     }
 
     let (session, history) = open_session(&args, &home, &cwd).await?;
-    let system_prompt = build_prompt(&cwd, home.root(), &tools, &args);
     let artifacts_dir = home.root().join("artifacts");
+    let provider: Arc<dyn Provider> = Arc::new(HttpProvider::new(policy));
+    let registry = Arc::new(registry);
+    let root_session_id = session
+        .as_ref()
+        .map(|s| s.session_id().to_string())
+        .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    let trust = match TrustStore::load(&home) {
+        Ok(store) => ProjectTrust::from_store(&store, &root, args.trust),
+        Err(_) if args.trust => ProjectTrust::Trusted,
+        Err(e) => ProjectTrust::Untrusted {
+            reason: format!("the trust store cannot be read ({e})"),
+        },
+    };
+    let mut orchestration = Orchestration::new(Setup {
+        home: &home,
+        cwd: &cwd,
+        trust,
+        settings: settings.subagents.as_ref(),
+        provider: provider.clone(),
+        registry: registry.clone(),
+        tools: tools.clone(),
+        root_session_id,
+        root_session_file: session.as_ref().map(|s| s.path().to_path_buf()),
+        history: history.clone(),
+        artifacts_dir: artifacts_dir.clone(),
+    })?;
+
+    // The orchestration tools' descriptions come from the roster; the system prompt lists every
+    // tool, and the tools keep the final prompt for forks.
+    let mut active: Vec<String> = tools.names();
+    active.extend(orchestration_names.iter().cloned());
+    let mut with_orchestration = tools.clone();
+    for tool in orchestration.tools(
+        &model,
+        thinking.effective,
+        "",
+        active.clone(),
+        &orchestration_names,
+    ) {
+        with_orchestration.register(tool);
+    }
+    let mut append = args.append_system_prompt.clone();
+    if !orchestration_names.is_empty()
+        && let Some(policy) = orchestration.policy_prompt()
+    {
+        append.insert(0, policy);
+    }
+    let system_prompt = build_prompt(&cwd, home.root(), &with_orchestration, &args, &append);
+    let mut all_tools = tools;
+    for tool in orchestration.tools(
+        &model,
+        thinking.effective,
+        &system_prompt,
+        active,
+        &orchestration_names,
+    ) {
+        all_tools.register(tool);
+    }
 
     let (events_tx, events_rx) = match args.mode {
         Mode::Json => {
@@ -105,34 +156,78 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
             None => render::print_json_line(&unsaved_header(&cwd)),
         };
     }
-    let provider: Arc<dyn Provider> = Arc::new(HttpProvider::new(policy));
+    // Forks branch from the parent's conversation, which is mirrored from its events.
+    let events = if orchestration_names.is_empty() {
+        events_tx
+    } else {
+        Some(orchestration.tap(events_tx))
+    };
     let config = AgentConfig {
         provider,
         model,
         thinking: thinking.effective,
         system_prompt,
-        tools,
+        tools: all_tools,
         cwd: cwd.clone(),
         artifacts_dir,
-        events: events_tx,
+        events,
     };
     let mut agent = Agent::new(config, history, session);
     let printer = events_rx.map(|rx| tokio::spawn(print_events(rx)));
 
     // Registered before the run starts, so no signal slips through to the default handler.
     let signals = Signals::new().ok();
-    let interrupt = tokio::spawn(abort_on_signal(signals, agent.controller()));
-    let outcome = agent.prompt(prompt).await;
+    let interrupt = tokio::spawn(abort_on_signal(
+        signals,
+        agent.controller(),
+        orchestration.manager.clone(),
+    ));
+    let outcome = orchestration.drive(&mut agent, prompt).await;
     interrupt.abort();
+    // Nothing may outlive the parent: live children are stopped and recorded (L6).
+    orchestration.manager.shutdown().await;
     let session_path = agent.session_path().map(Path::to_path_buf);
     let closed = agent.close().await;
-    // The agent held the only event sender; the printer drains what is left and ends.
+    drop(orchestration);
+    // The printer ends once every event sender (the agent's, the mirror's) is gone.
     if let Some(printer) = printer {
         let _ = printer.await;
     }
     let outcome = outcome?;
     closed?;
     finish(args.mode, &outcome, session_path.as_deref())
+}
+
+/// Split `--tools` into built-in and orchestration tool names. Without `--tools`, every tool is
+/// active. Unknown names are an error listing what exists.
+fn split_tool_names(flag: Option<&[String]>) -> Result<(Option<Vec<String>>, Vec<String>)> {
+    let Some(names) = flag else {
+        return Ok((
+            None,
+            ORCHESTRATION_TOOLS.iter().map(|s| s.to_string()).collect(),
+        ));
+    };
+    let mut builtin = Vec::new();
+    let mut orchestration = Vec::new();
+    let mut unknown = Vec::new();
+    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        if cadre_tools::BUILTIN_TOOL_NAMES.contains(&name) {
+            builtin.push(name.to_string());
+        } else if ORCHESTRATION_TOOLS.contains(&name) {
+            orchestration.push(name.to_string());
+        } else {
+            unknown.push(name.to_string());
+        }
+    }
+    if !unknown.is_empty() {
+        bail!(
+            "unknown tool(s) {}; available: {}, {}",
+            unknown.join(", "),
+            cadre_tools::BUILTIN_TOOL_NAMES.join(", "),
+            ORCHESTRATION_TOOLS.join(", ")
+        );
+    }
+    Ok((Some(builtin), orchestration))
 }
 
 /// Pi's retry defaults, with the base delay and the idle-stream timeout overridable from the
@@ -167,7 +262,11 @@ fn env_millis(env: &dyn cadre_llm::registry::Env, name: &str) -> Result<Option<D
 /// The first SIGINT or SIGTERM aborts the run: tools are killed, every tool call gets a result and
 /// the session is closed properly (a supervisor stopping a subagent sends SIGTERM). A second signal
 /// exits at once, for when the abort itself is stuck.
-async fn abort_on_signal(signals: Option<Signals>, controller: AgentController) {
+async fn abort_on_signal(
+    signals: Option<Signals>,
+    controller: AgentController,
+    manager: TaskManager,
+) {
     let Some(mut signals) = signals else {
         return;
     };
@@ -175,6 +274,8 @@ async fn abort_on_signal(signals: Option<Signals>, controller: AgentController) 
         return;
     }
     controller.abort();
+    // Children stop with `parent_shutdown` (L6); the run then ends without waiting for them.
+    tokio::spawn(async move { manager.shutdown().await });
     if signals.next().await {
         errln!("cadre: error: interrupted again; exiting without waiting for the abort");
         std::process::exit(130);
@@ -377,6 +478,7 @@ fn build_prompt(
     home: &Path,
     tools: &cadre_tools::ToolRegistry,
     args: &RunArgs,
+    append: &[String],
 ) -> String {
     let context_files = cadre_core::context::collect_context_files(cwd, home);
     let date = cadre_core::prompt::today(std::time::SystemTime::now());
@@ -387,7 +489,7 @@ fn build_prompt(
         tools: &specs,
         context_files: &context_files,
         custom: args.system_prompt.as_deref(),
-        append: &args.append_system_prompt,
+        append,
     })
 }
 

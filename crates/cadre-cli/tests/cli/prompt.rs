@@ -21,15 +21,34 @@ fn tools_flag_narrows_the_offered_tools() {
         names.sort();
         assert_eq!(names, ["ls", "read"], "{wire:?}");
 
-        // Without --tools all seven are offered.
+        // Without --tools the seven built-ins and the four orchestration tools are offered.
         fixture.run_print(wire, &["ROUTE-PROMPT"]).assert_success();
         let mut names = wire.tool_names(&fixture.last_request());
         names.sort();
         assert_eq!(
             names,
-            ["bash", "edit", "find", "grep", "ls", "read", "write"],
+            [
+                "Agent",
+                "SendMessage",
+                "TaskOutput",
+                "TaskStop",
+                "bash",
+                "edit",
+                "find",
+                "grep",
+                "ls",
+                "read",
+                "write"
+            ],
             "{wire:?}"
         );
+
+        // Orchestration tools can be named too; they are not built-ins.
+        let out = fixture.run_print(wire, &["--tools", "read,Agent", "ROUTE-PROMPT"]);
+        out.assert_success();
+        let mut names = wire.tool_names(&fixture.last_request());
+        names.sort();
+        assert_eq!(names, ["Agent", "read"], "{wire:?}");
     }
 }
 

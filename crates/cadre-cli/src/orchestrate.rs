@@ -1,0 +1,207 @@
+//! Subagents in print and JSON modes: the root session's task manager, its four tools, and the
+//! loop that keeps a run alive until every task it started has reported back (SPEC O6).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use cadre_core::agent::{Agent, AgentController, AgentError, RunOutcome};
+use cadre_core::config::CadreHome;
+use cadre_core::orchestrator::manager::{
+    ConversationMirror, ConversationSource, ManagerConfig, ParentNotice, TaskManager,
+};
+use cadre_core::orchestrator::policy::parent_policy_prompt;
+use cadre_core::orchestrator::settings::SubagentSettings;
+use cadre_core::orchestrator::store::{TaskStore, pid_is_alive};
+use cadre_core::orchestrator::tools::root_tools;
+use cadre_core::roles::{DiscoverOptions, ProjectTrust, Roster, discover};
+use cadre_llm::{Model, ModelRegistry, Provider};
+use cadre_protocol::{AgentEvent, ThinkingLevel};
+use cadre_tools::{Tool, ToolRegistry};
+use tokio::sync::mpsc;
+
+/// Names of the orchestration tools, as the model sees them.
+pub const ORCHESTRATION_TOOLS: &[&str] = &["Agent", "SendMessage", "TaskOutput", "TaskStop"];
+
+/// What the root session needs to delegate.
+pub struct Orchestration {
+    pub manager: TaskManager,
+    notices: mpsc::UnboundedReceiver<ParentNotice>,
+    mirror: Arc<ConversationMirror>,
+    pub roster: Arc<Roster>,
+    pub settings: SubagentSettings,
+}
+
+/// Inputs for [`Orchestration::new`].
+pub struct Setup<'a> {
+    pub home: &'a CadreHome,
+    pub cwd: &'a Path,
+    pub trust: ProjectTrust,
+    pub settings: Option<&'a serde_json::Value>,
+    pub provider: Arc<dyn Provider>,
+    pub registry: Arc<ModelRegistry>,
+    /// The root's active built-in tools (children get subsets of these).
+    pub tools: ToolRegistry,
+    pub root_session_id: String,
+    pub root_session_file: Option<PathBuf>,
+    pub history: Vec<cadre_protocol::Message>,
+    pub artifacts_dir: PathBuf,
+}
+
+impl Orchestration {
+    pub fn new(setup: Setup<'_>) -> Result<Orchestration> {
+        let parsed =
+            SubagentSettings::from_value(setup.settings).context("invalid `subagents` settings")?;
+        for warning in &parsed.warnings {
+            errln!("cadre: warning: settings: {warning}");
+        }
+        let settings = parsed.settings;
+        let trusted = matches!(setup.trust, ProjectTrust::Trusted);
+        let roster = Arc::new(discover(&DiscoverOptions::new(
+            setup.home.clone(),
+            setup.cwd,
+            setup.trust,
+        )));
+        let store = TaskStore::new(setup.home.tasks_dir());
+        // Tasks a dead process left `running` are failed/orphaned before anything else (O13).
+        let recovery = store.recover_orphans(pid_is_alive);
+        if let Some(days) = settings.cleanup_period_days {
+            let _ = store.cleanup(u64::from(days), std::time::SystemTime::now());
+        }
+        drop(recovery);
+        let (notice_tx, notices) = mpsc::unbounded_channel();
+        let manager = TaskManager::new(ManagerConfig {
+            provider: setup.provider,
+            models: setup.registry,
+            tools: setup.tools,
+            roster: roster.clone(),
+            settings: settings.clone(),
+            store,
+            root_session_id: setup.root_session_id,
+            root_session_file: setup.root_session_file,
+            sessions_dir: cadre_core::session::session_dir_for_cwd(setup.home.root(), setup.cwd),
+            cadre_home: setup.home.root().to_path_buf(),
+            cwd: setup.cwd.to_path_buf(),
+            trusted,
+            artifacts_dir: setup.artifacts_dir,
+            root_notices: notice_tx,
+        });
+        Ok(Orchestration {
+            manager,
+            notices,
+            mirror: ConversationMirror::new(setup.history),
+            roster,
+            settings,
+        })
+    }
+
+    /// The parent's delegation policy for its system prompt (O14).
+    pub fn policy_prompt(&self) -> Option<String> {
+        parent_policy_prompt(&self.settings, &self.roster.summary())
+    }
+
+    /// The root's orchestration tools, restricted to `wanted`.
+    pub fn tools(
+        &self,
+        model: &Model,
+        thinking: ThinkingLevel,
+        system_prompt: &str,
+        active_tools: Vec<String>,
+        wanted: &[String],
+    ) -> Vec<Arc<dyn Tool>> {
+        let conversation: Arc<dyn ConversationSource> = self.mirror.clone();
+        let parent = self.manager.root_parent(
+            model.clone(),
+            thinking,
+            system_prompt.to_string(),
+            active_tools,
+            Some(conversation),
+        );
+        root_tools(&self.manager, &parent)
+            .into_iter()
+            .filter(|t| wanted.iter().any(|w| w == t.name()))
+            .collect()
+    }
+
+    /// An event sender that keeps the conversation mirror (for forks) up to date and passes
+    /// events on to `downstream`.
+    pub fn tap(
+        &self,
+        downstream: Option<mpsc::UnboundedSender<AgentEvent>>,
+    ) -> mpsc::UnboundedSender<AgentEvent> {
+        self.mirror.tap(downstream)
+    }
+
+    /// Run `prompt`, then keep the parent answering task notifications until every task it
+    /// started has ended and reported (O6). Notices that arrive while the parent runs are
+    /// steered in at its next turn boundary; an idle parent is woken with them.
+    pub async fn drive(
+        &mut self,
+        agent: &mut Agent,
+        prompt: String,
+    ) -> Result<RunOutcome, AgentError> {
+        let controller = agent.controller();
+        let mut outcome = {
+            let run = agent.prompt(prompt);
+            steer_notices_while(run, &mut self.notices, &controller).await?
+        };
+        loop {
+            let (steering, follow_up) = controller.queued();
+            if !steering.is_empty() || !follow_up.is_empty() {
+                // A notice steered in just as the run ended: answer it now.
+                let run = agent.run_queued();
+                outcome = steer_notices_while(run, &mut self.notices, &controller).await?;
+                continue;
+            }
+            if let Ok(notice) = self.notices.try_recv() {
+                let message = notice.message();
+                let run = agent.prompt_messages(vec![message]);
+                // The notice is held until the agent has taken it, so the manager never
+                // counts it as delivered early.
+                outcome = steer_notices_while(run, &mut self.notices, &controller).await?;
+                drop(notice);
+                continue;
+            }
+            if !self.manager.has_pending() {
+                return Ok(outcome);
+            }
+            tokio::select! {
+                notice = self.notices.recv() => match notice {
+                    Some(notice) => {
+                        let message = notice.message();
+                        let run = agent.prompt_messages(vec![message]);
+                        outcome = steer_notices_while(run, &mut self.notices, &controller).await?;
+                        drop(notice);
+                    }
+                    None => return Ok(outcome),
+                },
+                _ = self.manager.wait_idle() => {}
+            }
+        }
+    }
+}
+
+/// Await a run, steering every notice that arrives meanwhile into the running parent.
+async fn steer_notices_while<F>(
+    run: F,
+    notices: &mut mpsc::UnboundedReceiver<ParentNotice>,
+    controller: &AgentController,
+) -> Result<RunOutcome, AgentError>
+where
+    F: std::future::Future<Output = Result<RunOutcome, AgentError>>,
+{
+    tokio::pin!(run);
+    let mut held: Vec<ParentNotice> = Vec::new();
+    let result = loop {
+        tokio::select! {
+            result = &mut run => break result,
+            Some(notice) = notices.recv() => {
+                controller.steer(notice.text().to_string());
+                held.push(notice);
+            }
+        }
+    };
+    // Steered notices are now in the conversation (or still queued, which the caller checks).
+    drop(held);
+    result
+}

@@ -90,7 +90,7 @@ fn script_fanout(server: &FakeServer, n: usize) {
             })
             .collect();
         reply = reply.tool_call(
-            &format!("call_fan_{call}"),
+            format!("call_fan_{call}"),
             "Agent",
             json!({"tasks": tasks}),
         );

@@ -8,6 +8,7 @@
 //! parent's notice channel. Continuation (`SendMessage`) of a finished task reopens it from its
 //! session file ([`reopen`]).
 
+mod frontend;
 mod handle;
 mod launch;
 mod mirror;
@@ -31,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use handle::{RunState, TaskHandle, lock};
 use pending::Pending;
 
+pub use frontend::run_until_settled;
 pub use launch::FORK_OPEN_CALL_RESULT;
 pub use mirror::ConversationMirror;
 pub use pending::PendingGuard;

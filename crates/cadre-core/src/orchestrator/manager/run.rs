@@ -470,39 +470,47 @@ async fn finish(
     };
     *lock(&h.final_text) = text;
     lock(&h.permit).take();
-    h.set_state(RunState::Ended);
 
-    if h.is_background() {
-        let outcome = outcome_of(inner, h, Delivery::Finished);
-        let elapsed = h.started.elapsed().as_millis() as u64;
-        let summary = summary_line(&record.agent, &record.description, record.status);
-        let text = notification_text(&NotificationFacts {
-            task_id: &record.id,
-            name: record.name.as_deref(),
-            agent: &record.agent,
-            description: &record.description,
-            status: record.status,
-            termination: record.termination,
-            summary: &summary,
-            output_file: &record.output_file,
-            usage: &record.usage,
-            elapsed_ms: Some(elapsed),
-            worktree: record.worktree.as_ref(),
-            error: record.error.as_deref(),
-            receipt: None,
-            result: &outcome.result,
-        });
-        // Exactly once: this is the run's single end. A parent that went away drops it, and
-        // with it the pending count.
-        let _ = h.notices.send(ParentNotice::new(
+    // Exactly once: this is the run's single end. The pending count moves into the notice (a
+    // foreground run's is released here, before its waiter wakes); a parent that went away
+    // drops the notice, and with it the count.
+    let notice = if h.is_background() {
+        Some(ParentNotice::new(
             NoticeKind::Completion,
             record.id.clone(),
-            text,
+            completion_text(inner, h, &record),
             Some(guard),
-        ));
+        ))
     } else {
         drop(guard);
+        None
+    };
+    h.set_state(RunState::Ended);
+    if let Some(notice) = notice {
+        let _ = h.notices.send(notice);
     }
+}
+
+/// The `<task-notification>` of a finished run (O6).
+fn completion_text(inner: &Inner, h: &TaskHandle, record: &cadre_protocol::TaskRecord) -> String {
+    let outcome = outcome_of(inner, h, Delivery::Finished);
+    let summary = summary_line(&record.agent, &record.description, record.status);
+    notification_text(&NotificationFacts {
+        task_id: &record.id,
+        name: record.name.as_deref(),
+        agent: &record.agent,
+        description: &record.description,
+        status: record.status,
+        termination: record.termination,
+        summary: &summary,
+        output_file: &record.output_file,
+        usage: &record.usage,
+        elapsed_ms: Some(h.started.elapsed().as_millis() as u64),
+        worktree: record.worktree.as_ref(),
+        error: record.error.as_deref(),
+        receipt: None,
+        result: &outcome.result,
+    })
 }
 
 /// The task as its launcher sees it now.

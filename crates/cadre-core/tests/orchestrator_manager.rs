@@ -269,6 +269,11 @@ fn test_roles() -> Vec<RoleDef> {
             fallback_model: Some("fake/other".into()),
             ..role("flaky", &["ls"])
         },
+        role("typo", &["ls", "lss"]),
+        RoleDef {
+            skills: vec!["no-such-skill".into()],
+            ..role("skilled", &["ls"])
+        },
     ]
 }
 
@@ -1482,4 +1487,125 @@ async fn print_mode_settles_every_background_result_exactly_once() {
     // The parent answered after the last notification.
     let last = agent.messages().last().unwrap();
     assert!(matches!(last, Message::Assistant(_)));
+}
+
+#[tokio::test]
+async fn bad_roles_models_and_thinking_fail_before_any_model_call() {
+    let h = harness(json!({}), |_| text("never"));
+    let e = h.launch(spec("typo", "CHILD x")).await.unwrap_err();
+    assert!(matches!(e, LaunchError::Capability(_)), "{e}");
+    assert!(e.to_string().contains("lss"), "{e}");
+    let e = h.launch(spec("skilled", "CHILD x")).await.unwrap_err();
+    assert!(matches!(e, LaunchError::Skill(_)), "{e}");
+    let mut s = spec("lister", "CHILD x");
+    s.task.thinking = Some("enormous".into());
+    let e = h.launch(s).await.unwrap_err();
+    assert!(e.to_string().contains("unknown thinking level"), "{e}");
+    let e = h.launch(spec("lister", "   ")).await.unwrap_err();
+    assert!(matches!(e, LaunchError::Invalid(_)), "{e}");
+    let mut s = spec("lister", "CHILD x");
+    s.task.cwd = Some("no/such/dir".into());
+    assert!(matches!(
+        h.launch(s).await.unwrap_err(),
+        LaunchError::Invalid(_)
+    ));
+    assert!(h.provider.requests().is_empty());
+    assert!(
+        h.manager
+            .store()
+            .list_root(ROOT_SESSION_ID)
+            .unwrap()
+            .records
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn an_explicit_model_and_thinking_are_used_and_recorded() {
+    let h = harness(json!({}), |r| text(&format!("on {}", r.model.id)));
+    let mut s = spec("lister", "CHILD m");
+    s.task.model = Some("fake/other".into());
+    s.task.thinking = Some("high".into());
+    let o = h.launch(s).await.unwrap();
+    assert_eq!(o.result, "on other");
+    let r = h.record(&o.task_id);
+    assert_eq!(r.model, "fake/other");
+    assert_eq!(r.requested_thinking, "high");
+    // The scripted model does not reason: the level is clamped, and why is recorded.
+    assert_eq!(r.effective_thinking, "off");
+    assert!(r.thinking_clamp_reason.is_some());
+}
+
+#[tokio::test]
+async fn a_child_that_stops_silently_after_tools_is_asked_once_to_summarise() {
+    let h = harness(json!({}), |r| {
+        if last_text(r).starts_with("You stopped without a final answer") {
+            return text("summary of findings");
+        }
+        match turn(r) {
+            0 => call("ls", json!({})),
+            _ => text(""),
+        }
+    });
+    let o = h.launch(spec("lister", "CHILD quiet")).await.unwrap();
+    assert_eq!(o.status, TaskStatus::Completed);
+    assert_eq!(o.result, "summary of findings");
+}
+
+#[tokio::test]
+async fn a_long_result_is_capped_for_the_parent_and_kept_whole_on_disk() {
+    let long: String = (0..50).map(|i| format!("line {i}\n")).collect();
+    let long2 = long.clone();
+    let h = harness(json!({"maxOutputLines": 10}), move |_| text(&long2));
+    let o = h.launch(spec("lister", "CHILD long")).await.unwrap();
+    assert!(o.truncated);
+    assert!(
+        o.result.starts_with("[Truncated. Full output: "),
+        "{}",
+        o.result
+    );
+    assert!(o.result.contains(&o.output_file));
+    assert!(o.result.lines().count() <= 10);
+    assert_eq!(h.output(&o.task_id), long);
+}
+
+#[tokio::test]
+async fn a_task_of_an_earlier_process_is_continued_from_disk() {
+    let h = harness(json!({}), |r| {
+        if last_text(r) == "AGAIN" {
+            return text(&format!("again after {} turns", turn(r)));
+        }
+        text("first answer")
+    });
+    let o = h.launch(spec("lister", "CHILD old")).await.unwrap();
+    // A second manager over the same store and root session: nothing of the task in memory.
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let fresh = TaskManager::new(ManagerConfig {
+        provider: h.provider.clone(),
+        models: Arc::new(Models),
+        tools: cadre_tools::builtin_tools(),
+        roster: Arc::new(h.manager.roster().clone()),
+        settings: h.manager.settings().clone(),
+        store: h.manager.store().clone(),
+        root_session_id: ROOT_SESSION_ID.into(),
+        root_session_file: Some(h.root_session.clone()),
+        sessions_dir: h.dir.path().join("sessions"),
+        cadre_home: h.dir.path().join("home"),
+        cwd: h.dir.path().join("work"),
+        trusted: true,
+        artifacts_dir: h.dir.path().join("artifacts"),
+        root_notices: tx,
+    });
+    let sent = guarded(fresh.send_message(&h.root, &o.task_id, "AGAIN"))
+        .await
+        .unwrap();
+    let SendOutcome::Continued(c) = sent else {
+        panic!("{sent:?}")
+    };
+    assert_eq!(c.result, "again after 1 turns");
+    assert_eq!(
+        h.output(&o.task_id),
+        "first answer\n\n---\n\nagain after 1 turns"
+    );
+    assert_eq!(h.record(&o.task_id).usage.turns, 2);
 }

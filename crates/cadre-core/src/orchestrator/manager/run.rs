@@ -156,8 +156,9 @@ pub(crate) async fn drive(
         if let Ok(o) = &res {
             usage.add(&o.usage);
         }
-        if failed_on_first_call(&res, &h)
-            && let Some(r) = retry.take()
+        // Only the task's very first run may be retried: the chance is used up either way.
+        if let Some(r) = retry.take()
+            && failed_on_first_call(&res, &h)
         {
             let error = match &res {
                 Ok(o) => o.error.clone().unwrap_or_default(),

@@ -4,21 +4,25 @@
 //! loopback, the tools read and run things in a temporary copy of a sample project, and the
 //! run is saved as a Pi-format session file.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use cadre_core::agent::{Agent, AgentConfig};
+use cadre_core::config::CadreHome;
+use cadre_core::orchestrator::store::TaskStore;
+use cadre_core::roles::ProjectTrust;
 use cadre_core::session::{SessionWriter, session_dir_for_cwd};
-use cadre_llm::{Api, Compat, HttpProvider, Model, ModelCost, Provider, RetryPolicy};
+use cadre_llm::registry::ProcessEnv;
+use cadre_llm::{HttpProvider, ModelRegistry, Provider, RetryPolicy};
 use cadre_protocol::{AgentEvent, ThinkingLevel};
 use cadre_testkit::FakeServer;
 use tokio::sync::mpsc;
 
 use crate::args::{DemoArgs, Wire};
 use crate::demo_script::{DEMO_PROMPT, install};
+use crate::orchestrate::{ORCHESTRATION_TOOLS, Orchestration, Setup};
 use crate::render;
 
 /// The sample project, embedded so the demo works from any directory.
@@ -65,55 +69,95 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
         .context("cannot create a temporary directory")?;
     let project = dir.path().join("ledger");
     write_sample_project(&project)?;
-    let home = dir.path().join("cadre-home");
+    let home = CadreHome::new(dir.path().join("cadre-home"));
 
     let (api, base_url, wire_name) = match args.wire {
         Wire::Anthropic => (
-            Api::AnthropicMessages,
+            "anthropic-messages",
             server.anthropic_base_url(),
             "Anthropic Messages",
         ),
         Wire::Openai => (
-            Api::OpenAiCompletions,
+            "openai-completions",
             server.openai_base_url(),
             "OpenAI Chat Completions",
         ),
     };
-    let model = scripted_model(api, base_url.clone());
-    let tools = cadre_tools::builtin_tools();
-    let session = SessionWriter::create(&session_dir_for_cwd(&home, &project), &project, None)
-        .await
-        .context("cannot create the demo session file")?;
-    let session_path = session.path().to_path_buf();
+    // The scripted model is an ordinary provider in the demo's own models.json, so children
+    // resolve it through the registry like any real model.
+    std::fs::create_dir_all(home.root()).context("cannot create the demo CADRE_HOME")?;
+    let models = serde_json::json!({"providers": {"demo": {
+        "baseUrl": base_url, "api": api, "apiKey": "demo-key",
+        "models": [{"id": "scripted", "name": "scripted demo model", "contextWindow": 200000,
+                    "maxTokens": 8192,
+                    "cost": {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}}]}}});
+    std::fs::write(home.models_json(), models.to_string()).context("cannot write models.json")?;
+    let registry = Arc::new(
+        ModelRegistry::load(home.root(), &ProcessEnv).context("cannot load the demo models")?,
+    );
+    let model = registry.resolve("demo/scripted")?;
 
-    let (tx, mut rx) = mpsc::unbounded_channel::<AgentEvent>();
+    let tools = cadre_tools::builtin_tools();
+    let session =
+        SessionWriter::create(&session_dir_for_cwd(home.root(), &project), &project, None)
+            .await
+            .context("cannot create the demo session file")?;
+    let session_path = session.path().to_path_buf();
+    let root_session_id = session.session_id().to_string();
+    let provider: Arc<dyn Provider> = Arc::new(HttpProvider::new(RetryPolicy::default()));
+    let artifacts_dir = home.root().join("artifacts");
+    let mut orchestration = Orchestration::new(Setup {
+        home: &home,
+        cwd: &project,
+        trust: ProjectTrust::Trusted,
+        settings: None,
+        provider: provider.clone(),
+        registry,
+        tools: tools.clone(),
+        root_session_id: root_session_id.clone(),
+        root_session_file: Some(session_path.clone()),
+        history: Vec::new(),
+        artifacts_dir: artifacts_dir.clone(),
+    })?;
+    let names: Vec<String> = ORCHESTRATION_TOOLS.iter().map(|s| s.to_string()).collect();
+    let mut active = tools.names();
+    active.extend(names.iter().cloned());
+    let mut all_tools = tools;
+    for tool in orchestration.tools(&model, ThinkingLevel::Off, "", active.clone(), &names) {
+        all_tools.register(tool);
+    }
+    let policy: Vec<String> = orchestration.policy_prompt().into_iter().collect();
     let system_prompt =
         cadre_core::prompt::build_system_prompt(&cadre_core::prompt::SystemPromptInput {
             cwd: &project,
             date: &cadre_core::prompt::today(std::time::SystemTime::now()),
-            tools: &tools.specs(),
+            tools: &all_tools.specs(),
             context_files: &[],
             custom: None,
-            append: &[],
+            append: &policy,
         });
-    let provider: Arc<dyn Provider> = Arc::new(HttpProvider::new(RetryPolicy::default()));
+    for tool in orchestration.tools(&model, ThinkingLevel::Off, &system_prompt, active, &names) {
+        all_tools.register(tool);
+    }
+
+    let (tx, mut rx) = mpsc::unbounded_channel::<AgentEvent>();
     let mut agent = Agent::new(
         AgentConfig {
             provider,
             model,
             thinking: ThinkingLevel::Off,
             system_prompt,
-            tools,
+            tools: all_tools,
             cwd: project.clone(),
-            artifacts_dir: home.join("artifacts"),
-            events: Some(tx),
+            artifacts_dir,
+            events: Some(orchestration.tap(Some(tx))),
         },
         Vec::new(),
         Some(session),
     );
 
     if !args.json {
-        outln!("cadre demo: a real agent run against a scripted model");
+        outln!("cadre demo: a real orchestration run against a scripted model");
         outln!(
             "  model    scripted: a built-in fake server at {base_url} speaking the {wire_name} wire format."
         );
@@ -121,11 +165,15 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
             "           Its replies are fixed in advance; no API key, nothing leaves this machine."
         );
         outln!(
-            "  tools    real: {} working in {}",
-            cadre_tools::BUILTIN_TOOL_NAMES.join(", "),
+            "  runtime  real: the parent and its subagents are real cadre agents with real tools"
+        );
+        outln!(
+            "           (read, grep, find, ls, bash …) working in {}",
             project.display()
         );
-        outln!("           (a fresh copy of a small sample project)");
+        outln!(
+            "           (a fresh copy of a small sample project); task records are written to disk."
+        );
         outln!();
         outln!("you: {DEMO_PROMPT}");
     }
@@ -139,28 +187,29 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
             }
         }
     });
-    let outcome = agent.prompt(DEMO_PROMPT).await;
+    let outcome = orchestration
+        .drive(&mut agent, DEMO_PROMPT.to_string())
+        .await;
+    orchestration.manager.shutdown().await;
     let usage = agent.usage();
     let closed = agent.close().await;
+    let store = orchestration.manager.store().clone();
+    drop(orchestration);
     let _ = printer.await;
     let outcome = outcome?;
     closed?;
 
     let answered = server.check_tool_calls_answered();
-    let tool_calls: usize = server
-        .requests()
-        .last()
-        .map(|r| r.tool_call_ids().len())
-        .unwrap_or(0);
+    let requests = server.requests().len();
     if !json {
         outln!();
         match &outcome.final_message {
             Some(message) => outln!("answer:\n{}\n", message.text().trim_end()),
             None => outln!("(no answer)"),
         }
+        print_tasks(&store, &root_session_id);
         outln!(
-            "{} model turns · {tool_calls} tool calls, every one answered: {} · {} tokens in, {} out",
-            outcome.turns,
+            "{requests} model requests · every tool call answered: {} · parent {} tokens in, {} out",
             if answered.is_ok() { "yes" } else { "NO" },
             usage.input,
             usage.output
@@ -171,11 +220,15 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
         if !json {
             outln!("session  {} (Pi session format v3)", session_path.display());
             outln!("kept     {}", kept.display());
+            outln!(
+                "         try: CADRE_HOME={} cadre tasks --all",
+                kept.join("cadre-home").display()
+            );
         }
     } else if !json {
         outln!(
-            "The run was saved as a Pi session file; the demo directory is removed on exit \
-             (pass --keep to look around)."
+            "The runs were saved as Pi session files with task records; the demo directory is \
+             removed on exit (pass --keep to look around)."
         );
     }
     if let Some(error) = &outcome.error {
@@ -185,6 +238,48 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
         anyhow::bail!("a tool call went unanswered: {e}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The task records of this run, as `cadre tasks` would show them.
+fn print_tasks(store: &TaskStore, root_session_id: &str) {
+    let Ok(listing) = store.list_root(root_session_id) else {
+        return;
+    };
+    let mut records = listing.records;
+    records.sort_by(|a, b| a.created_at.cmp(&b.created_at));
+    outln!(
+        "tasks ({} records in {}):",
+        records.len(),
+        store.dir().display()
+    );
+    for r in &records {
+        let name = r.name.as_deref().unwrap_or("-");
+        let mode = if r.background {
+            "background"
+        } else {
+            "foreground"
+        };
+        outln!(
+            "  {:<11} {:<8} {:<10} {:<10} {} turns, {} tool calls · {}",
+            name,
+            r.agent,
+            r.status.as_str(),
+            mode,
+            r.usage.turns,
+            r.usage.tool_calls_executed,
+            clip(&r.preview, 60)
+        );
+    }
+    outln!();
+}
+
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max).collect();
+    out.push('…');
+    out
 }
 
 fn write_sample_project(root: &Path) -> Result<()> {
@@ -198,28 +293,4 @@ fn write_sample_project(root: &Path) -> Result<()> {
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
-}
-
-/// The model entry for the scripted server; prices are illustrative so cost accounting shows.
-fn scripted_model(api: Api, base_url: String) -> Model {
-    Model {
-        provider: "demo".into(),
-        id: "scripted".into(),
-        name: "scripted demo model".into(),
-        api,
-        base_url,
-        api_key: Some("demo-key".into()),
-        headers: BTreeMap::new(),
-        reasoning: false,
-        thinking_level_map: BTreeMap::new(),
-        context_window: 200_000,
-        max_tokens: 8_192,
-        cost: ModelCost {
-            input: 3.0,
-            output: 15.0,
-            cache_read: 0.3,
-            cache_write: 3.75,
-        },
-        compat: Compat::default(),
-    }
 }

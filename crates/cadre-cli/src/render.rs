@@ -42,6 +42,26 @@ pub fn transcript_line(event: &AgentEvent) -> Option<String> {
             }
             Some(format!("  model: {}", first_lines(&text, 2)))
         }
+        AgentEvent::MessageEnd {
+            message: Message::Custom(c),
+        } => Some(format!(
+            "  ⇐ {}: {}",
+            c.custom_type,
+            notice_summary(&c.content.to_text())
+        )),
+        AgentEvent::MessageEnd {
+            message: Message::User(u),
+        } if u
+            .content
+            .to_text()
+            .trim_start()
+            .starts_with("<task-notification") =>
+        {
+            Some(format!(
+                "  ⇐ task-notification: {}",
+                notice_summary(&u.content.to_text())
+            ))
+        }
         AgentEvent::AutoRetryStart {
             attempt,
             max_attempts,
@@ -52,6 +72,31 @@ pub fn transcript_line(event: &AgentEvent) -> Option<String> {
         )),
         _ => None,
     }
+}
+
+/// "name status" of a `<task-notification>` (or "name turn N" of a `<progress-warning>`), read
+/// from its one-line fields.
+fn notice_summary(text: &str) -> String {
+    let field = |tag: &str| {
+        let open = format!("<{tag}>");
+        let close = format!("</{tag}>");
+        text.lines().find_map(|l| {
+            let l = l.trim();
+            l.strip_prefix(&open)?
+                .strip_suffix(&close)
+                .map(str::to_string)
+        })
+    };
+    let who = field("name")
+        .or_else(|| field("task-id"))
+        .unwrap_or_default();
+    let what = field("status")
+        .or_else(|| field("turn").map(|t| format!("turn {t}")))
+        .unwrap_or_default();
+    let summary = field("summary")
+        .map(|s| format!(" · {}", clip(&s, 80)))
+        .unwrap_or_default();
+    format!("{who} {what}{summary}").trim().to_string()
 }
 
 fn summarize_args(args: &Value) -> String {

@@ -14,8 +14,43 @@ fn demo_runs_on_both_wire_formats() {
             "{wire}: the final answer is shown"
         );
         assert!(
-            out.stdout.contains("every one answered: yes"),
+            out.stdout.contains("every tool call answered: yes"),
             "{wire}: {}",
+            out.stdout
+        );
+        // The orchestration really happened: two parallel Explore children, a background task
+        // whose notification reached the parent, and a continued child.
+        assert!(
+            out.stdout.contains("2 tasks: 2 ok, 0 degraded"),
+            "{wire}: {}",
+            out.stdout
+        );
+        assert!(
+            out.stdout
+                .contains("⇐ task-notification: test-audit completed"),
+            "{wire}: {}",
+            out.stdout
+        );
+        assert!(
+            out.stdout.contains("tasks (3 records"),
+            "{wire}: {}",
+            out.stdout
+        );
+        for line in [
+            "conversion  Explore  completed  foreground",
+            "currencies  research completed  foreground",
+            "test-audit  Explore  completed  background",
+        ] {
+            assert!(
+                out.stdout.contains(line),
+                "{wire}: {line:?} in {}",
+                out.stdout
+            );
+        }
+        assert!(
+            out.stdout
+                .contains("currencies  research completed  foreground 4 turns"),
+            "{wire}: SendMessage continued the finished task in its own session: {}",
             out.stdout
         );
     }

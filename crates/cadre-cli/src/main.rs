@@ -34,6 +34,13 @@ use clap::Parser;
 use args::{Cli, Command};
 
 fn main() -> ExitCode {
+    // The sandbox re-exec of read-only roles' bash (S2): handled before any parsing or thread.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == cadre_tools::sandbox::EXEC_ARG)
+    {
+        return cadre_tools::sandbox::exec_main(std::env::args_os().skip(2));
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),

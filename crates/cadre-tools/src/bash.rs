@@ -5,7 +5,12 @@
 //! stderr share one pipe, so the output interleaves exactly as in a terminal. The output keeps its
 //! tail (last 2000 lines / 50 KiB, like Pi); once it outgrows that, the full output streams to a
 //! file in the artifacts directory, and memory stays bounded however much the command prints.
+//!
+//! A shell policy (S3) is checked before anything runs. A sandboxed tool (read-only roles, S2)
+//! runs the command through the cadre binary's `__sandbox-exec` entry point under Landlock, and
+//! refuses to run it at all where Landlock is unavailable.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::os::fd::OwnedFd;
@@ -24,6 +29,8 @@ use tokio::time::Instant;
 
 use crate::args::{ArgError, Args};
 use crate::registry::{Tool, ToolContext, ToolOutput};
+use crate::sandbox::{SandboxConfig, SandboxStatus, landlock_status, sandbox_args};
+use crate::shell_policy::{ShellPolicy, check_command};
 use crate::truncate::{
     DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Limits, TruncatedBy, Truncation, format_size,
     truncate_tail,
@@ -43,6 +50,10 @@ const CHUNK: usize = 64 * 1024;
 pub struct BashTool {
     /// Applied when the call gives no timeout. `None`: no limit (Pi's classic behaviour).
     default_timeout: Option<Duration>,
+    /// Checked before every command runs.
+    policy: ShellPolicy,
+    /// Set for read-only roles: commands run only inside the kernel sandbox.
+    sandbox: Option<SandboxConfig>,
 }
 
 impl BashTool {
@@ -51,8 +62,75 @@ impl BashTool {
     }
 
     pub fn with_default_timeout(default_timeout: Option<Duration>) -> Self {
-        BashTool { default_timeout }
+        BashTool {
+            default_timeout,
+            ..Self::default()
+        }
     }
+
+    /// A bash tool for a read-only role: `config.policy` is checked first, then the command
+    /// runs in the Landlock sandbox, or not at all where Landlock is unavailable.
+    pub fn sandboxed(config: SandboxConfig) -> Self {
+        Self::new().with_sandbox(config)
+    }
+
+    /// Run every command in the sandbox, under `config.policy`.
+    pub fn with_sandbox(mut self, config: SandboxConfig) -> Self {
+        self.policy = config.policy;
+        self.sandbox = Some(config);
+        self
+    }
+
+    /// Check every command against `policy` before running it (also without a sandbox).
+    pub fn with_policy(mut self, policy: ShellPolicy) -> Self {
+        self.policy = policy;
+        if let Some(config) = &mut self.sandbox {
+            config.policy = policy;
+        }
+        self
+    }
+
+    pub fn policy(&self) -> ShellPolicy {
+        self.policy
+    }
+
+    pub fn sandbox(&self) -> Option<&SandboxConfig> {
+        self.sandbox.as_ref()
+    }
+}
+
+/// How the shell is started.
+#[derive(Clone, Copy)]
+enum Launch<'a> {
+    Direct,
+    Sandboxed(&'a SandboxConfig, &'static str),
+}
+
+/// Decide how a sandboxed command starts, or the error result that explains why it cannot.
+fn sandbox_launch(config: &SandboxConfig) -> Result<Launch<'_>, ToolOutput> {
+    if let SandboxStatus::Unavailable { reason } = landlock_status() {
+        return Err(ToolOutput::error(format!(
+            "Command not run: this role is read-only, so its bash commands run only inside the \
+             kernel sandbox, which is unavailable here ({reason}). Use the read, grep, find and \
+             ls tools instead."
+        ))
+        .with_details(json!({ "exitCode": null, "blocked": "sandbox-unavailable" })));
+    }
+    if let Some(missing) = config.writable_dirs().iter().find(|d| !d.is_dir()) {
+        return Err(ToolOutput::error(format!(
+            "Command not run: the sandbox's writable directory {} does not exist.",
+            missing.display()
+        ))
+        .with_details(json!({ "exitCode": null, "blocked": "sandbox-unavailable" })));
+    }
+    // Inside the sandbox a missing bash only shows once exec fails; choose the shell here.
+    let shell = if on_path("bash") { "bash" } else { "sh" };
+    Ok(Launch::Sandboxed(config, shell))
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 impl Tool for BashTool {
@@ -107,7 +185,18 @@ impl Tool for BashTool {
                 Some(_) => None,
                 None => self.default_timeout,
             };
-            run(&command, timeout, &ctx).await
+            if let Err(refusal) = check_command(self.policy, &command) {
+                return ToolOutput::error(format!("Command not run: {refusal}"))
+                    .with_details(json!({ "exitCode": null, "blocked": "shell-policy" }));
+            }
+            let launch = match &self.sandbox {
+                None => Launch::Direct,
+                Some(config) => match sandbox_launch(config) {
+                    Ok(launch) => launch,
+                    Err(refused) => return refused,
+                },
+            };
+            run(&command, timeout, &ctx, launch).await
         })
     }
 }
@@ -149,13 +238,29 @@ fn kill_process_group(pgid: i32) {
     }
 }
 
-fn spawn_shell(shell: &str, command: &str, cwd: &Path) -> io::Result<(Child, pipe::Receiver)> {
+fn spawn_shell(
+    launch: Launch<'_>,
+    shell: &str,
+    command: &str,
+    cwd: &Path,
+) -> io::Result<(Child, pipe::Receiver)> {
     let (reader, writer) = io::pipe()?;
     let writer_err = writer.try_clone()?;
-    let mut cmd = Command::new(shell);
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(cwd)
+    let mut cmd = match launch {
+        Launch::Direct => {
+            let mut cmd = Command::new(shell);
+            cmd.arg("-c").arg(command);
+            cmd
+        }
+        Launch::Sandboxed(config, sandboxed_shell) => {
+            let mut cmd = Command::new(&config.exe);
+            let args: [&OsStr; 2] = ["-c".as_ref(), command.as_ref()];
+            cmd.args(sandbox_args(&config.writable_dirs(), sandboxed_shell, args))
+                .env("TMPDIR", &config.scratch_dir);
+            cmd
+        }
+    };
+    cmd.current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::from(writer))
         .stderr(Stdio::from(writer_err))
@@ -175,7 +280,12 @@ enum Ending {
     Aborted,
 }
 
-async fn run(command: &str, timeout: Option<Duration>, ctx: &ToolContext) -> ToolOutput {
+async fn run(
+    command: &str,
+    timeout: Option<Duration>,
+    ctx: &ToolContext,
+    launch: Launch<'_>,
+) -> ToolOutput {
     if !ctx.cwd.is_dir() {
         return ToolOutput::error(format!(
             "Working directory does not exist: {}\nCannot execute bash commands.",
@@ -185,8 +295,10 @@ async fn run(command: &str, timeout: Option<Duration>, ctx: &ToolContext) -> Too
     if ctx.cancel.is_cancelled() {
         return ToolOutput::error("Command aborted");
     }
-    let spawned = match spawn_shell("bash", command, &ctx.cwd) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => spawn_shell("sh", command, &ctx.cwd),
+    let spawned = match spawn_shell(launch, "bash", command, &ctx.cwd) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound && matches!(launch, Launch::Direct) => {
+            spawn_shell(launch, "sh", command, &ctx.cwd)
+        }
         other => other,
     };
     let (mut child, mut output) = match spawned {

@@ -17,6 +17,7 @@ pub mod ls;
 pub mod paths;
 pub mod read;
 pub mod registry;
+pub mod sandbox;
 pub mod shell_policy;
 pub mod truncate;
 pub mod write;

@@ -1,0 +1,212 @@
+//! The hidden `__sandbox-exec` entry point: parse its arguments, restrict, exec.
+
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The first argument that routes the cadre binary here instead of to its CLI.
+pub const EXEC_ARG: &str = "__sandbox-exec";
+
+/// Exit code when the sandbox could not be set up and the command did not run.
+pub const SANDBOX_FAILURE_EXIT: u8 = 125;
+
+/// `--rw <dir>`… `--` `<program>` `<args>`…
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecArgs {
+    pub writable: Vec<PathBuf>,
+    pub program: OsString,
+    pub args: Vec<OsString>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExecArgsError {
+    #[error("`--rw` needs a directory")]
+    MissingDir,
+    #[error("unexpected argument `{0}` (expected `--rw <dir>` or `--`)")]
+    Unexpected(String),
+    #[error("no program to run after `--`")]
+    NoProgram,
+    #[error("writable directory {0} is not an existing directory")]
+    NotADir(PathBuf),
+}
+
+impl ExecArgs {
+    /// Parse the arguments that follow [`EXEC_ARG`].
+    pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Self, ExecArgsError> {
+        let mut iter = args.into_iter();
+        let mut writable = Vec::new();
+        loop {
+            match iter.next() {
+                Some(a) if a == "--rw" => match iter.next() {
+                    Some(dir) if !dir.is_empty() => writable.push(PathBuf::from(dir)),
+                    _ => return Err(ExecArgsError::MissingDir),
+                },
+                Some(a) if a == "--" => break,
+                Some(a) => return Err(ExecArgsError::Unexpected(a.to_string_lossy().into())),
+                None => return Err(ExecArgsError::NoProgram),
+            }
+        }
+        let program = iter.next().ok_or(ExecArgsError::NoProgram)?;
+        Ok(ExecArgs {
+            writable,
+            program,
+            args: iter.collect(),
+        })
+    }
+
+    /// Every writable path must be a directory that exists now: a rule for a missing path
+    /// cannot be made, and a file would take directory rights it cannot have.
+    pub fn validate(&self) -> Result<(), ExecArgsError> {
+        match self.writable.iter().find(|d| !d.is_dir()) {
+            Some(d) => Err(ExecArgsError::NotADir(d.clone())),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The arguments for the cadre binary that run `program args…` sandboxed, writable only
+/// beneath `writable`.
+pub fn sandbox_args(
+    writable: &[PathBuf],
+    program: impl AsRef<OsStr>,
+    args: impl IntoIterator<Item = impl AsRef<OsStr>>,
+) -> Vec<OsString> {
+    let mut out = vec![OsString::from(EXEC_ARG)];
+    for dir in writable {
+        out.push("--rw".into());
+        out.push(dir.as_os_str().to_owned());
+    }
+    out.push("--".into());
+    out.push(program.as_ref().to_owned());
+    out.extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+    out
+}
+
+fn fail(code: u8, message: std::fmt::Arguments<'_>) -> ExitCode {
+    let _ = writeln!(std::io::stderr().lock(), "cadre sandbox: {message}");
+    ExitCode::from(code)
+}
+
+/// Run the hidden entry point with the arguments after [`EXEC_ARG`]. Returns only on failure
+/// (on success the process has become the sandboxed program).
+pub fn exec_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let parsed = ExecArgs::parse(args).and_then(|a| a.validate().map(|()| a));
+    let exec = match parsed {
+        Ok(a) => a,
+        Err(e) => {
+            return fail(
+                SANDBOX_FAILURE_EXIT,
+                format_args!("{e}; the command was not run"),
+            );
+        }
+    };
+    run(exec)
+}
+
+#[cfg(target_os = "linux")]
+fn run(exec: ExecArgs) -> ExitCode {
+    use std::os::unix::process::CommandExt;
+
+    if let Err(e) = super::landlock::restrict_self(&exec.writable) {
+        return fail(
+            SANDBOX_FAILURE_EXIT,
+            format_args!("{e}; the command was not run"),
+        );
+    }
+    let error = std::process::Command::new(&exec.program)
+        .args(&exec.args)
+        .exec();
+    let code = if error.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    };
+    fail(
+        code,
+        format_args!("cannot run {}: {error}", exec.program.to_string_lossy()),
+    )
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run(_exec: ExecArgs) -> ExitCode {
+    fail(
+        SANDBOX_FAILURE_EXIT,
+        format_args!("the sandbox needs Linux Landlock; the command was not run"),
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn parses_dirs_program_and_args() {
+        let a = ExecArgs::parse(os(&[
+            "--rw", "/a", "--rw", "/b", "--", "bash", "-c", "ls -- x",
+        ]))
+        .unwrap();
+        assert_eq!(a.writable, [PathBuf::from("/a"), PathBuf::from("/b")]);
+        assert_eq!(a.program, "bash");
+        assert_eq!(a.args, os(&["-c", "ls -- x"]));
+        let a = ExecArgs::parse(os(&["--", "true"])).unwrap();
+        assert!(a.writable.is_empty());
+        assert!(a.args.is_empty());
+    }
+
+    #[test]
+    fn bad_arguments_are_refused() {
+        let err = |args: &[&str]| ExecArgs::parse(os(args)).unwrap_err();
+        assert_eq!(err(&[]), ExecArgsError::NoProgram);
+        assert_eq!(err(&["--rw", "/a"]), ExecArgsError::NoProgram);
+        assert_eq!(err(&["--rw", "/a", "--"]), ExecArgsError::NoProgram);
+        assert_eq!(err(&["--rw"]), ExecArgsError::MissingDir);
+        assert_eq!(err(&["--rw", "", "--", "x"]), ExecArgsError::MissingDir);
+        assert_eq!(
+            err(&["bash", "-c", "x"]),
+            ExecArgsError::Unexpected("bash".into())
+        );
+        assert_eq!(
+            err(&["--ro", "/a", "--", "x"]),
+            ExecArgsError::Unexpected("--ro".into())
+        );
+    }
+
+    #[test]
+    fn validate_wants_existing_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        let with = |p: PathBuf| ExecArgs {
+            writable: vec![p],
+            program: "true".into(),
+            args: vec![],
+        };
+        assert!(with(dir.path().to_path_buf()).validate().is_ok());
+        assert_eq!(
+            with(file.clone()).validate(),
+            Err(ExecArgsError::NotADir(file))
+        );
+        let missing = dir.path().join("missing");
+        assert_eq!(
+            with(missing.clone()).validate(),
+            Err(ExecArgsError::NotADir(missing))
+        );
+    }
+
+    #[test]
+    fn built_arguments_parse_back() {
+        let dirs = [PathBuf::from("/s"), PathBuf::from("/p lans")];
+        let args = sandbox_args(&dirs, "bash", ["-c", "echo --rw"]);
+        assert_eq!(args[0], EXEC_ARG);
+        let parsed = ExecArgs::parse(args.into_iter().skip(1)).unwrap();
+        assert_eq!(parsed.writable, dirs);
+        assert_eq!(parsed.program, "bash");
+        assert_eq!(parsed.args, os(&["-c", "echo --rw"]));
+    }
+}

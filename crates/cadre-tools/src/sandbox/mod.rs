@@ -1,0 +1,110 @@
+//! The kernel sandbox for read-only roles (S2).
+//!
+//! A read-only role's bash command runs as
+//! `<cadre> __sandbox-exec --rw <scratch> [--rw <dir>]… -- bash -c <command>`: the re-executed
+//! cadre binary restricts itself with Landlock — the whole filesystem readable and executable,
+//! writable only beneath the listed directories (and `/dev/null`) — sets `no_new_privs`, and then
+//! replaces itself with bash. Every process the command starts inherits the restriction; root
+//! cannot lift it either. The restriction is applied before any thread exists (the hidden entry
+//! point runs before the CLI starts its runtime), so it covers the whole process.
+//!
+//! Where Landlock is missing, too old, or cannot be fully enforced, the command is not run at
+//! all: [`landlock_status`] says so up front (for `cadre doctor` and the bash tool), and the
+//! re-executed process refuses to exec if the kernel enforces less than asked.
+//!
+//! What Landlock (ABI ≥ 3) denies outside the writable directories: opening a file for writing,
+//! truncating, creating, removing, renaming and linking files, directories, symlinks, devices,
+//! sockets and fifos. What it does not cover (a kernel limitation, documented rather than hidden):
+//! metadata — `chmod`, `chown`, timestamps (`touch` of an existing file), extended attributes —
+//! and side effects through other processes reached by a socket or a signal.
+
+mod exec;
+#[cfg(target_os = "linux")]
+mod landlock;
+mod status;
+
+use std::io;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+pub use exec::{EXEC_ARG, ExecArgs, ExecArgsError, SANDBOX_FAILURE_EXIT, exec_main, sandbox_args};
+pub use status::{MIN_LANDLOCK_ABI, SandboxStatus, landlock_status};
+
+use crate::shell_policy::ShellPolicy;
+
+/// How a read-only role's bash runs: which binary re-executes into the sandbox, where it may
+/// write, and which shell policy is checked before anything runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxConfig {
+    /// The cadre binary (normally `std::env::current_exe()`), which handles [`EXEC_ARG`].
+    pub exe: PathBuf,
+    /// The task's private scratch directory (see [`create_scratch_dir`]); also the command's
+    /// `TMPDIR`.
+    pub scratch_dir: PathBuf,
+    /// Further writable directories, e.g. `.cadre/plans/` for a role with `allowPlanFiles`.
+    /// Each must exist.
+    pub extra_writable: Vec<PathBuf>,
+    pub policy: ShellPolicy,
+}
+
+impl SandboxConfig {
+    /// The directories the sandboxed command may write beneath: scratch first.
+    pub fn writable_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = vec![self.scratch_dir.clone()];
+        dirs.extend(self.extra_writable.iter().cloned());
+        dirs
+    }
+}
+
+/// Create a fresh private scratch directory (`scratch-<uuid>`, mode 0700) under `parent`,
+/// creating `parent` if needed.
+pub fn create_scratch_dir(parent: &Path) -> io::Result<PathBuf> {
+    std::fs::create_dir_all(parent)?;
+    let dir = parent.join(format!("scratch-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn scratch_dirs_are_private_and_distinct() {
+        let root = tempfile::tempdir().unwrap();
+        let parent = root.path().join("a/b");
+        let one = create_scratch_dir(&parent).unwrap();
+        let two = create_scratch_dir(&parent).unwrap();
+        assert_ne!(one, two);
+        for dir in [&one, &two] {
+            assert!(dir.starts_with(&parent));
+            let mode = std::fs::metadata(dir).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700);
+        }
+    }
+
+    #[test]
+    fn scratch_dir_fails_under_a_file() {
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        assert!(create_scratch_dir(&file).is_err());
+    }
+
+    #[test]
+    fn writable_dirs_list_scratch_first() {
+        let config = SandboxConfig {
+            exe: "/bin/cadre".into(),
+            scratch_dir: "/s".into(),
+            extra_writable: vec!["/p".into()],
+            policy: ShellPolicy::Inspect,
+        };
+        assert_eq!(
+            config.writable_dirs(),
+            [PathBuf::from("/s"), PathBuf::from("/p")]
+        );
+    }
+}

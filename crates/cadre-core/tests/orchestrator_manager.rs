@@ -1609,3 +1609,49 @@ async fn a_task_of_an_earlier_process_is_continued_from_disk() {
     );
     assert_eq!(h.record(&o.task_id).usage.turns, 2);
 }
+
+#[tokio::test]
+async fn an_agent_without_streaming_updates_still_reports_boundaries() {
+    use cadre_protocol::AgentEvent;
+    let h = harness(json!({}), |r| match turn(r) {
+        0 => call("ls", json!({})),
+        _ => text("done"),
+    });
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut agent = Agent::new(
+        AgentConfig {
+            provider: h.provider.clone(),
+            model: model("scripted"),
+            thinking: ThinkingLevel::Off,
+            system_prompt: String::new(),
+            tools: cadre_tools::builtin_tools(),
+            cwd: h.dir.path().join("work"),
+            artifacts_dir: h.dir.path().join("artifacts"),
+            events: Some(tx),
+        },
+        Vec::new(),
+        None,
+    );
+    agent.set_streaming_updates(false);
+    guarded(agent.prompt("ROOT quiet")).await.unwrap();
+    drop(agent);
+    let mut kinds = Vec::new();
+    while let Some(e) = rx.recv().await {
+        kinds.push(match e {
+            AgentEvent::MessageUpdate { .. } => "message_update",
+            AgentEvent::ToolExecutionUpdate { .. } => "tool_execution_update",
+            AgentEvent::MessageEnd { .. } => "message_end",
+            AgentEvent::TurnEnd { .. } => "turn_end",
+            AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
+            _ => "other",
+        });
+    }
+    assert!(!kinds.contains(&"message_update"));
+    assert!(!kinds.contains(&"tool_execution_update"));
+    assert_eq!(kinds.iter().filter(|k| **k == "turn_end").count(), 2);
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "tool_execution_end").count(),
+        1
+    );
+    assert!(kinds.contains(&"message_end"));
+}

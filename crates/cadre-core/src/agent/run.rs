@@ -139,6 +139,13 @@ impl Agent {
         self.gate = Some(gate);
     }
 
+    /// Turn `message_update` and `tool_execution_update` events off (or on again). Each copies
+    /// the message or tool output so far; a listener that needs only message, turn and tool
+    /// boundaries, such as a task supervisor, should not pay for them.
+    pub fn set_streaming_updates(&mut self, on: bool) {
+        self.emitter = self.emitter.clone().with_updates(on);
+    }
+
     pub fn set_system_prompt(&mut self, system_prompt: String) {
         self.config.system_prompt = system_prompt;
     }

@@ -61,7 +61,7 @@ pub(crate) async fn stream_reply(
                 start(&mut started, partial.message());
                 partial.apply(&delta);
                 // Like Pi, `start` only opens the message; every later delta is an update.
-                if emitter.enabled() && delta != AssistantMessageEvent::Start {
+                if emitter.updates_enabled() && delta != AssistantMessageEvent::Start {
                     emitter.emit(AgentEvent::MessageUpdate {
                         message: Box::new(partial.message().clone()),
                         assistant_message_event: delta,

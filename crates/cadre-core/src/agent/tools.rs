@@ -266,7 +266,7 @@ impl ToolJob {
     }
 
     async fn execute(&self) -> ToolOutput {
-        let (updates, mut update_rx) = if self.emitter.enabled() {
+        let (updates, mut update_rx) = if self.emitter.updates_enabled() {
             let (tx, rx) = mpsc::unbounded_channel();
             (Some(tx), Some(rx))
         } else {

@@ -513,7 +513,10 @@ pub(crate) fn build_child_agent(
         artifacts_dir: inner.artifacts_dir.clone(),
         events: Some(tx),
     };
-    (Agent::new(config, b.history, Some(b.session)), rx)
+    let mut agent = Agent::new(config, b.history, Some(b.session));
+    // The supervisor needs turn and tool boundaries only, not a copy of every delta.
+    agent.set_streaming_updates(false);
+    (agent, rx)
 }
 
 /// The child as a parent of its own children (O8): its notices are delivered into it.

@@ -171,7 +171,13 @@ impl TaskStore {
         if record.output_file.is_empty() {
             record.output_file = output.to_string_lossy().into_owned();
         }
-        let written = write_file(&output, b"").and_then(|()| self.save(record));
+        // An empty placeholder needs no atomic replace: there is nothing older to protect.
+        let written = fs::write(&output, b"")
+            .map_err(|source| StoreError::Write {
+                path: output.clone(),
+                source,
+            })
+            .and_then(|()| self.save(record));
         if written.is_err() {
             // Leave no directory without a record behind; the id stays free for a retry.
             let _ = fs::remove_dir_all(&dir);

@@ -1655,3 +1655,41 @@ async fn an_agent_without_streaming_updates_still_reports_boundaries() {
     );
     assert!(kinds.contains(&"message_end"));
 }
+
+#[tokio::test]
+async fn live_views_get_task_events_and_snapshots() {
+    use cadre_core::orchestrator::manager::TaskEvent;
+    let h = harness(json!({}), |r| match turn(r) {
+        0 => Reply {
+            text: "looking".into(),
+            ..call("ls", json!({}))
+        },
+        _ => text("seen"),
+    });
+    let mut events = h.manager.subscribe();
+    let o = h.launch(spec("lister", "CHILD live")).await.unwrap();
+    let mut got = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        got.push(e);
+    }
+    assert_eq!(got.len(), 4, "{got:#?}");
+    assert!(
+        matches!(&got[0], TaskEvent::Started { task_id, agent, .. } if *task_id == o.task_id && agent == "lister")
+    );
+    assert!(
+        matches!(&got[1], TaskEvent::Turn { preview, usage, .. } if preview == "looking" && usage.turns == 1)
+    );
+    assert!(matches!(&got[2], TaskEvent::Turn { usage, .. } if usage.turns == 2));
+    assert!(matches!(
+        &got[3],
+        TaskEvent::Ended {
+            status: TaskStatus::Completed,
+            termination: Some(TerminationKind::Normal),
+            ..
+        }
+    ));
+    let all = h.manager.tasks();
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].task_id, o.task_id);
+    assert_eq!(all[0].output, "seen");
+}

@@ -39,7 +39,7 @@ pub use pending::PendingGuard;
 pub use prompt::{EMPTY_COMPLETION_NUDGE, OUTPUT_CONTRACT_HEADING};
 pub use types::{
     ConversationSource, Delivery, EntryOutcome, LaunchError, LaunchSpec, ModelResolver, NoticeKind,
-    ParentNotice, ParentRef, SendOutcome, TaskOutcome, TaskSnapshot, TaskSpec,
+    ParentNotice, ParentRef, SendOutcome, TaskEvent, TaskOutcome, TaskSnapshot, TaskSpec,
 };
 
 use super::capability::{AGENT_TOOL, ROOT_ONLY_TOOLS};
@@ -52,6 +52,9 @@ use crate::roles::Roster;
 
 /// `TaskOutput`'s default wait when blocking (O3).
 pub const DEFAULT_OUTPUT_WAIT_MS: u64 = 300_000;
+
+/// Task events kept for a slow listener before it starts missing them.
+const EVENT_BUFFER: usize = 256;
 
 /// Everything a manager needs; see the field docs.
 pub struct ManagerConfig {
@@ -94,6 +97,7 @@ pub(crate) struct Inner {
     pub root_notices: mpsc::UnboundedSender<ParentNotice>,
     pub quota: Quota,
     pub pending: Pending,
+    pub events: tokio::sync::broadcast::Sender<TaskEvent>,
     /// Every task run by this process, by id (finished ones stay for their final state).
     pub tasks: Mutex<HashMap<String, Arc<TaskHandle>>>,
     /// Each nesting parent task's own notice channel, by task id.
@@ -135,6 +139,7 @@ impl TaskManager {
             root_notices: config.root_notices,
             quota,
             pending: Pending::new(),
+            events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,
             tasks: Mutex::new(HashMap::new()),
             sinks: Mutex::new(HashMap::new()),
             me: me.clone(),
@@ -260,6 +265,26 @@ impl TaskManager {
         for h in &live {
             h.wait(false).await;
         }
+    }
+
+    /// Live task events (start, turns, end) of every task of this manager.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<TaskEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// Snapshots of every task this process has run, oldest first (for a live task tree).
+    pub fn tasks(&self) -> Vec<TaskSnapshot> {
+        let mut ids: Vec<(String, String)> = lock(&self.inner.tasks)
+            .values()
+            .map(|h| {
+                let r = lock(&h.record);
+                (r.created_at.clone(), r.id.clone())
+            })
+            .collect();
+        ids.sort();
+        ids.into_iter()
+            .filter_map(|(_, id)| self.inner.snapshot(&id).ok())
+            .collect()
     }
 
     /// Whether a task is running or a notice has not been taken by its parent yet.

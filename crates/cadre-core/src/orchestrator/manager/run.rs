@@ -14,7 +14,7 @@ use super::Inner;
 use super::handle::{ChildGate, RunState, TaskHandle, lock};
 use super::pending::PendingGuard;
 use super::prompt::EMPTY_COMPLETION_NUDGE;
-use super::types::{Delivery, NoticeKind, ParentNotice, TaskOutcome};
+use super::types::{Delivery, NoticeKind, ParentNotice, TaskEvent, TaskOutcome};
 use crate::agent::{Agent, AgentError, RunOutcome};
 use crate::orchestrator::lifecycle::{Action, FinalFacts, Lifecycle, LifecycleConfig, TurnFacts};
 use crate::orchestrator::output::{parent_result, preview};
@@ -113,6 +113,13 @@ pub(crate) async fn drive(
             r.started_at = Some(timestamp(SystemTime::now()));
         }
         let _ = inner.store.save(&mut r);
+        let _ = inner.events.send(TaskEvent::Started {
+            task_id: r.id.clone(),
+            parent_task_id: r.parent_task_id.clone(),
+            agent: r.agent.clone(),
+            description: r.description.clone(),
+            background: h.is_background(),
+        });
     }
 
     let timeout = lock(&h.record)
@@ -307,6 +314,13 @@ fn on_event(inner: &Arc<Inner>, h: &Arc<TaskHandle>, ev: AgentEvent) {
             lc.write_counters(&mut r.usage);
             r.phase = lc.phase();
             drop(lc);
+            if inner.events.receiver_count() > 0 {
+                let _ = inner.events.send(TaskEvent::Turn {
+                    task_id: r.id.clone(),
+                    usage: r.usage,
+                    preview: preview(&text),
+                });
+            }
             drop(r);
             apply_actions(inner, h, actions);
         }
@@ -487,6 +501,11 @@ async fn finish(
         None
     };
     h.set_state(RunState::Ended);
+    let _ = inner.events.send(TaskEvent::Ended {
+        task_id: record.id.clone(),
+        status: record.status,
+        termination: record.termination,
+    });
     if let Some(notice) = notice {
         let _ = h.notices.send(notice);
     }

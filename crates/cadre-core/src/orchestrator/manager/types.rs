@@ -271,6 +271,33 @@ pub enum SendOutcome {
     ResumedInBackground { task_id: String },
 }
 
+/// What happens to tasks, for live views (a task tree, progress notifications). Sent on a
+/// broadcast channel: a slow listener misses events rather than slowing tasks down.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskEvent {
+    /// A run started (after its quota slot was granted).
+    Started {
+        task_id: String,
+        parent_task_id: Option<String>,
+        agent: String,
+        description: String,
+        background: bool,
+    },
+    /// A turn ended.
+    Turn {
+        task_id: String,
+        usage: TaskUsage,
+        /// The turn's text, first line.
+        preview: String,
+    },
+    /// A run ended; the record is final.
+    Ended {
+        task_id: String,
+        status: TaskStatus,
+        termination: Option<TerminationKind>,
+    },
+}
+
 /// Why a launch (or a task operation) was refused. Every message is meant for the model.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {

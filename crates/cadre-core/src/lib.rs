@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod config;
 pub mod context;
+pub mod handoff;
 pub mod orchestrator;
 pub mod prompt;
 pub mod roles;

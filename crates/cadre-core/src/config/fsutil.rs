@@ -1,7 +1,7 @@
 //! Replace a file so that readers see either the old or the new contents, never a torn mix, even
 //! if the process or the machine dies halfway.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 

@@ -29,5 +29,7 @@ mod misc;
 mod model_input;
 #[path = "cli/prompt.rs"]
 mod prompt;
+#[path = "cli/sandbox.rs"]
+mod sandbox;
 #[path = "cli/sessions.rs"]
 mod sessions;

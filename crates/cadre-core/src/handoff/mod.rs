@@ -9,12 +9,14 @@
 //! - [`packet`]: the review packet on disk, its sha256 handle and the reviewer's turn budget
 //!   (V5, V7);
 //! - [`verdict`]: the reviewer's answer, read fail-closed (V5);
+//! - [`gate`]: the bounded review loop's decisions: pass, one fix round, or fail (V5);
 //! - [`synthesis`]: the settled outcome of every entry of a `tasks` launch (V6).
 //!
 //! Only [`packet::write_packet`] and [`packet::verify_packet`] touch the filesystem.
 
 pub mod contract;
 pub mod evidence;
+pub mod gate;
 pub mod packet;
 pub mod receipt;
 mod shell;

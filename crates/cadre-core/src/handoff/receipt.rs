@@ -147,14 +147,10 @@ impl ExecutionReceipt {
             }
         }
         if let Some(command) = event.command() {
-            let outcome = if event.is_error || event.exit_code.is_some() {
-                outcome_text(event.exit_code, event.timed_out, event.aborted)
-            } else {
-                outcome_text(Some(0), false, false)
-            };
+            // The same reading as the evidence: no exit code recorded is no exit 0.
             self.commands.push(CommandRun {
                 command: command.to_string(),
-                outcome,
+                outcome: outcome_text(event.exit_code, event.timed_out, event.aborted),
             });
         }
         self.evidence.record(event);

@@ -14,7 +14,8 @@
 //!
 //! Leading `NAME=value` assignments and the wrappers `env`, `timeout`, `time`, `nice`,
 //! `command`, `exec`, `nohup`, `stdbuf`, `bundle exec`, `npx`, `bunx`, `pnpm exec|dlx`,
-//! `yarn exec|dlx`, `npm exec` are looked through; the executable is compared by its base name
+//! `yarn exec|dlx`, `npm exec`, `uv|poetry|pipenv|pdm|hatch run`, `uvx` are looked through
+//! (and `yarn|pnpm|bun <binary>`, which run a package binary when no script has that name); the executable is compared by its base name
 //! (`./gradlew`, `/usr/bin/python3`).
 //!
 //! # Command lines
@@ -340,6 +341,22 @@ fn strip_prefixes(words: &[String]) -> Vec<String> {
                 skip_options(words, i + 2, &[])
             }
             "npm" if next == Some("exec") => skip_options(words, i + 2, &["-p", "--package"]),
+            // Python project runners: `uv run pytest`, `poetry run mypy .`, `uvx ruff check`.
+            "uv" | "poetry" | "pipenv" | "pdm" | "hatch" if next == Some("run") => skip_options(
+                words,
+                i + 2,
+                &[
+                    "--with",
+                    "--python",
+                    "-p",
+                    "--package",
+                    "--extra",
+                    "--group",
+                    "-e",
+                    "--env",
+                ],
+            ),
+            "uvx" => skip_options(words, i + 1, &["--with", "--from", "--python", "-p"]),
             _ => return words[i..].to_vec(),
         };
     }
@@ -600,7 +617,15 @@ fn package_manager(exe: &str, args: &[String]) -> Simple {
         }
         // Package-manager commands that share a name with a script would be misread below.
         "install" | "i" | "ci" | "add" | "remove" | "update" | "upgrade" => Simple::Neutral,
-        _ => script(sub, args),
+        _ => match script(sub, args) {
+            // yarn, pnpm and bun run a package binary by name too: `pnpm vitest`, `yarn tsc
+            // --noEmit`. npm does not.
+            Simple::Neutral if exe != "npm" => {
+                let at = args.iter().position(|a| a == sub).unwrap_or(0);
+                classify_simple(&args[at..])
+            }
+            other => other,
+        },
     }
 }
 

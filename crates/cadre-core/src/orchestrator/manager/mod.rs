@@ -2,11 +2,27 @@
 //!
 //! One [`TaskManager`] serves a root session and every task under it. A child is an in-process
 //! [`crate::agent::Agent`] on a tokio task; the manager builds it from the resolved role
-//! ([`launch`]), runs it under a lifecycle controller and a dispatch gate ([`run`]), and records
+//! (`launch`), runs it under a lifecycle controller and a dispatch gate (`run`), and records
 //! it in the task store. Foreground launches wait for their tasks; background ones return at
 //! once and their `<task-notification>` reaches the direct parent exactly once, through the
 //! parent's notice channel. Continuation (`SendMessage`) of a finished task reopens it from its
-//! session file ([`reopen`]).
+//! session file (`reopen`).
+//!
+//! # Wiring a front end
+//!
+//! 1. At start-up, mark tasks a dead process left running: `store.recover_orphans(pid_is_alive)`.
+//! 2. Build the manager ([`ManagerConfig`]: provider, model registry, the root's built-in tools,
+//!    roster, `subagents` settings, task store, root session id and file, the session catalogue,
+//!    trust) with the sending half of a [`ParentNotice`] channel.
+//! 3. Make the root parent with [`TaskManager::root_parent`] and register
+//!    [`crate::orchestrator::tools::root_tools`] in the root agent's tools. For forks, create a
+//!    [`ConversationMirror`], pass it as the root's conversation and use `mirror.tap(..)` as the
+//!    root agent's event sender.
+//! 4. Print/JSON mode: run the prompt with [`run_until_settled`], which steers notices into the
+//!    running parent and wakes it for later ones until nothing is pending (O6). Interactive and
+//!    RPC modes do the same per notice: `controller.steer(notice.text())` while running,
+//!    `agent.prompt_messages(vec![notice.message()])` when idle, then drop the notice.
+//! 5. On exit, Ctrl-C or an RPC abort of the session: [`TaskManager::shutdown`] (L6).
 
 mod frontend;
 mod handle;

@@ -139,15 +139,31 @@ impl Tool for BashTool {
     }
 
     fn spec(&self) -> ToolSpec {
+        let mut description = format!(
+            "Execute a bash command in the current working directory. Returns stdout and \
+             stderr. Output is truncated to last {DEFAULT_MAX_LINES} lines or {}KB (whichever \
+             is hit first). If truncated, full output is saved to a temp file. Optionally \
+             provide a timeout in seconds.",
+            DEFAULT_MAX_BYTES / 1024
+        );
+        // A restricted shell says so up front, so the model does not spend turns finding out.
+        if let Some(config) = &self.sandbox {
+            description.push_str(
+                " Commands run in a read-only sandbox: files can be read anywhere but written \
+                 only in $TMPDIR (a private scratch directory)",
+            );
+            for dir in &config.extra_writable {
+                description.push_str(&format!(" and in {}", dir.display()));
+            }
+            description.push('.');
+        }
+        if let Some(summary) = self.policy.summary() {
+            description.push(' ');
+            description.push_str(summary);
+        }
         ToolSpec {
             name: "bash".into(),
-            description: format!(
-                "Execute a bash command in the current working directory. Returns stdout and \
-                 stderr. Output is truncated to last {DEFAULT_MAX_LINES} lines or {}KB (whichever \
-                 is hit first). If truncated, full output is saved to a temp file. Optionally \
-                 provide a timeout in seconds.",
-                DEFAULT_MAX_BYTES / 1024
-            ),
+            description,
             parameters: json!({
                 "type": "object",
                 "properties": {

@@ -66,6 +66,32 @@ impl ShellPolicy {
     }
 }
 
+impl ShellPolicy {
+    /// What the model is told about the policy in the bash tool's description.
+    pub fn summary(self) -> Option<&'static str> {
+        const INSPECT: &str = "Only inspection commands run: pwd, ls, cat, head, tail, wc, cut, \
+            stat, du, grep, rg, uniq, sort, find (no -exec/-delete) and git \
+            status/log/diff/show/rev-parse/ls-files/branch (listing only), joined by |, &&, || \
+            or ;. No redirections (except 2>&1 and to /dev/null), no $ expansions or command \
+            substitution, no variable assignments; quote glob patterns given to find, git, rg, \
+            sort or uniq.";
+        const VERIFY: &str = "Only inspection commands and checks run: pwd, ls, cat, head, \
+            tail, wc, cut, stat, du, grep, rg, uniq, sort, find (no -exec/-delete), git \
+            status/log/diff/show/rev-parse/ls-files/branch (listing only), and test, lint, \
+            type-check and build commands (cargo test/check/clippy/build, npm/pnpm/yarn/bun \
+            test/lint/typecheck/build, pytest, mypy, ruff check, go test/vet, make \
+            test/check/lint/build, tsc --noEmit, eslint, jest, vitest, …) without --fix, \
+            --write or -u; joined by |, &&, || or ;. No redirections (except 2>&1 and to \
+            /dev/null), no $ expansions or command substitution, no variable assignments.";
+        match self {
+            ShellPolicy::Unrestricted => None,
+            ShellPolicy::Inspect => Some(INSPECT),
+            ShellPolicy::Verify => Some(VERIFY),
+            ShellPolicy::None => Some("Shell commands are not allowed for this role."),
+        }
+    }
+}
+
 impl fmt::Display for ShellPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -48,7 +48,13 @@ async fn policy_is_checked_before_the_sandbox() {
     let file = env.write("f", "original");
     let tool = unreachable_sandbox(&env, ShellPolicy::Inspect);
     assert_eq!(tool.policy(), ShellPolicy::Inspect);
-    for command in ["echo x > f", "rm f", "ls; rm -rf .", "find . -delete", "cat f | tee f"] {
+    for command in [
+        "echo x > f",
+        "rm f",
+        "ls; rm -rf .",
+        "find . -delete",
+        "cat f | tee f",
+    ] {
         let out = run(&tool, &env, command).await;
         let message = err(&out);
         assert!(
@@ -90,7 +96,10 @@ async fn a_sandboxed_tool_never_runs_bash_directly() {
     match landlock_status() {
         SandboxStatus::Enforced { abi } => {
             println!("sandbox path: Landlock ABI {abi}; the missing re-exec target fails to start");
-            assert!(message.starts_with("Failed to start the shell"), "{message}");
+            assert!(
+                message.starts_with("Failed to start the shell"),
+                "{message}"
+            );
         }
         SandboxStatus::Unavailable { reason } => {
             println!("sandbox path: refusal (Landlock unavailable: {reason})");
@@ -132,4 +141,33 @@ fn with_policy_keeps_sandbox_and_policy_in_step() {
     let timed = BashTool::with_default_timeout(Some(Duration::from_secs(5)))
         .with_sandbox(tool.sandbox().unwrap().clone());
     assert_eq!(timed.policy(), ShellPolicy::Verify);
+}
+
+#[test]
+fn the_description_tells_the_model_about_sandbox_and_policy() {
+    let env = Env::new();
+    let plain = BashTool::new().spec().description;
+    assert!(!plain.contains("sandbox"));
+    let mut tool = unreachable_sandbox(&env, ShellPolicy::Inspect);
+    let description = tool.spec().description;
+    assert!(description.starts_with(&plain), "{description}");
+    assert!(description.contains("read-only sandbox"), "{description}");
+    assert!(
+        description.contains("Only inspection commands run"),
+        "{description}"
+    );
+    let mut config = tool.sandbox().unwrap().clone();
+    config.extra_writable = vec![PathBuf::from("/p/.cadre/plans")];
+    tool = BashTool::sandboxed(config).with_policy(ShellPolicy::Verify);
+    let description = tool.spec().description;
+    assert!(
+        description.contains("and in /p/.cadre/plans."),
+        "{description}"
+    );
+    assert!(description.contains("cargo test"), "{description}");
+    let none = BashTool::new()
+        .with_policy(ShellPolicy::None)
+        .spec()
+        .description;
+    assert!(none.ends_with("Shell commands are not allowed for this role."));
 }

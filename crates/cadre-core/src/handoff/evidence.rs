@@ -35,6 +35,10 @@
 //! - subshells, groups, heredocs and control keywords (`if`, `for`, `while`, …) are not
 //!   followed: the whole line is [`CommandClass::Other`].
 //!
+//! A line with a check whose status is lost earns no credit at all, even if another check in
+//! it does reach the exit status (`cargo test; cargo clippy`): its record would otherwise
+//! read as if every check in it passed.
+//!
 //! A line with **any** mutating segment (a verifier with a mutating flag, a formatter that
 //! writes, a verifier script named like `lint:fix`) earns no credit at all, even if it also
 //! runs a check: the check may have run before the rewrite.
@@ -143,6 +147,8 @@ pub fn classify_command(command: &str) -> CommandClass {
     let mut counting: Vec<CheckKind> = Vec::new();
     let mut mutating = false;
     let mut formatter_without_check = false;
+    // A check whose status the line loses.
+    let mut masked = false;
     let mut normalized_statements: Vec<String> = Vec::new();
     let last_statement = statements.len().saturating_sub(1);
 
@@ -179,6 +185,7 @@ pub fn classify_command(command: &str) -> CommandClass {
                         counting.push(CheckKind::FormatCheck)
                     }
                     Simple::Verifier(kind) if propagates => counting.push(kind),
+                    Simple::Verifier(_) | Simple::Formatter { check: true, .. } => masked = true,
                     _ => {}
                 }
                 if !core.is_empty() {
@@ -214,6 +221,10 @@ pub fn classify_command(command: &str) -> CommandClass {
         } else {
             CommandClass::Other
         };
+    }
+    if masked {
+        // Crediting the line would present a check whose result nobody saw as passed.
+        return CommandClass::Other;
     }
     if let Some(kind) = counting
         .iter()

@@ -334,6 +334,12 @@ fn chains_pipes_and_statements() {
         ("cargo test; echo done", Nothing),
         ("cargo test\necho done", Nothing),
         ("cargo test;", Check(Test)),
+        // A lost check spoils the line even next to a counted one.
+        ("cargo test; cargo clippy", Nothing),
+        ("cargo test | tail; cargo clippy", Nothing),
+        ("cargo fmt --check; cargo test", Nothing),
+        ("cargo test || true; cargo clippy", Nothing),
+        ("set -e; cargo test; cargo clippy", Check(Lint)),
         ("set -e; cargo test; echo done", Check(Test)),
         ("set -e\ncargo test\necho done", Check(Test)),
         ("set -o errexit; cargo test; echo done", Check(Test)),

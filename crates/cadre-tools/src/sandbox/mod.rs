@@ -48,6 +48,21 @@ pub struct SandboxConfig {
 }
 
 impl SandboxConfig {
+    /// A configuration that re-executes the running binary (which must be cadre, or another
+    /// binary that routes [`EXEC_ARG`] to [`exec_main`]).
+    pub fn for_current_exe(
+        scratch_dir: PathBuf,
+        extra_writable: Vec<PathBuf>,
+        policy: ShellPolicy,
+    ) -> io::Result<Self> {
+        Ok(SandboxConfig {
+            exe: std::env::current_exe()?,
+            scratch_dir,
+            extra_writable,
+            policy,
+        })
+    }
+
     /// The directories the sandboxed command may write beneath: scratch first.
     pub fn writable_dirs(&self) -> Vec<PathBuf> {
         let mut dirs = vec![self.scratch_dir.clone()];
@@ -92,6 +107,14 @@ mod tests {
         let file = root.path().join("f");
         std::fs::write(&file, "x").unwrap();
         assert!(create_scratch_dir(&file).is_err());
+    }
+
+    #[test]
+    fn current_exe_config() {
+        let config =
+            SandboxConfig::for_current_exe("/s".into(), vec![], ShellPolicy::Verify).unwrap();
+        assert_eq!(config.exe, std::env::current_exe().unwrap());
+        assert_eq!(config.policy, ShellPolicy::Verify);
     }
 
     #[test]

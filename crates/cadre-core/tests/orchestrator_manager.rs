@@ -271,6 +271,10 @@ fn test_roles() -> Vec<RoleDef> {
         },
         role("typo", &["ls", "lss"]),
         RoleDef {
+            readonly: true,
+            ..role("ro-shell", &["bash"])
+        },
+        RoleDef {
             skills: vec!["no-such-skill".into()],
             ..role("skilled", &["ls"])
         },
@@ -338,6 +342,7 @@ fn harness(
         trusted: true,
         artifacts_dir: dir.path().join("artifacts"),
         root_notices: tx,
+        sandbox_exe: Some(PathBuf::from("/bin/false")),
     });
     let mut active: Vec<String> = cadre_tools::BUILTIN_TOOL_NAMES
         .iter()
@@ -1595,6 +1600,7 @@ async fn a_task_of_an_earlier_process_is_continued_from_disk() {
         trusted: true,
         artifacts_dir: h.dir.path().join("artifacts"),
         root_notices: tx,
+        sandbox_exe: Some(PathBuf::from("/bin/false")),
     });
     let sent = guarded(fresh.send_message(&h.root, &o.task_id, "AGAIN"))
         .await
@@ -1692,4 +1698,33 @@ async fn live_views_get_task_events_and_snapshots() {
     assert_eq!(all.len(), 1);
     assert_eq!(all[0].task_id, o.task_id);
     assert_eq!(all[0].output, "seen");
+}
+
+#[tokio::test]
+async fn a_read_only_child_s_bash_never_runs_unsandboxed() {
+    let h = harness(json!({}), |r| match turn(r) {
+        0 => {
+            let command = if key_of(r) == "CHILD inspect" {
+                "echo hi > made-by-explore.txt"
+            } else {
+                "touch made-by-ro-shell.txt"
+            };
+            call("bash", json!({ "command": command }))
+        }
+        _ => text(&format!("bash said: {}", last_text(r))),
+    });
+    let work = h.dir.path().join("work");
+
+    // Explore: inspect policy, checked before anything runs (S3).
+    let o = h.launch(spec("Explore", "CHILD inspect")).await.unwrap();
+    let r = h.record(&o.task_id);
+    assert!(r.readonly);
+    assert_eq!(r.shell_policy, "inspect");
+    assert!(!work.join("made-by-explore.txt").exists());
+    assert!(o.result.contains("shell policy refuses"), "{}", o.result);
+
+    // Read-only with an unrestricted shell: only inside the sandbox, or not at all (S2).
+    let o = h.launch(spec("ro-shell", "CHILD sandbox")).await.unwrap();
+    assert!(!work.join("made-by-ro-shell.txt").exists(), "{}", o.result);
+    assert_eq!(h.record(&o.task_id).shell_policy, "unrestricted");
 }

@@ -30,9 +30,18 @@ use crate::orchestrator::store::{claim_ownership, new_task_id, timestamp};
 use crate::orchestrator::tools::AgentTool;
 use crate::orchestrator::worktree::Worktree;
 use crate::roles::{
-    AgentOverride, ContextMode, Isolation, ResolveInputs, RoleDef, Skill, SkillSearch,
+    AgentOverride, ContextMode, Isolation, ResolveInputs, RoleDef, ShellPolicy, Skill, SkillSearch,
     SubagentModelConfig, ToolList, load_skills, resolve_model,
 };
+use cadre_tools::BashTool;
+use cadre_tools::sandbox::{SandboxConfig, create_scratch_dir};
+use cadre_tools::shell_policy::ShellPolicy as ToolShellPolicy;
+
+const BASH_TOOL: &str = "bash";
+/// Under CADRE_HOME: the parent of read-only tasks' private scratch directories.
+const SCRATCH_DIR: &str = "scratch";
+/// Under the project root: where a role with `allowPlanFiles` may write.
+const PLANS_DIR: &str = ".cadre/plans";
 use crate::session::SessionWriter;
 
 /// The synthetic result of tool calls still open when a fork starts (O9).
@@ -467,6 +476,9 @@ fn fork_message(role: &RoleDef, spec: &TaskSpec) -> String {
 
 /// What a child agent is built from (a fresh launch or a reopened task).
 pub(crate) struct ChildBuild<'a> {
+    /// The enforced read-only flag and shell policy (the role's, or as persisted on reopen).
+    pub readonly: bool,
+    pub shell_policy: ShellPolicy,
     pub task_id: &'a str,
     pub depth: u32,
     pub role: &'a RoleDef,
@@ -481,12 +493,13 @@ pub(crate) struct ChildBuild<'a> {
     pub session: SessionWriter,
 }
 
-/// Build the child's agent: its tools (the parent's tool objects, plus its own `Agent` tool
-/// when nesting is allowed), system prompt and event channel.
+/// Build the child's agent: its tools (the parent's tool objects, its own `bash` under the
+/// role's shell policy and sandbox, its own `Agent` tool when nesting is allowed), system prompt
+/// and event channel.
 pub(crate) fn build_child_agent(
     inner: &Arc<Inner>,
     b: ChildBuild<'_>,
-) -> (Agent, mpsc::UnboundedReceiver<cadre_protocol::AgentEvent>) {
+) -> Result<(Agent, mpsc::UnboundedReceiver<cadre_protocol::AgentEvent>), LaunchError> {
     let mut tools = ToolRegistry::new();
     for name in &b.caps.tools {
         if name == AGENT_TOOL {
@@ -494,6 +507,8 @@ pub(crate) fn build_child_agent(
                 let child_parent = child_parent_ref(inner, &b);
                 tools.register(Arc::new(AgentTool::new(manager, child_parent)));
             }
+        } else if name == BASH_TOOL && (b.readonly || b.shell_policy != ShellPolicy::Unrestricted) {
+            tools.register(child_bash(inner, &b)?);
         } else if let Some(tool) = inner.tools.get(name) {
             tools.register(Arc::clone(tool));
         }
@@ -516,7 +531,60 @@ pub(crate) fn build_child_agent(
     let mut agent = Agent::new(config, b.history, Some(b.session));
     // The supervisor needs turn and tool boundaries only, not a copy of every delta.
     agent.set_streaming_updates(false);
-    (agent, rx)
+    Ok((agent, rx))
+}
+
+/// The child's bash: its role's shell policy is checked before every command (S3); a read-only
+/// role's commands run only inside the kernel sandbox, writable beneath a private scratch
+/// directory (and `.cadre/plans/` with `allowPlanFiles`), never unsandboxed (S2).
+fn child_bash(
+    inner: &Inner,
+    b: &ChildBuild<'_>,
+) -> Result<Arc<dyn cadre_tools::Tool>, LaunchError> {
+    let policy = tool_shell_policy(b.shell_policy);
+    if !b.readonly {
+        return Ok(Arc::new(BashTool::new().with_policy(policy)));
+    }
+    let sandbox_error = |what: &str, e: std::io::Error| {
+        LaunchError::NotAllowed(format!("cannot prepare the read-only sandbox: {what}: {e}"))
+    };
+    let scratch = create_scratch_dir(&inner.cadre_home.join(SCRATCH_DIR))
+        .map_err(|e| sandbox_error("scratch directory", e))?;
+    let mut extra_writable = Vec::new();
+    if b.role.allow_plan_files {
+        let plans = crate::config::project_root(&b.cwd).join(PLANS_DIR);
+        std::fs::create_dir_all(&plans).map_err(|e| sandbox_error("plans directory", e))?;
+        extra_writable.push(plans);
+    }
+    Ok(Arc::new(BashTool::sandboxed(SandboxConfig {
+        exe: inner.sandbox_exe.clone(),
+        scratch_dir: scratch,
+        extra_writable,
+        policy,
+    })))
+}
+
+/// The role's shell policy in the bash tool's terms.
+fn tool_shell_policy(p: ShellPolicy) -> ToolShellPolicy {
+    match p {
+        ShellPolicy::Unrestricted => ToolShellPolicy::Unrestricted,
+        ShellPolicy::Inspect => ToolShellPolicy::Inspect,
+        ShellPolicy::Verify => ToolShellPolicy::Verify,
+        ShellPolicy::None => ToolShellPolicy::None,
+    }
+}
+
+/// A shell policy as persisted in a task record; an unknown value is the strictest.
+pub(crate) fn parse_shell_policy(s: &str) -> ShellPolicy {
+    [
+        ShellPolicy::Unrestricted,
+        ShellPolicy::Inspect,
+        ShellPolicy::Verify,
+        ShellPolicy::None,
+    ]
+    .into_iter()
+    .find(|p| p.as_str() == s)
+    .unwrap_or(ShellPolicy::None)
 }
 
 /// The child as a parent of its own children (O8): its notices are delivered into it.
@@ -676,9 +744,11 @@ pub(crate) async fn start(
     };
     let retry_history = history.clone();
     let retry_cwd = cwd.clone();
-    let (mut agent, events) = build_child_agent(
+    let built = build_child_agent(
         inner,
         ChildBuild {
+            readonly: p.role.readonly,
+            shell_policy: p.role.shell_policy,
             task_id: &id,
             depth: parent.depth + 1,
             role: &p.role,
@@ -695,6 +765,16 @@ pub(crate) async fn start(
             session,
         },
     );
+    let (mut agent, events) = match built {
+        Ok(b) => b,
+        Err(e) => {
+            if let Some(w) = &worktree {
+                w.remove().await;
+            }
+            fail_startup(inner, &mut record, &mut lifecycle, &e);
+            return Err(e);
+        }
+    };
     let system_prompt = agent.config().system_prompt.clone();
     let handle = Arc::new(TaskHandle::new(
         record,
@@ -766,9 +846,11 @@ fn rebuild_agent(
             let session =
                 SessionWriter::create(inner.session_dir(), &cwd, parent_session.as_deref()).await?;
             let thinking = resolve_thinking(&model, requested).effective;
-            Ok(build_child_agent(
+            build_child_agent(
                 &inner,
                 ChildBuild {
+                    readonly: role.readonly,
+                    shell_policy: role.shell_policy,
                     task_id: &id,
                     depth,
                     role: &role,
@@ -781,7 +863,7 @@ fn rebuild_agent(
                     history,
                     session,
                 },
-            ))
+            )
         })
     })
 }

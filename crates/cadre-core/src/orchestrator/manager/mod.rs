@@ -94,6 +94,9 @@ pub struct ManagerConfig {
     pub artifacts_dir: PathBuf,
     /// The root parent's notice channel: its background completions and every progress warning.
     pub root_notices: mpsc::UnboundedSender<ParentNotice>,
+    /// The cadre binary read-only children's bash re-executes into the sandbox (S2); `None` =
+    /// the running executable.
+    pub sandbox_exe: Option<PathBuf>,
 }
 
 pub(crate) struct Inner {
@@ -111,6 +114,7 @@ pub(crate) struct Inner {
     pub trusted: bool,
     pub artifacts_dir: PathBuf,
     pub root_notices: mpsc::UnboundedSender<ParentNotice>,
+    pub sandbox_exe: PathBuf,
     pub quota: Quota,
     pub pending: Pending,
     pub events: tokio::sync::broadcast::Sender<TaskEvent>,
@@ -153,6 +157,10 @@ impl TaskManager {
             trusted: config.trusted,
             artifacts_dir: config.artifacts_dir,
             root_notices: config.root_notices,
+            sandbox_exe: config
+                .sandbox_exe
+                .or_else(|| std::env::current_exe().ok())
+                .unwrap_or_else(|| PathBuf::from("cadre")),
             quota,
             pending: Pending::new(),
             events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cadre_protocol::{Message, TaskStatus, ThinkingLevel};
 
 use super::handle::{ChildGate, RunState, TaskHandle, lock};
-use super::launch::{ChildBuild, build_child_agent};
+use super::launch::{ChildBuild, build_child_agent, parse_shell_policy};
 use super::run::{Slot, drive, outcome_of};
 use super::types::{Delivery, LaunchError, ParentRef, SendOutcome};
 use super::{Inner, TaskManager};
@@ -136,9 +136,12 @@ pub(crate) async fn reopen_with(
         .as_ref()
         .and_then(|pid| lock(&inner.sinks).get(pid).cloned())
         .unwrap_or_else(|| inner.root_notices.clone());
+    // The boundary persisted in the record, whatever the role file says now (O2).
     let (mut agent, events) = build_child_agent(
         inner,
         ChildBuild {
+            readonly: record.readonly,
+            shell_policy: parse_shell_policy(&record.shell_policy),
             task_id: id,
             depth: record.depth,
             role: &role,
@@ -151,7 +154,7 @@ pub(crate) async fn reopen_with(
             history,
             session,
         },
-    );
+    )?;
     let lifecycle = Lifecycle::resume(
         LifecycleConfig {
             budgets: record.budgets.clone(),

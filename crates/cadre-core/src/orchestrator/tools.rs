@@ -193,6 +193,10 @@ pub fn format_outcome(o: &TaskOutcome) -> String {
             let _ = writeln!(t, "Worktree removed (no changes).");
         }
     }
+    if !o.receipt.is_empty() {
+        t.push_str(o.receipt.trim_end());
+        t.push('\n');
+    }
     t.push_str("<result>\n");
     if !o.result.trim().is_empty() {
         t.push_str(o.result.trim_end());
@@ -467,6 +471,7 @@ mod tests {
             output_file: "/tmp/out.md".into(),
             usage: TaskUsage::default(),
             worktree: None,
+            receipt: "<execution-receipt>\nTools: 0 calls\n</execution-receipt>".into(),
         }
     }
 

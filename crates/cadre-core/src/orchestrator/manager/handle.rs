@@ -1,15 +1,17 @@
 //! The in-memory side of one task run: its record, lifecycle, controller and run state.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use cadre_protocol::{TaskRecord, ToolCall};
+use cadre_protocol::{ContentBlock, TaskRecord, ToolCall, join_text};
+use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
 use super::types::ParentNotice;
 use crate::agent::{AgentController, ToolGate};
+use crate::handoff::ToolEvent;
 use crate::orchestrator::capability::{CapabilitySet, check_dispatch};
 use crate::orchestrator::lifecycle::{Lifecycle, ToolDecision};
 use crate::orchestrator::quota::Permit;
@@ -58,8 +60,13 @@ pub(crate) struct TaskHandle {
     pub final_text: Mutex<String>,
     /// The latest non-empty assistant text (stage notes, partial output).
     pub latest_text: Mutex<String>,
-    /// Calls admitted at dispatch and not yet finished (for the executed counter).
-    admitted: Mutex<HashSet<String>>,
+    /// Calls admitted at dispatch and not yet finished, by id: their tool and the arguments
+    /// a receipt reads (for the executed counter and the receipt).
+    admitted: Mutex<HashMap<String, (String, Value)>>,
+    /// What the run's admitted calls did, from tool events only (V3).
+    pub tool_events: Mutex<Vec<ToolEvent>>,
+    /// The run's `<execution-receipt>`, once it ended.
+    pub receipt: Mutex<String>,
     pub started: Instant,
     /// The child's model and system prompt, reused when the task is continued.
     pub model: cadre_llm::Model,
@@ -91,7 +98,9 @@ impl TaskHandle {
             permit: Mutex::new(None),
             final_text: Mutex::new(String::new()),
             latest_text: Mutex::new(String::new()),
-            admitted: Mutex::new(HashSet::new()),
+            admitted: Mutex::new(HashMap::new()),
+            tool_events: Mutex::new(Vec::new()),
+            receipt: Mutex::new(String::new()),
             started: Instant::now(),
             model,
             system_prompt,
@@ -221,12 +230,39 @@ impl TaskHandle {
         lock(&self.record).clone()
     }
 
-    /// A call finished executing: count it if it was admitted.
-    pub(crate) fn on_tool_end(&self, call_id: &str) {
-        if lock(&self.admitted).remove(call_id) {
-            lock(&self.lifecycle).on_tool_executed();
+    /// A call finished executing: count it and keep its event if it was admitted (refused
+    /// calls did nothing and are not part of the receipt).
+    pub(crate) fn on_tool_end(&self, call_id: &str, result: &Value, is_error: bool) {
+        let Some((tool, args)) = lock(&self.admitted).remove(call_id) else {
+            return;
+        };
+        lock(&self.lifecycle).on_tool_executed();
+        let text = result
+            .get("content")
+            .cloned()
+            .and_then(|c| serde_json::from_value::<Vec<ContentBlock>>(c).ok())
+            .map(|blocks| join_text(&blocks))
+            .unwrap_or_default();
+        lock(&self.tool_events).push(ToolEvent::from_result(
+            &tool,
+            args,
+            is_error,
+            &text,
+            Vec::new(),
+        ));
+    }
+}
+
+/// The arguments a receipt reads (a bash command, an edited path); the rest (file contents)
+/// is dropped so a long task's events stay small.
+fn receipt_args(args: &Value) -> Value {
+    let mut kept = serde_json::Map::new();
+    for key in ["command", "path"] {
+        if let Some(v) = args.get(key) {
+            kept.insert(key.to_string(), v.clone());
         }
     }
+    Value::Object(kept)
 }
 
 /// The dispatch-time check of a child's calls: the capability set (S1) first, then the
@@ -245,7 +281,10 @@ impl ToolGate for ChildGate {
         let decision = lock(&h.lifecycle).on_tool_call(&call.name);
         match decision {
             ToolDecision::Allow => {
-                lock(&h.admitted).insert(call.id.clone());
+                lock(&h.admitted).insert(
+                    call.id.clone(),
+                    (call.name.clone(), receipt_args(&call.arguments)),
+                );
                 None
             }
             ToolDecision::Block(message) => Some(message),

@@ -52,7 +52,7 @@ pub use frontend::run_until_settled;
 pub use launch::FORK_OPEN_CALL_RESULT;
 pub use mirror::ConversationMirror;
 pub use pending::PendingGuard;
-pub use prompt::{EMPTY_COMPLETION_NUDGE, OUTPUT_CONTRACT_HEADING};
+pub use crate::handoff::contract::{EMPTY_COMPLETION_NUDGE, OUTPUT_CONTRACT_HEADING};
 pub use types::{
     ConversationSource, Delivery, EntryOutcome, LaunchError, LaunchSpec, ModelResolver, NoticeKind,
     ParentNotice, ParentRef, SendOutcome, TaskEvent, TaskOutcome, TaskSnapshot, TaskSpec,

@@ -6,18 +6,10 @@ use std::time::SystemTime;
 use cadre_protocol::ToolSpec;
 
 use crate::context::collect_context_files;
+use crate::handoff::contract::append_output_contract;
 use crate::orchestrator::lifecycle::STAGE_NOTE_INSTRUCTION;
 use crate::prompt::{SystemPromptInput, build_system_prompt, today};
 use crate::roles::{RoleDef, Skill};
-
-/// The heading the output contract is placed under, at the very end of the task (V1).
-pub const OUTPUT_CONTRACT_HEADING: &str =
-    "REQUIRED OUTPUT CONTRACT (answer every item with concrete evidence before finishing)";
-
-/// Said once to a child that ran tools and then stopped without any text (V2).
-pub const EMPTY_COMPLETION_NUDGE: &str = "You stopped without a final answer. Summarise your \
-findings now in plain text: what you established, with evidence (paths, commands, results), and \
-what remains open.";
 
 /// Roles that start without the project's context files (T8).
 const NO_CONTEXT_FILES: [&str; 2] = ["Explore", "Plan"];
@@ -66,20 +58,14 @@ pub(crate) fn child_system_prompt(
 
 /// The child's task message: the prompt, then the output contract at the very end (V1).
 pub(crate) fn task_message(prompt: &str, expected_output: Option<&str>) -> String {
-    let mut text = prompt.trim_end().to_string();
-    if let Some(contract) = expected_output.map(str::trim).filter(|c| !c.is_empty()) {
-        text.push_str("\n\n");
-        text.push_str(OUTPUT_CONTRACT_HEADING);
-        text.push('\n');
-        text.push_str(contract);
-    }
-    text
+    append_output_contract(prompt, expected_output.unwrap_or(""))
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+    use crate::handoff::contract::OUTPUT_CONTRACT_HEADING;
 
     #[test]
     fn contract_goes_last() {

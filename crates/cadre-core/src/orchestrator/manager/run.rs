@@ -13,7 +13,8 @@ use tokio::sync::mpsc;
 use super::Inner;
 use super::handle::{ChildGate, RunState, TaskHandle, lock};
 use super::pending::PendingGuard;
-use super::prompt::EMPTY_COMPLETION_NUDGE;
+use crate::handoff::build_receipt;
+use crate::handoff::contract::EMPTY_COMPLETION_NUDGE;
 use super::types::{Delivery, NoticeKind, ParentNotice, TaskEvent, TaskOutcome};
 use crate::agent::{Agent, AgentError, RunOutcome};
 use crate::orchestrator::lifecycle::{Action, FinalFacts, Lifecycle, LifecycleConfig, TurnFacts};
@@ -324,7 +325,12 @@ fn on_event(inner: &Arc<Inner>, h: &Arc<TaskHandle>, ev: AgentEvent) {
             drop(r);
             apply_actions(inner, h, actions);
         }
-        AgentEvent::ToolExecutionEnd { tool_call_id, .. } => h.on_tool_end(&tool_call_id),
+        AgentEvent::ToolExecutionEnd {
+            tool_call_id,
+            result,
+            is_error,
+            ..
+        } => h.on_tool_end(&tool_call_id, &result, is_error),
         _ => {}
     }
 }
@@ -484,6 +490,7 @@ async fn finish(
         r.clone()
     };
     *lock(&h.final_text) = text;
+    *lock(&h.receipt) = build_receipt(&lock(&h.tool_events));
     lock(&h.permit).take();
 
     // Exactly once: this is the run's single end. The pending count moves into the notice (a
@@ -528,7 +535,7 @@ fn completion_text(inner: &Inner, h: &TaskHandle, record: &cadre_protocol::TaskR
         elapsed_ms: Some(h.started.elapsed().as_millis() as u64),
         worktree: record.worktree.as_ref(),
         error: record.error.as_deref(),
-        receipt: None,
+        receipt: Some(&outcome.receipt),
         result: &outcome.result,
     })
 }
@@ -558,5 +565,6 @@ pub(crate) fn outcome_of(inner: &Inner, h: &TaskHandle, delivery: Delivery) -> T
         output_file: r.output_file,
         usage: r.usage,
         worktree: r.worktree,
+        receipt: lock(&h.receipt).clone(),
     }
 }

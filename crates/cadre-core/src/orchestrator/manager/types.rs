@@ -221,6 +221,8 @@ pub struct TaskOutcome {
     pub output_file: String,
     pub usage: TaskUsage,
     pub worktree: Option<WorktreeInfo>,
+    /// The machine-built `<execution-receipt>` of the run (V3); empty while it runs.
+    pub receipt: String,
 }
 
 impl TaskOutcome {
@@ -426,6 +428,7 @@ mod tests {
             output_file: String::new(),
             usage: TaskUsage::default(),
             worktree: None,
+            receipt: String::new(),
         };
         assert!(o.is_ok());
         o.status = TaskStatus::Running;

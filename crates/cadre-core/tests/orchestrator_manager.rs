@@ -343,6 +343,7 @@ fn harness(
         artifacts_dir: dir.path().join("artifacts"),
         root_notices: tx,
         sandbox_exe: Some(PathBuf::from("/bin/false")),
+        confirm: None,
     });
     let mut active: Vec<String> = cadre_tools::BUILTIN_TOOL_NAMES
         .iter()
@@ -1601,6 +1602,7 @@ async fn a_task_of_an_earlier_process_is_continued_from_disk() {
         artifacts_dir: h.dir.path().join("artifacts"),
         root_notices: tx,
         sandbox_exe: Some(PathBuf::from("/bin/false")),
+        confirm: None,
     });
     let sent = guarded(fresh.send_message(&h.root, &o.task_id, "AGAIN"))
         .await
@@ -1757,4 +1759,166 @@ async fn every_result_carries_a_receipt_built_from_tool_events_only() {
     assert!(!o.result.contains("<execution-receipt>"), "{}", o.result);
     assert!(o.result.contains("all verified, trust me"));
     assert_eq!(h.record(&o.task_id).usage.tool_calls_blocked, 1);
+}
+
+#[tokio::test]
+async fn solo_and_unconfirmable_ask_authorization_refuse_launches() {
+    for settings in [
+        json!({"authorization": "solo"}),
+        json!({"authorization": "ask"}),
+    ] {
+        let h = harness(settings, |_| text("never"));
+        let e = h.launch(spec("lister", "CHILD x")).await.unwrap_err();
+        assert!(e.to_string().contains("host_authorization_required"), "{e}");
+        assert!(h.provider.requests().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn sequential_dispatch_runs_one_child_at_a_time_and_refuses_background() {
+    let h = harness(json!({"dispatch": "sequential"}), |r| match turn(r) {
+        0 => call("ls", json!({})),
+        _ => text(&key_of(r)),
+    });
+    let mut s = spec("lister", "CHILD bg");
+    s.task.run_in_background = Some(true);
+    let e = h.launch(s).await.unwrap_err();
+    assert!(e.to_string().contains("sequential"), "{e}");
+
+    let tasks: Vec<TaskSpec> = (0..3)
+        .map(|i| TaskSpec {
+            prompt: format!("CHILD seq-{i}"),
+            subagent_type: Some("lister".into()),
+            ..TaskSpec::default()
+        })
+        .collect();
+    let entries = guarded(h.manager.launch(
+        &h.root,
+        LaunchSpec {
+            tasks,
+            ..LaunchSpec::default()
+        },
+        None,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(entries.len(), 3);
+    let order: Vec<String> = h.provider.requests().iter().map(key_of).collect();
+    assert_eq!(
+        order,
+        [
+            "CHILD seq-0",
+            "CHILD seq-0",
+            "CHILD seq-1",
+            "CHILD seq-1",
+            "CHILD seq-2",
+            "CHILD seq-2"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_no_tools_packet_gives_the_child_no_tools_and_is_rendered_first() {
+    let h = harness(json!({}), |_| text("answered from the packet"));
+    let s: LaunchSpec = serde_json::from_value(json!({
+        "description": "audit",
+        "prompt": "CHILD packet",
+        "subagent_type": "general-purpose",
+        "packet": {
+            "shared_context_summary": {"goal": "ship the auth fix", "changed_surface": ["src/auth.rs"]},
+            "focus_delta": {"role": "auditor", "tool_policy": "no tools", "audit_question": "is it safe?"}
+        },
+        "scope": ["src/auth.rs"],
+        "stop_condition": "after one pass"
+    }))
+    .unwrap();
+    let o = h.launch(s).await.unwrap();
+    assert_eq!(o.result, "answered from the packet");
+    let req = &h.provider.requests()[0];
+    assert!(req.tools.is_empty());
+    let first = first_user(req);
+    assert!(first.starts_with("shared_context_summary:"), "{first}");
+    assert!(first.contains("goal: ship the auth fix"), "{first}");
+    assert!(first.contains("CHILD packet"), "{first}");
+    assert!(
+        first.contains("src/auth.rs") && first.contains("after one pass"),
+        "{first}"
+    );
+    assert!(h.record(&o.task_id).tools.is_empty());
+}
+
+struct Confirm(bool, Mutex<Vec<String>>);
+
+impl cadre_core::orchestrator::manager::LaunchConfirmer for Confirm {
+    fn confirm<'a>(&'a self, summary: &'a str) -> futures_util::future::BoxFuture<'a, bool> {
+        self.1.lock().unwrap().push(summary.to_string());
+        Box::pin(async move { self.0 })
+    }
+}
+
+#[tokio::test]
+async fn ask_authorization_uses_the_confirmer() {
+    for allow in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = Arc::new(Scripted {
+            handler: Box::new(|_| text("ok")),
+            requests: Mutex::new(Vec::new()),
+        });
+        let confirm = Arc::new(Confirm(allow, Mutex::new(Vec::new())));
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let roster = Roster {
+            roles: builtin_roles()
+                .into_iter()
+                .map(|def| ResolvedRole {
+                    def,
+                    layer: Layer::Builtin,
+                    file: None,
+                    overrides: Vec::new(),
+                })
+                .collect(),
+            blocked: Vec::new(),
+            diagnostics: Vec::new(),
+            trusted: true,
+            untrusted_reason: None,
+        };
+        let manager = TaskManager::new(ManagerConfig {
+            provider: provider.clone(),
+            models: Arc::new(Models),
+            tools: cadre_tools::builtin_tools(),
+            roster: Arc::new(roster),
+            settings: SubagentSettings::from_value(Some(&json!({"authorization": "ask"})))
+                .unwrap()
+                .settings,
+            store: TaskStore::new(dir.path().join("tasks")),
+            root_session_id: ROOT_SESSION_ID.into(),
+            root_session_file: None,
+            sessions_dir: dir.path().join("sessions"),
+            cadre_home: dir.path().join("home"),
+            cwd: dir.path().to_path_buf(),
+            trusted: false,
+            artifacts_dir: dir.path().join("artifacts"),
+            root_notices: tx,
+            sandbox_exe: None,
+            confirm: Some(confirm.clone()),
+        });
+        let root = manager.root_parent(
+            model("scripted"),
+            ThinkingLevel::Off,
+            String::new(),
+            vec!["read".into(), "ls".into()],
+            None,
+        );
+        let res = guarded(manager.launch(&root, spec("Explore", "CHILD ask"), None)).await;
+        assert_eq!(
+            confirm.1.lock().unwrap().as_slice(),
+            ["Explore \"do CHILD ask\""]
+        );
+        if allow {
+            assert_eq!(single(res.unwrap()).result, "ok");
+        } else {
+            let e = res.unwrap_err().to_string();
+            assert!(e.contains("declined"), "{e}");
+            assert!(provider.requests().is_empty());
+        }
+    }
 }

@@ -55,7 +55,28 @@ fn task_properties() -> Value {
         "cwd": {"type": "string", "description": "Working directory for the task, relative to yours."},
         "expected_output": {"type": "string", "description": "What the answer must contain; the subagent must answer every item with evidence."},
         "warning_turns": {"type": "integer", "minimum": 1, "description": "Turn of the first supervision checkpoint (default 40)."},
-        "warning_interval_turns": {"type": "integer", "minimum": 0, "description": "Turns between later checkpoints (default 25)."}
+        "warning_interval_turns": {"type": "integer", "minimum": 0, "description": "Turns between later checkpoints (default 25)."},
+        "packet": {
+            "type": "object",
+            "description": "Delegation packet: shared context and this child's focus, rendered before the prompt. focus_delta.tool_policy \"no tools\" gives the child no tools.",
+            "properties": {
+                "shared_context_summary": {"type": "object", "properties": {
+                    "goal": {"type": "string"},
+                    "changed_surface": {"type": ["array", "string"], "items": {"type": "string"}},
+                    "project_constraints": {"type": ["array", "string"], "items": {"type": "string"}}
+                }},
+                "focus_delta": {"type": "object", "properties": {
+                    "role": {"type": "string"},
+                    "lens": {"type": "string"},
+                    "specific_changes": {"type": ["array", "string"], "items": {"type": "string"}},
+                    "audit_question": {"type": "string"},
+                    "tool_policy": {"type": "string"},
+                    "boundary": {"type": "string"}
+                }}
+            }
+        },
+        "scope": {"type": "array", "items": {"type": "string"}, "description": "Paths a bounded probe may read."},
+        "stop_condition": {"type": "string", "description": "When a bounded probe must stop and report."}
     })
 }
 

@@ -22,10 +22,12 @@ use super::types::{
 };
 use super::{Inner, TaskManager};
 use crate::agent::{Agent, AgentConfig};
+use crate::handoff::contract::{render_packet, render_scope};
 use crate::orchestrator::capability::{
     AGENT_TOOL, CapabilityInput, CapabilitySet, resolve_capabilities,
 };
 use crate::orchestrator::lifecycle::{Lifecycle, LifecycleConfig};
+use crate::orchestrator::settings::{Authorization, DispatchMode};
 use crate::orchestrator::store::{claim_ownership, new_task_id, timestamp};
 use crate::orchestrator::tools::AgentTool;
 use crate::orchestrator::worktree::Worktree;
@@ -89,15 +91,41 @@ pub(crate) async fn launch(
     }
     let single = spec.tasks.is_empty();
     let raw = spec_raw(&spec);
+    let entries = spec.entries();
+    authorize(inner, &entries).await?;
+    // D4: one foreground child at a time per parent, and no background launches.
+    let sequential = inner.settings.dispatch == DispatchMode::Sequential;
+    if sequential && entries.iter().any(|e| e.run_in_background == Some(true)) {
+        return Err(LaunchError::NotAllowed(
+            "background launches are refused: subagents.dispatch is sequential; launch in the \
+             foreground"
+                .into(),
+        ));
+    }
+    let _turn = if sequential {
+        let lock = Arc::clone(
+            lock(&inner.sequential)
+                .entry(parent.task_id.clone())
+                .or_default(),
+        );
+        Some(lock.lock_owned().await)
+    } else {
+        None
+    };
     let mut slots: Vec<Result<Arc<TaskHandle>, (String, LaunchError)>> = Vec::new();
-    for entry in spec.entries() {
+    for entry in entries {
         let description = entry.description.clone();
         let started = match prepare(inner, parent, entry, raw.as_ref()).await {
             Ok(p) => start(inner, parent, p).await,
             Err(e) => Err(e),
         };
         match started {
-            Ok(h) => slots.push(Ok(h)),
+            Ok(h) => {
+                if sequential {
+                    wait_foreground(inner, std::slice::from_ref(&h), cancel.clone()).await;
+                }
+                slots.push(Ok(h));
+            }
             Err(e) if single => return Err(e),
             Err(e) => slots.push(Err((description, e))),
         }
@@ -125,6 +153,46 @@ pub(crate) async fn launch(
             Err((description, error)) => EntryOutcome::Refused { description, error },
         })
         .collect())
+}
+
+/// D3: whether this session may launch at all.
+async fn authorize(inner: &Inner, entries: &[TaskSpec]) -> Result<(), LaunchError> {
+    const REASON: &str = "host_authorization_required";
+    match inner.settings.authorization {
+        Authorization::Standing => Ok(()),
+        Authorization::Solo => Err(LaunchError::NotAllowed(format!(
+            "{REASON}: this session may not launch subagents (subagents.authorization is solo); \
+             do the work yourself"
+        ))),
+        Authorization::Ask => {
+            let Some(confirm) = &inner.confirm else {
+                return Err(LaunchError::NotAllowed(format!(
+                    "{REASON}: launches need confirmation (subagents.authorization is ask) and \
+                     nobody can confirm in this mode"
+                )));
+            };
+            let summary = entries
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{} \"{}\"",
+                        e.subagent_type
+                            .as_deref()
+                            .unwrap_or(crate::roles::builtin::DEFAULT_ROLE),
+                        e.description.trim()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            if confirm.confirm(&summary).await {
+                Ok(())
+            } else {
+                Err(LaunchError::NotAllowed(format!(
+                    "{REASON}: the launch was declined"
+                )))
+            }
+        }
+    }
 }
 
 /// The raw `Agent` arguments a fork looks its call up by.
@@ -322,7 +390,7 @@ pub(crate) async fn prepare(
         depth,
         max_depth: inner.settings.max_agent_depth,
         role_allows_agent,
-        tool_policy_no_tools: false,
+        tool_policy_no_tools: spec.packet.as_ref().is_some_and(|p| p.no_tools()),
         known_tools: &known,
     })?;
 
@@ -353,6 +421,7 @@ pub(crate) async fn prepare(
             .unwrap_or(default_warnings.warning_interval_turns),
     };
     let background = inner.settings.enable_background
+        && inner.settings.dispatch != DispatchMode::Sequential
         && spec.run_in_background.or(role.background).unwrap_or(false);
 
     // Where it runs (O11).
@@ -461,9 +530,26 @@ fn close_open_calls(mut history: Vec<Message>) -> Vec<Message> {
     history
 }
 
+/// The task as the child reads it: the delegation packet (D1), the prompt, the probe's scope
+/// (D2), and the output contract at the very end (V1).
+fn task_text(spec: &TaskSpec) -> String {
+    let mut text = String::new();
+    if let Some(packet) = &spec.packet {
+        text.push_str(render_packet(packet).trim_end());
+        text.push_str("\n\n");
+    }
+    text.push_str(spec.prompt.trim_end());
+    let scope = render_scope(&spec.scope, spec.stop_condition.as_deref());
+    if !scope.trim().is_empty() {
+        text.push_str("\n\n");
+        text.push_str(scope.trim_end());
+    }
+    task_message(&text, spec.expected_output.as_deref())
+}
+
 /// A fork's first message: the fork role's instructions, then the task.
 fn fork_message(role: &RoleDef, spec: &TaskSpec) -> String {
-    let task = task_message(&spec.prompt, spec.expected_output.as_deref());
+    let task = task_text(spec);
     let intro = role.prompt.trim();
     let intro = if intro.is_empty() {
         "You are a fork of the agent above: you share its conversation so far and now work on \
@@ -737,10 +823,7 @@ pub(crate) async fn start(
 
     let (history, first) = match &p.fork_history {
         Some(h) => (h.clone(), fork_message(&p.role, &p.spec)),
-        None => (
-            Vec::new(),
-            task_message(&p.spec.prompt, p.spec.expected_output.as_deref()),
-        ),
+        None => (Vec::new(), task_text(&p.spec)),
     };
     let retry_history = history.clone();
     let retry_cwd = cwd.clone();

@@ -48,14 +48,15 @@ use tokio_util::sync::CancellationToken;
 use handle::{RunState, TaskHandle, lock};
 use pending::Pending;
 
+pub use crate::handoff::contract::{EMPTY_COMPLETION_NUDGE, OUTPUT_CONTRACT_HEADING};
 pub use frontend::run_until_settled;
 pub use launch::FORK_OPEN_CALL_RESULT;
 pub use mirror::ConversationMirror;
 pub use pending::PendingGuard;
-pub use crate::handoff::contract::{EMPTY_COMPLETION_NUDGE, OUTPUT_CONTRACT_HEADING};
 pub use types::{
-    ConversationSource, Delivery, EntryOutcome, LaunchError, LaunchSpec, ModelResolver, NoticeKind,
-    ParentNotice, ParentRef, SendOutcome, TaskEvent, TaskOutcome, TaskSnapshot, TaskSpec,
+    ConversationSource, Delivery, EntryOutcome, LaunchConfirmer, LaunchError, LaunchSpec,
+    ModelResolver, NoticeKind, ParentNotice, ParentRef, SendOutcome, TaskEvent, TaskOutcome,
+    TaskSnapshot, TaskSpec,
 };
 
 use super::capability::{AGENT_TOOL, ROOT_ONLY_TOOLS};
@@ -97,6 +98,8 @@ pub struct ManagerConfig {
     /// The cadre binary read-only children's bash re-executes into the sandbox (S2); `None` =
     /// the running executable.
     pub sandbox_exe: Option<PathBuf>,
+    /// Who confirms launches under `subagents.authorization: ask` (D3); `None` refuses them.
+    pub confirm: Option<Arc<dyn LaunchConfirmer>>,
 }
 
 pub(crate) struct Inner {
@@ -115,6 +118,9 @@ pub(crate) struct Inner {
     pub artifacts_dir: PathBuf,
     pub root_notices: mpsc::UnboundedSender<ParentNotice>,
     pub sandbox_exe: PathBuf,
+    pub confirm: Option<Arc<dyn LaunchConfirmer>>,
+    /// Per parent (`None` = the root): held while a sequential-dispatch launch runs (D4).
+    pub sequential: Mutex<HashMap<Option<String>, Arc<tokio::sync::Mutex<()>>>>,
     pub quota: Quota,
     pub pending: Pending,
     pub events: tokio::sync::broadcast::Sender<TaskEvent>,
@@ -161,6 +167,8 @@ impl TaskManager {
                 .sandbox_exe
                 .or_else(|| std::env::current_exe().ok())
                 .unwrap_or_else(|| PathBuf::from("cadre")),
+            confirm: config.confirm,
+            sequential: Mutex::new(HashMap::new()),
             quota,
             pending: Pending::new(),
             events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,

@@ -13,10 +13,10 @@ use tokio::sync::mpsc;
 use super::Inner;
 use super::handle::{ChildGate, RunState, TaskHandle, lock};
 use super::pending::PendingGuard;
-use crate::handoff::build_receipt;
-use crate::handoff::contract::EMPTY_COMPLETION_NUDGE;
 use super::types::{Delivery, NoticeKind, ParentNotice, TaskEvent, TaskOutcome};
 use crate::agent::{Agent, AgentError, RunOutcome};
+use crate::handoff::build_receipt;
+use crate::handoff::contract::EMPTY_COMPLETION_NUDGE;
 use crate::orchestrator::lifecycle::{Action, FinalFacts, Lifecycle, LifecycleConfig, TurnFacts};
 use crate::orchestrator::output::{parent_result, preview};
 use crate::orchestrator::policy::{

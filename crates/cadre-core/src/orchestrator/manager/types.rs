@@ -13,6 +13,7 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use super::pending::PendingGuard;
+use crate::handoff::contract::DelegationPacket;
 use crate::orchestrator::capability::CapabilityError;
 use crate::orchestrator::store::StoreError;
 use crate::orchestrator::target::TargetError;
@@ -41,6 +42,12 @@ impl ModelResolver for cadre_llm::ModelRegistry {
             .map(|m| m.full_name)
             .collect()
     }
+}
+
+/// Asks the user whether a launch may go ahead (`subagents.authorization: ask`, D3).
+pub trait LaunchConfirmer: Send + Sync {
+    /// `summary` names the agent type and the task; `true` allows the launch.
+    fn confirm<'a>(&'a self, summary: &'a str) -> BoxFuture<'a, bool>;
 }
 
 /// The conversation of a parent agent, for forks (O9).
@@ -155,6 +162,12 @@ pub struct TaskSpec {
     pub expected_output: Option<String>,
     pub warning_turns: Option<u32>,
     pub warning_interval_turns: Option<u32>,
+    /// A delegation packet (D1), rendered before the prompt; `tool_policy: "no tools"` gives the
+    /// child no tools at all.
+    pub packet: Option<DelegationPacket>,
+    /// A scoped probe's paths and stop condition (D2), rendered into the prompt.
+    pub scope: Vec<String>,
+    pub stop_condition: Option<String>,
 }
 
 /// The `Agent` call: one task, or `tasks` run in parallel (O1, V6).

@@ -1922,3 +1922,30 @@ async fn ask_authorization_uses_the_confirmer() {
         }
     }
 }
+
+#[tokio::test]
+async fn plan_mode_launches_only_planning_roles_in_place() {
+    let h = harness(json!({}), |_| text("planned"));
+    h.manager.set_plan_mode(true);
+    for role in ["general-purpose", "code", "verification", "lister"] {
+        let e = h.launch(spec(role, "CHILD plan")).await.unwrap_err();
+        assert!(e.to_string().contains("plan mode"), "{role}: {e}");
+    }
+    let mut s = spec("Explore", "CHILD plan");
+    s.task.isolation = Some("worktree".into());
+    let e = h.launch(s).await.unwrap_err();
+    assert!(e.to_string().contains("worktree"), "{e}");
+    assert!(h.provider.requests().is_empty());
+    for role in ["Explore", "Plan", "research", "review", "advisor"] {
+        let o = h.launch(spec(role, "CHILD plan")).await.unwrap();
+        assert_eq!(o.result, "planned", "{role}");
+        assert!(
+            !h.record(&o.task_id)
+                .tools
+                .iter()
+                .any(|t| t == "edit" || t == "write")
+        );
+    }
+    h.manager.set_plan_mode(false);
+    assert!(h.launch(spec("lister", "CHILD plan")).await.is_ok());
+}

@@ -448,6 +448,20 @@ pub(crate) async fn prepare(
             )));
         }
     };
+    if inner.plan_mode.load(std::sync::atomic::Ordering::SeqCst) {
+        if !role.plan_mode_compatible() {
+            return Err(LaunchError::NotAllowed(format!(
+                "plan mode: `{}` may not launch; only read-only planning roles (such as Explore, \
+                 Plan, research, review, advisor) may",
+                role.name
+            )));
+        }
+        if worktree {
+            return Err(LaunchError::NotAllowed(
+                "plan mode: worktree isolation is refused".into(),
+            ));
+        }
+    }
     if worktree && !inner.settings.enable_worktrees {
         return Err(LaunchError::NotAllowed(
             "worktree isolation is disabled (subagents.enableWorktrees is false)".into(),

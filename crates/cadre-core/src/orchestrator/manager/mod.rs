@@ -121,6 +121,8 @@ pub(crate) struct Inner {
     pub confirm: Option<Arc<dyn LaunchConfirmer>>,
     /// Per parent (`None` = the root): held while a sequential-dispatch launch runs (D4).
     pub sequential: Mutex<HashMap<Option<String>, Arc<tokio::sync::Mutex<()>>>>,
+    /// Plan mode (S6): only planning roles launch, nothing is isolated in a worktree.
+    pub plan_mode: std::sync::atomic::AtomicBool,
     pub quota: Quota,
     pub pending: Pending,
     pub events: tokio::sync::broadcast::Sender<TaskEvent>,
@@ -169,6 +171,7 @@ impl TaskManager {
                 .unwrap_or_else(|| PathBuf::from("cadre")),
             confirm: config.confirm,
             sequential: Mutex::new(HashMap::new()),
+            plan_mode: std::sync::atomic::AtomicBool::new(false),
             quota,
             pending: Pending::new(),
             events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,
@@ -297,6 +300,21 @@ impl TaskManager {
         for h in &live {
             h.wait(false).await;
         }
+    }
+
+    /// Arm or disarm plan mode (S6): while armed, only planning-compatible (read-only, in-place,
+    /// fresh-context) roles may launch, and worktree isolation is refused, before anything
+    /// changes.
+    pub fn set_plan_mode(&self, on: bool) {
+        self.inner
+            .plan_mode
+            .store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn plan_mode(&self) -> bool {
+        self.inner
+            .plan_mode
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Live task events (start, turns, end) of every task of this manager.

@@ -1949,3 +1949,12 @@ async fn plan_mode_launches_only_planning_roles_in_place() {
     h.manager.set_plan_mode(false);
     assert!(h.launch(spec("lister", "CHILD plan")).await.is_ok());
 }
+
+#[tokio::test]
+async fn the_parent_policy_names_the_live_roster_unless_switched_off() {
+    let h = harness(json!({}), |_| text("x"));
+    let p = h.manager.parent_policy_prompt().unwrap();
+    assert!(p.contains("lister"), "{p}");
+    let h = harness(json!({"proactivePrompt": false}), |_| text("x"));
+    assert!(h.manager.parent_policy_prompt().is_none());
+}

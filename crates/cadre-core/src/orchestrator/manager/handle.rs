@@ -68,9 +68,6 @@ pub(crate) struct TaskHandle {
     /// The run's `<execution-receipt>`, once it ended.
     pub receipt: Mutex<String>,
     pub started: Instant,
-    /// The child's model and system prompt, reused when the task is continued.
-    pub model: cadre_llm::Model,
-    pub system_prompt: String,
 }
 
 impl TaskHandle {
@@ -80,8 +77,6 @@ impl TaskHandle {
         caps: CapabilitySet,
         notices: mpsc::UnboundedSender<ParentNotice>,
         background: bool,
-        model: cadre_llm::Model,
-        system_prompt: String,
     ) -> TaskHandle {
         let (state, _) = watch::channel(RunState::Queued);
         TaskHandle {
@@ -102,8 +97,6 @@ impl TaskHandle {
             tool_events: Mutex::new(Vec::new()),
             receipt: Mutex::new(String::new()),
             started: Instant::now(),
-            model,
-            system_prompt,
         }
     }
 

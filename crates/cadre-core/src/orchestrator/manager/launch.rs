@@ -20,7 +20,7 @@ use super::run::{RebuildAgent, Retry, Slot, drive, outcome_of};
 use super::types::{
     Delivery, EntryOutcome, LaunchError, LaunchSpec, ParentNotice, ParentRef, TaskSpec,
 };
-use super::{Inner, TaskManager};
+use super::{Inner, RunInfo, TaskManager};
 use crate::agent::{Agent, AgentConfig};
 use crate::handoff::contract::{render_packet, render_scope};
 use crate::orchestrator::capability::{
@@ -720,11 +720,12 @@ fn child_sink(inner: &Arc<Inner>, task_id: &str) -> mpsc::UnboundedSender<Parent
     tokio::spawn(async move {
         while let Some(notice) = rx.recv().await {
             let Some(inner) = weak.upgrade() else { return };
-            let Some(h) = inner.handle(&id) else { continue };
-            if h.state() != RunState::Ended && h.deliver(notice.text()) {
-                continue;
+            if let Some(h) = inner.handle(&id) {
+                if h.state() != RunState::Ended && h.deliver(notice.text()) {
+                    continue;
+                }
+                h.wait(false).await;
             }
-            h.wait(false).await;
             let _ = super::reopen::reopen_with(&inner, &id, notice.text(), true).await;
             drop(notice);
         }
@@ -872,15 +873,12 @@ pub(crate) async fn start(
             return Err(e);
         }
     };
-    let system_prompt = agent.config().system_prompt.clone();
     let handle = Arc::new(TaskHandle::new(
         record,
         lifecycle,
         p.caps.clone(),
         parent.notices.clone(),
         p.background,
-        p.model.clone(),
-        system_prompt,
     ));
     agent.set_tool_gate(Arc::new(ChildGate {
         handle: Arc::clone(&handle),
@@ -899,6 +897,16 @@ pub(crate) async fn start(
         model,
         build: rebuild_agent(inner, parent, &p, &id, &retry_cwd, retry_history),
     });
+    lock(&inner.runs).insert(
+        id.clone(),
+        RunInfo {
+            model: p.model.clone(),
+            system_prompt: p
+                .fork_history
+                .as_ref()
+                .map(|_| parent.system_prompt.clone()),
+        },
+    );
     lock(&inner.tasks).insert(id.clone(), Arc::clone(&handle));
     let guard = inner.pending.guard();
     tokio::spawn(drive(

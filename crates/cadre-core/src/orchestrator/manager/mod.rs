@@ -128,9 +128,19 @@ pub(crate) struct Inner {
     pub events: tokio::sync::broadcast::Sender<TaskEvent>,
     /// Every task run by this process, by id (finished ones stay for their final state).
     pub tasks: Mutex<HashMap<String, Arc<TaskHandle>>>,
+    /// What a continuation reuses of a task's last run in this process: its model and, for a
+    /// fork, its system prompt (a fresh child's is rebuilt from its role).
+    pub runs: Mutex<HashMap<String, RunInfo>>,
     /// Each nesting parent task's own notice channel, by task id.
     pub sinks: Mutex<HashMap<String, mpsc::UnboundedSender<ParentNotice>>>,
     pub me: Weak<Inner>,
+}
+
+/// See [`Inner::runs`].
+#[derive(Clone)]
+pub(crate) struct RunInfo {
+    pub model: Model,
+    pub system_prompt: Option<String>,
 }
 
 /// The task manager of one root session. Cheap to clone.
@@ -176,6 +186,7 @@ impl TaskManager {
             pending: Pending::new(),
             events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,
             tasks: Mutex::new(HashMap::new()),
+            runs: Mutex::new(HashMap::new()),
             sinks: Mutex::new(HashMap::new()),
             me: me.clone(),
         });
@@ -302,6 +313,12 @@ impl TaskManager {
         }
     }
 
+    /// The delegation policy for the root's system prompt (O14), from the live roster; `None`
+    /// when `subagents.proactivePrompt` is off.
+    pub fn parent_policy_prompt(&self) -> Option<String> {
+        super::policy::parent_policy_prompt(&self.inner.settings, &self.inner.roster.summary())
+    }
+
     /// Arm or disarm plan mode (S6): while armed, only planning-compatible (read-only, in-place,
     /// fresh-context) roles may launch, and worktree isolation is refused, before anything
     /// changes.
@@ -322,7 +339,7 @@ impl TaskManager {
         self.inner.events.subscribe()
     }
 
-    /// Snapshots of every task this process has run, oldest first (for a live task tree).
+    /// Snapshots of every task of the root session, oldest first (for a live task tree).
     pub fn tasks(&self) -> Vec<TaskSnapshot> {
         let mut ids: Vec<(String, String)> = lock(&self.inner.tasks)
             .values()
@@ -331,6 +348,13 @@ impl TaskManager {
                 (r.created_at.clone(), r.id.clone())
             })
             .collect();
+        if let Ok(listing) = self.inner.store.list_root(&self.inner.root_session_id) {
+            for r in listing.records {
+                if !ids.iter().any(|(_, id)| *id == r.id) {
+                    ids.push((r.created_at, r.id));
+                }
+            }
+        }
         ids.sort();
         ids.into_iter()
             .filter_map(|(_, id)| self.inner.snapshot(&id).ok())
@@ -371,6 +395,16 @@ impl TaskManager {
 impl Inner {
     pub(crate) fn handle(&self, id: &str) -> Option<Arc<TaskHandle>> {
         lock(&self.tasks).get(id).cloned()
+    }
+
+    /// Forget a run that ended: its record and output are on disk, and keeping every finished
+    /// task's state (and final text) would grow a long session without bound. A continuation
+    /// that already replaced it stays.
+    pub(crate) fn retire(&self, h: &Arc<TaskHandle>) {
+        let mut tasks = lock(&self.tasks);
+        if tasks.get(&h.id).is_some_and(|cur| Arc::ptr_eq(cur, h)) {
+            tasks.remove(&h.id);
+        }
     }
 
     pub(crate) fn manager(&self) -> Option<TaskManager> {

@@ -11,7 +11,7 @@ use super::handle::{ChildGate, RunState, TaskHandle, lock};
 use super::launch::{ChildBuild, build_child_agent, parse_shell_policy};
 use super::run::{Slot, drive, outcome_of};
 use super::types::{Delivery, LaunchError, ParentRef, SendOutcome};
-use super::{Inner, TaskManager};
+use super::{Inner, RunInfo, TaskManager};
 use crate::orchestrator::capability::CapabilitySet;
 use crate::orchestrator::lifecycle::{Lifecycle, LifecycleConfig, ReopenError};
 use crate::orchestrator::store::claim_ownership;
@@ -82,16 +82,16 @@ pub(crate) async fn reopen_with(
     let history = loaded.messages();
     let session = SessionWriter::resume(&session_path, &loaded).await?;
 
-    let previous = inner.handle(id);
+    let previous = lock(&inner.runs).get(id).cloned();
     // The model the task last ran on: the registry's, else (e.g. the parent's own model, which
     // the registry may not list) the one this process ran it with.
     let model = match inner.models.resolve(&record.model) {
         Ok(m) => m,
         Err(e) => match previous
             .as_ref()
-            .filter(|h| h.model.full_name() == record.model)
+            .filter(|r| r.model.full_name() == record.model)
         {
-            Some(h) => h.model.clone(),
+            Some(r) => r.model.clone(),
             None => {
                 return Err(LaunchError::Model(format!(
                     "cannot continue task {id}: model `{}`: {e}",
@@ -150,7 +150,7 @@ pub(crate) async fn reopen_with(
             model: model.clone(),
             thinking,
             cwd,
-            system_prompt: previous.as_ref().map(|h| h.system_prompt.clone()),
+            system_prompt: previous.as_ref().and_then(|r| r.system_prompt.clone()),
             history,
             session,
         },
@@ -173,19 +173,19 @@ pub(crate) async fn reopen_with(
     claim_ownership(&mut record);
     inner.store.save(&mut record)?;
 
-    let system_prompt = agent.config().system_prompt.clone();
     let handle = Arc::new(TaskHandle::new(
-        record,
-        lifecycle,
-        caps,
-        notices,
-        background,
-        model,
-        system_prompt,
+        record, lifecycle, caps, notices, background,
     ));
     agent.set_tool_gate(Arc::new(ChildGate {
         handle: Arc::clone(&handle),
     }));
+    lock(&inner.runs).insert(
+        id.to_string(),
+        RunInfo {
+            model,
+            system_prompt: previous.and_then(|r| r.system_prompt),
+        },
+    );
     lock(&inner.tasks).insert(id.to_string(), Arc::clone(&handle));
     let guard = inner.pending.guard();
     tokio::spawn(drive(

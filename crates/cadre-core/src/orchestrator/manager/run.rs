@@ -507,15 +507,17 @@ async fn finish(
         drop(guard);
         None
     };
-    h.set_state(RunState::Ended);
+    // Listeners see the end before any waiter wakes.
     let _ = inner.events.send(TaskEvent::Ended {
         task_id: record.id.clone(),
         status: record.status,
         termination: record.termination,
     });
+    h.set_state(RunState::Ended);
     if let Some(notice) = notice {
         let _ = h.notices.send(notice);
     }
+    inner.retire(h);
 }
 
 /// The `<task-notification>` of a finished run (O6).

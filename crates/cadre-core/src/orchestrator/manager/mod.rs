@@ -1,12 +1,13 @@
 //! The task manager: launches children, runs them, delivers their results (SPEC O, L, S1).
 //!
 //! One [`TaskManager`] serves a root session and every task under it. A child is an in-process
-//! [`crate::agent::Agent`] on a tokio task; the manager builds it from the resolved role
-//! (`launch`), runs it under a lifecycle controller and a dispatch gate (`run`), and records
-//! it in the task store. Foreground launches wait for their tasks; background ones return at
-//! once and their `<task-notification>` reaches the direct parent exactly once, through the
-//! parent's notice channel. Continuation (`SendMessage`) of a finished task reopens it from its
-//! session file (`reopen`).
+//! [`crate::agent::Agent`] on a tokio task. A launch is checked before anything is created
+//! (`prepare`), recorded and started (`launch`) with an agent built for the child (`child`),
+//! run under a lifecycle controller and a dispatch gate (`run`, `handle`), and recorded in the
+//! task store. Foreground launches wait for their tasks; background ones return at once and
+//! their `<task-notification>` reaches the direct parent exactly once, through the parent's
+//! notice channel (`pending` counts what is still owed). Continuation (`SendMessage`) of a
+//! finished task reopens it from its session file (`reopen`).
 //!
 //! # Wiring a front end
 //!
@@ -24,11 +25,13 @@
 //!    `agent.prompt_messages(vec![notice.message()])` when idle, then drop the notice.
 //! 5. On exit, Ctrl-C or an RPC abort of the session: [`TaskManager::shutdown`] (L6).
 
+mod child;
 mod frontend;
 mod handle;
 mod launch;
 mod mirror;
 mod pending;
+mod prepare;
 mod prompt;
 mod reopen;
 mod run;
@@ -50,9 +53,9 @@ use pending::Pending;
 
 pub use crate::handoff::contract::{EMPTY_COMPLETION_NUDGE, OUTPUT_CONTRACT_HEADING};
 pub use frontend::run_until_settled;
-pub use launch::FORK_OPEN_CALL_RESULT;
 pub use mirror::ConversationMirror;
 pub use pending::PendingGuard;
+pub use prepare::FORK_OPEN_CALL_RESULT;
 pub use types::{
     ConversationSource, Delivery, EntryOutcome, LaunchConfirmer, LaunchError, LaunchSpec,
     ModelResolver, NoticeKind, ParentNotice, ParentRef, SendOutcome, TaskEvent, TaskOutcome,

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use cadre_protocol::{Message, TaskStatus, ThinkingLevel};
 
+use super::child::{ChildBuild, build_child_agent, parse_shell_policy};
 use super::handle::{ChildGate, RunState, TaskHandle, lock};
-use super::launch::{ChildBuild, build_child_agent, parse_shell_policy};
 use super::run::{Slot, drive, outcome_of};
 use super::types::{Delivery, LaunchError, ParentRef, SendOutcome};
 use super::{Inner, RunInfo, TaskManager};

@@ -1,0 +1,243 @@
+//! Building a child agent: the task as it reads it, its tools (the parent's objects, its own
+//! bash under the role's shell policy and sandbox, its own `Agent` tool when it may nest), its
+//! system prompt; and the notice channel of a task that launches children.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cadre_llm::Model;
+use cadre_protocol::{Message, ThinkingLevel};
+use cadre_tools::sandbox::{SandboxConfig, create_scratch_dir};
+use cadre_tools::shell_policy::ShellPolicy as ToolShellPolicy;
+use cadre_tools::{BashTool, ToolRegistry};
+use tokio::sync::mpsc;
+
+use super::Inner;
+use super::handle::{RunState, lock};
+use super::prompt::{child_system_prompt, task_message};
+use super::types::{LaunchError, ParentNotice, ParentRef, TaskSpec};
+use crate::agent::{Agent, AgentConfig};
+use crate::handoff::contract::{render_packet, render_scope};
+use crate::orchestrator::capability::{AGENT_TOOL, CapabilitySet};
+use crate::orchestrator::tools::AgentTool;
+use crate::roles::{RoleDef, ShellPolicy, Skill};
+use crate::session::SessionWriter;
+
+const BASH_TOOL: &str = "bash";
+/// Under CADRE_HOME: the parent of read-only tasks' private scratch directories.
+const SCRATCH_DIR: &str = "scratch";
+/// Under the project root: where a role with `allowPlanFiles` may write.
+const PLANS_DIR: &str = ".cadre/plans";
+
+/// The task as the child reads it: the delegation packet (D1), the prompt, the probe's scope
+/// (D2), and the output contract at the very end (V1).
+pub(crate) fn task_text(spec: &TaskSpec) -> String {
+    let mut text = String::new();
+    if let Some(packet) = &spec.packet {
+        text.push_str(render_packet(packet).trim_end());
+        text.push_str("\n\n");
+    }
+    text.push_str(spec.prompt.trim_end());
+    let scope = render_scope(&spec.scope, spec.stop_condition.as_deref());
+    if !scope.trim().is_empty() {
+        text.push_str("\n\n");
+        text.push_str(scope.trim_end());
+    }
+    task_message(&text, spec.expected_output.as_deref())
+}
+
+/// A fork's first message: the fork role's instructions, then the task.
+pub(crate) fn fork_message(role: &RoleDef, spec: &TaskSpec) -> String {
+    let task = task_text(spec);
+    let intro = role.prompt.trim();
+    let intro = if intro.is_empty() {
+        "You are a fork of the agent above: you share its conversation so far and now work on \
+         your own. Your final message is all the agent above will see."
+    } else {
+        intro
+    };
+    format!("{intro}\n\nYour task:\n\n{task}")
+}
+
+/// What a child agent is built from (a fresh launch or a reopened task).
+pub(crate) struct ChildBuild<'a> {
+    /// The enforced read-only flag and shell policy (the role's, or as persisted on reopen).
+    pub readonly: bool,
+    pub shell_policy: ShellPolicy,
+    pub task_id: &'a str,
+    pub depth: u32,
+    pub role: &'a RoleDef,
+    pub skills: &'a [Skill],
+    pub caps: &'a CapabilitySet,
+    pub model: Model,
+    pub thinking: ThinkingLevel,
+    pub cwd: PathBuf,
+    /// `Some` for forks: the parent's system prompt.
+    pub system_prompt: Option<String>,
+    pub history: Vec<Message>,
+    pub session: SessionWriter,
+}
+
+/// Build the child's agent: its tools (the parent's tool objects, its own `bash` under the
+/// role's shell policy and sandbox, its own `Agent` tool when nesting is allowed), system prompt
+/// and event channel.
+pub(crate) fn build_child_agent(
+    inner: &Arc<Inner>,
+    b: ChildBuild<'_>,
+) -> Result<(Agent, mpsc::UnboundedReceiver<cadre_protocol::AgentEvent>), LaunchError> {
+    let mut tools = ToolRegistry::new();
+    for name in &b.caps.tools {
+        if name == AGENT_TOOL {
+            if let Some(manager) = inner.manager() {
+                let child_parent = child_parent_ref(inner, &b);
+                tools.register(Arc::new(AgentTool::new(manager, child_parent)));
+            }
+        } else if name == BASH_TOOL && (b.readonly || b.shell_policy != ShellPolicy::Unrestricted) {
+            tools.register(child_bash(inner, &b)?);
+        } else if let Some(tool) = inner.tools.get(name) {
+            tools.register(Arc::clone(tool));
+        }
+    }
+    let system_prompt = match b.system_prompt {
+        Some(p) => p,
+        None => child_system_prompt(b.role, b.skills, &tools.specs(), &b.cwd, &inner.cadre_home),
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    let config = AgentConfig {
+        provider: Arc::clone(&inner.provider),
+        model: b.model,
+        thinking: b.thinking,
+        system_prompt,
+        tools,
+        cwd: b.cwd,
+        artifacts_dir: inner.artifacts_dir.clone(),
+        events: Some(tx),
+    };
+    let mut agent = Agent::new(config, b.history, Some(b.session));
+    // The supervisor needs turn and tool boundaries only, not a copy of every delta.
+    agent.set_streaming_updates(false);
+    Ok((agent, rx))
+}
+
+/// The child's bash: its role's shell policy is checked before every command (S3); a read-only
+/// role's commands run only inside the kernel sandbox, writable beneath a private scratch
+/// directory (and `.cadre/plans/` with `allowPlanFiles`), never unsandboxed (S2).
+fn child_bash(
+    inner: &Inner,
+    b: &ChildBuild<'_>,
+) -> Result<Arc<dyn cadre_tools::Tool>, LaunchError> {
+    let policy = tool_shell_policy(b.shell_policy);
+    if !b.readonly {
+        return Ok(Arc::new(BashTool::new().with_policy(policy)));
+    }
+    let sandbox_error = |what: &str, e: std::io::Error| {
+        LaunchError::NotAllowed(format!("cannot prepare the read-only sandbox: {what}: {e}"))
+    };
+    let scratch = create_scratch_dir(&inner.cadre_home.join(SCRATCH_DIR))
+        .map_err(|e| sandbox_error("scratch directory", e))?;
+    let mut extra_writable = Vec::new();
+    if b.role.allow_plan_files {
+        let plans = crate::config::project_root(&b.cwd).join(PLANS_DIR);
+        std::fs::create_dir_all(&plans).map_err(|e| sandbox_error("plans directory", e))?;
+        extra_writable.push(plans);
+    }
+    Ok(Arc::new(BashTool::sandboxed(SandboxConfig {
+        exe: inner.sandbox_exe.clone(),
+        scratch_dir: scratch,
+        extra_writable,
+        policy,
+    })))
+}
+
+/// The role's shell policy in the bash tool's terms.
+fn tool_shell_policy(p: ShellPolicy) -> ToolShellPolicy {
+    match p {
+        ShellPolicy::Unrestricted => ToolShellPolicy::Unrestricted,
+        ShellPolicy::Inspect => ToolShellPolicy::Inspect,
+        ShellPolicy::Verify => ToolShellPolicy::Verify,
+        ShellPolicy::None => ToolShellPolicy::None,
+    }
+}
+
+/// A shell policy as persisted in a task record; an unknown value is the strictest.
+pub(crate) fn parse_shell_policy(s: &str) -> ShellPolicy {
+    [
+        ShellPolicy::Unrestricted,
+        ShellPolicy::Inspect,
+        ShellPolicy::Verify,
+        ShellPolicy::None,
+    ]
+    .into_iter()
+    .find(|p| p.as_str() == s)
+    .unwrap_or(ShellPolicy::None)
+}
+
+/// The child as a parent of its own children (O8): its notices are delivered into it.
+fn child_parent_ref(inner: &Arc<Inner>, b: &ChildBuild<'_>) -> ParentRef {
+    let sink = child_sink(inner, b.task_id);
+    ParentRef {
+        task_id: Some(b.task_id.to_string()),
+        depth: b.depth,
+        session_id: Some(b.session.session_id().to_string()),
+        session_file: Some(b.session.path().to_path_buf()),
+        cwd: b.cwd.clone(),
+        active_tools: b.caps.tools.clone(),
+        model: b.model.clone(),
+        thinking: b.thinking,
+        system_prompt: String::new(),
+        notices: sink,
+        conversation: None,
+    }
+}
+
+/// The notice channel of a nesting task, created once. Notices are steered into its live run;
+/// one arriving after the run ended reopens the task with it, in the background, so its new
+/// answer reaches its own parent as a notification.
+fn child_sink(inner: &Arc<Inner>, task_id: &str) -> mpsc::UnboundedSender<ParentNotice> {
+    let mut sinks = lock(&inner.sinks);
+    if let Some(tx) = sinks.get(task_id) {
+        return tx.clone();
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel::<ParentNotice>();
+    sinks.insert(task_id.to_string(), tx.clone());
+    let weak = Arc::downgrade(inner);
+    let id = task_id.to_string();
+    tokio::spawn(async move {
+        while let Some(notice) = rx.recv().await {
+            let Some(inner) = weak.upgrade() else { return };
+            if let Some(h) = inner.handle(&id) {
+                if h.state() != RunState::Ended && h.deliver(notice.text()) {
+                    continue;
+                }
+                h.wait(false).await;
+            }
+            let _ = super::reopen::reopen_with(&inner, &id, notice.text(), true).await;
+            drop(notice);
+        }
+    });
+    tx
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fork_message_carries_the_role_prompt_then_the_task() {
+        let role = RoleDef {
+            prompt: "FORK RULES".into(),
+            ..RoleDef::default()
+        };
+        let spec = TaskSpec {
+            prompt: "do it".into(),
+            expected_output: Some("- x".into()),
+            ..TaskSpec::default()
+        };
+        let m = fork_message(&role, &spec);
+        assert!(m.starts_with("FORK RULES\n\nYour task:\n\ndo it"));
+        assert!(m.ends_with("- x"));
+        let m = fork_message(&RoleDef::default(), &spec);
+        assert!(m.starts_with("You are a fork"));
+    }
+}

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use cadre_core::agent::{Agent, AgentConfig};
 use cadre_core::orchestrator::manager::{
-    Delivery, EntryOutcome, LaunchError, LaunchSpec, ManagerConfig, ModelResolver, NoticeKind,
-    ParentNotice, ParentRef, SendOutcome, TaskManager, TaskOutcome, TaskSpec,
+    Delivery, EntryOutcome, LaunchError, LaunchSpec, ManagerConfig, ManagerOptions, ModelResolver,
+    NoticeKind, ParentNotice, ParentRef, SendOutcome, TaskManager, TaskOutcome, TaskSpec,
 };
 use cadre_core::orchestrator::settings::SubagentSettings;
 use cadre_core::orchestrator::store::TaskStore;
@@ -327,24 +327,28 @@ fn harness(
     let root_session = sessions.join("root.jsonl");
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
-    let manager = TaskManager::new(ManagerConfig {
-        provider: provider.clone(),
-        models: Arc::new(Models),
-        tools: cadre_tools::builtin_tools(),
-        roster: Arc::new(roster),
-        settings,
-        store: TaskStore::new(dir.path().join("tasks")),
-        root_session_id: ROOT_SESSION_ID.into(),
-        root_session_file: Some(root_session.clone()),
-        sessions_dir: sessions,
-        cadre_home: dir.path().join("home"),
-        cwd: work,
-        trusted: true,
-        artifacts_dir: dir.path().join("artifacts"),
-        root_notices: tx,
-        sandbox_exe: Some(PathBuf::from("/bin/false")),
-        confirm: None,
-    });
+    let manager = TaskManager::with_options(
+        ManagerConfig {
+            provider: provider.clone(),
+            models: Arc::new(Models),
+            tools: cadre_tools::builtin_tools(),
+            roster: Arc::new(roster),
+            settings,
+            store: TaskStore::new(dir.path().join("tasks")),
+            root_session_id: ROOT_SESSION_ID.into(),
+            root_session_file: Some(root_session.clone()),
+            sessions_dir: sessions,
+            cadre_home: dir.path().join("home"),
+            cwd: work,
+            trusted: true,
+            artifacts_dir: dir.path().join("artifacts"),
+            root_notices: tx,
+        },
+        ManagerOptions {
+            sandbox_exe: Some(PathBuf::from("/bin/false")),
+            confirm: None,
+        },
+    );
     let mut active: Vec<String> = cadre_tools::BUILTIN_TOOL_NAMES
         .iter()
         .map(|s| s.to_string())
@@ -1586,24 +1590,28 @@ async fn a_task_of_an_earlier_process_is_continued_from_disk() {
     let o = h.launch(spec("lister", "CHILD old")).await.unwrap();
     // A second manager over the same store and root session: nothing of the task in memory.
     let (tx, _rx) = mpsc::unbounded_channel();
-    let fresh = TaskManager::new(ManagerConfig {
-        provider: h.provider.clone(),
-        models: Arc::new(Models),
-        tools: cadre_tools::builtin_tools(),
-        roster: Arc::new(h.manager.roster().clone()),
-        settings: h.manager.settings().clone(),
-        store: h.manager.store().clone(),
-        root_session_id: ROOT_SESSION_ID.into(),
-        root_session_file: Some(h.root_session.clone()),
-        sessions_dir: h.dir.path().join("sessions"),
-        cadre_home: h.dir.path().join("home"),
-        cwd: h.dir.path().join("work"),
-        trusted: true,
-        artifacts_dir: h.dir.path().join("artifacts"),
-        root_notices: tx,
-        sandbox_exe: Some(PathBuf::from("/bin/false")),
-        confirm: None,
-    });
+    let fresh = TaskManager::with_options(
+        ManagerConfig {
+            provider: h.provider.clone(),
+            models: Arc::new(Models),
+            tools: cadre_tools::builtin_tools(),
+            roster: Arc::new(h.manager.roster().clone()),
+            settings: h.manager.settings().clone(),
+            store: h.manager.store().clone(),
+            root_session_id: ROOT_SESSION_ID.into(),
+            root_session_file: Some(h.root_session.clone()),
+            sessions_dir: h.dir.path().join("sessions"),
+            cadre_home: h.dir.path().join("home"),
+            cwd: h.dir.path().join("work"),
+            trusted: true,
+            artifacts_dir: h.dir.path().join("artifacts"),
+            root_notices: tx,
+        },
+        ManagerOptions {
+            sandbox_exe: Some(PathBuf::from("/bin/false")),
+            confirm: None,
+        },
+    );
     let sent = guarded(fresh.send_message(&h.root, &o.task_id, "AGAIN"))
         .await
         .unwrap();
@@ -1881,26 +1889,30 @@ async fn ask_authorization_uses_the_confirmer() {
             trusted: true,
             untrusted_reason: None,
         };
-        let manager = TaskManager::new(ManagerConfig {
-            provider: provider.clone(),
-            models: Arc::new(Models),
-            tools: cadre_tools::builtin_tools(),
-            roster: Arc::new(roster),
-            settings: SubagentSettings::from_value(Some(&json!({"authorization": "ask"})))
-                .unwrap()
-                .settings,
-            store: TaskStore::new(dir.path().join("tasks")),
-            root_session_id: ROOT_SESSION_ID.into(),
-            root_session_file: None,
-            sessions_dir: dir.path().join("sessions"),
-            cadre_home: dir.path().join("home"),
-            cwd: dir.path().to_path_buf(),
-            trusted: false,
-            artifacts_dir: dir.path().join("artifacts"),
-            root_notices: tx,
-            sandbox_exe: None,
-            confirm: Some(confirm.clone()),
-        });
+        let manager = TaskManager::with_options(
+            ManagerConfig {
+                provider: provider.clone(),
+                models: Arc::new(Models),
+                tools: cadre_tools::builtin_tools(),
+                roster: Arc::new(roster),
+                settings: SubagentSettings::from_value(Some(&json!({"authorization": "ask"})))
+                    .unwrap()
+                    .settings,
+                store: TaskStore::new(dir.path().join("tasks")),
+                root_session_id: ROOT_SESSION_ID.into(),
+                root_session_file: None,
+                sessions_dir: dir.path().join("sessions"),
+                cadre_home: dir.path().join("home"),
+                cwd: dir.path().to_path_buf(),
+                trusted: false,
+                artifacts_dir: dir.path().join("artifacts"),
+                root_notices: tx,
+            },
+            ManagerOptions {
+                sandbox_exe: None,
+                confirm: Some(confirm.clone()),
+            },
+        );
         let root = manager.root_parent(
             model("scripted"),
             ThinkingLevel::Off,

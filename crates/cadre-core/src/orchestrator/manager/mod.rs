@@ -98,6 +98,11 @@ pub struct ManagerConfig {
     pub artifacts_dir: PathBuf,
     /// The root parent's notice channel: its background completions and every progress warning.
     pub root_notices: mpsc::UnboundedSender<ParentNotice>,
+}
+
+/// Optional parts of a manager (see [`TaskManager::with_options`]).
+#[derive(Default, Clone)]
+pub struct ManagerOptions {
     /// The cadre binary read-only children's bash re-executes into the sandbox (S2); `None` =
     /// the running executable.
     pub sandbox_exe: Option<PathBuf>,
@@ -154,6 +159,10 @@ pub struct TaskManager {
 
 impl TaskManager {
     pub fn new(config: ManagerConfig) -> TaskManager {
+        TaskManager::with_options(config, ManagerOptions::default())
+    }
+
+    pub fn with_options(config: ManagerConfig, options: ManagerOptions) -> TaskManager {
         let mut tools = config.tools;
         let keep: Vec<String> = tools
             .names()
@@ -178,11 +187,11 @@ impl TaskManager {
             trusted: config.trusted,
             artifacts_dir: config.artifacts_dir,
             root_notices: config.root_notices,
-            sandbox_exe: config
+            sandbox_exe: options
                 .sandbox_exe
                 .or_else(|| std::env::current_exe().ok())
                 .unwrap_or_else(|| PathBuf::from("cadre")),
-            confirm: config.confirm,
+            confirm: options.confirm,
             sequential: Mutex::new(HashMap::new()),
             plan_mode: std::sync::atomic::AtomicBool::new(false),
             quota,

@@ -460,6 +460,12 @@ async fn foreground_task_returns_its_final_text_and_is_recorded() {
 
     // The child session records its parent; the prompt ends with the output contract (V1).
     let session = PathBuf::from(r.session_file.unwrap());
+    // Child sessions sit apart from the catalogue's top level, so `--continue` never takes one.
+    assert!(session.starts_with(h.dir.path().join("sessions/subagents")));
+    assert_eq!(
+        cadre_core::session::latest_session(&h.dir.path().join("sessions")),
+        None
+    );
     let loaded = load_session(&session).unwrap();
     assert_eq!(
         loaded.header.parent_session.as_deref(),

@@ -262,23 +262,20 @@ pub(crate) async fn start(
         .as_ref()
         .map(|w| w.cwd().to_path_buf())
         .unwrap_or_else(|| p.cwd.clone());
-    let session = match SessionWriter::create(
-        inner.session_dir(),
-        &cwd,
-        parent.session_file.as_deref(),
-    )
-    .await
-    {
-        Ok(s) => s,
-        Err(e) => {
-            if let Some(w) = &worktree {
-                w.remove().await;
+    let session =
+        match SessionWriter::create(&inner.session_dir(), &cwd, parent.session_file.as_deref())
+            .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                if let Some(w) = &worktree {
+                    w.remove().await;
+                }
+                let e = LaunchError::from(e);
+                fail_startup(inner, &mut record, &mut lifecycle, &e);
+                return Err(e);
             }
-            let e = LaunchError::from(e);
-            fail_startup(inner, &mut record, &mut lifecycle, &e);
-            return Err(e);
-        }
-    };
+        };
     record.cwd = cwd.to_string_lossy().into_owned();
     record.session_file = Some(session.path().to_string_lossy().into_owned());
     record.worktree = worktree.as_ref().map(Worktree::info);
@@ -397,7 +394,8 @@ fn rebuild_agent(
     Box::new(move |model: Model| {
         Box::pin(async move {
             let session =
-                SessionWriter::create(inner.session_dir(), &cwd, parent_session.as_deref()).await?;
+                SessionWriter::create(&inner.session_dir(), &cwd, parent_session.as_deref())
+                    .await?;
             let thinking = resolve_thinking(&model, requested).effective;
             build_child_agent(
                 &inner,

@@ -38,7 +38,7 @@ mod run;
 mod types;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -73,6 +73,9 @@ use crate::roles::Roster;
 /// `TaskOutput`'s default wait when blocking (O3).
 pub const DEFAULT_OUTPUT_WAIT_MS: u64 = 300_000;
 
+/// The directory, inside the session catalogue, that holds child sessions.
+pub const CHILD_SESSIONS_DIR: &str = "subagents";
+
 /// Task events kept for a slow listener before it starts missing them.
 const EVENT_BUFFER: usize = 256;
 
@@ -88,7 +91,7 @@ pub struct ManagerConfig {
     pub store: TaskStore,
     pub root_session_id: String,
     pub root_session_file: Option<PathBuf>,
-    /// Where child session files are created (the root session's catalogue).
+    /// The root session's catalogue; child sessions go in its `subagents` directory.
     pub sessions_dir: PathBuf,
     pub cadre_home: PathBuf,
     pub cwd: PathBuf,
@@ -500,7 +503,11 @@ impl Inner {
         names
     }
 
-    pub(crate) fn session_dir(&self) -> &Path {
-        &self.sessions_dir
+    /// Where child sessions are created: a `subagents` directory inside the session catalogue.
+    /// Kept out of the catalogue's top level because `--continue` resumes the newest file
+    /// there, and a child that finishes after its root (a background task at exit, or a root
+    /// without a session file) would otherwise be taken for the user's last conversation.
+    pub(crate) fn session_dir(&self) -> PathBuf {
+        self.sessions_dir.join(CHILD_SESSIONS_DIR)
     }
 }

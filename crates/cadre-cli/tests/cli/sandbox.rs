@@ -328,3 +328,75 @@ async fn sandboxed_commands_still_time_out_and_policies_apply_first() {
         text(&out)
     );
 }
+
+/// The hidden entry point itself: bad arguments or an impossible rule stop before the command.
+#[test]
+fn the_entry_point_fails_closed() {
+    let tree = Tree::new();
+    let file = tree.repo.join("f");
+    let run = |args: &[&str]| {
+        Command::new(CADRE)
+            .args(args)
+            .current_dir(&tree.repo)
+            .output()
+            .unwrap()
+    };
+    let write = "echo x > f";
+    let cases: [(&[&str], &str); 4] = [
+        (&["__sandbox-exec"], "no program to run"),
+        (&["__sandbox-exec", "--rw"], "`--rw` needs a directory"),
+        (
+            &["__sandbox-exec", "bash", "-c", write],
+            "unexpected argument `bash`",
+        ),
+        (
+            &["__sandbox-exec", "--rw", "f", "--", "bash", "-c", write],
+            "is not an existing directory",
+        ),
+    ];
+    for (args, why) in cases {
+        let out = run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{args:?}: {stderr}");
+        assert!(stderr.contains(why), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("the command was not run"),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "original\nedited\n"
+        );
+    }
+    // A program that does not exist: the sandbox is set up, exec fails like a shell would.
+    let out = run(&["__sandbox-exec", "--", "/nonexistent/program"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if landlock_status().is_enforced() {
+        assert_eq!(out.status.code(), Some(127), "{stderr}");
+        assert!(
+            stderr.contains("cannot run /nonexistent/program"),
+            "{stderr}"
+        );
+    } else {
+        assert_eq!(out.status.code(), Some(125), "{stderr}");
+    }
+}
+
+/// From Landlock ABI 6 the sandbox is scoped: no signals to processes outside it (here the
+/// test process, bash's parent), while the same signal works unsandboxed.
+#[tokio::test]
+async fn sandboxed_commands_cannot_signal_cadre() {
+    let tree = Tree::new();
+    let probe = "kill -0 $PPID";
+    let out = tree.run(&BashTool::new(), probe).await;
+    assert!(!out.is_error, "{}", text(&out));
+    match landlock_status() {
+        SandboxStatus::Enforced { abi } if abi >= 6 => {
+            let tool = tree.sandboxed(ShellPolicy::Unrestricted, vec![]);
+            let out = tree.run(&tool, probe).await;
+            assert!(out.is_error, "{}", text(&out));
+            assert!(text(&out).contains("Operation not permitted"), "{}", text(&out));
+        }
+        other => println!("signal scoping not checked: {other}"),
+    }
+}

@@ -108,7 +108,16 @@ pub fn exec_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 fn run(exec: ExecArgs) -> ExitCode {
     use std::os::unix::process::CommandExt;
 
-    if let Err(e) = super::landlock::restrict_self(&exec.writable) {
+    let abi = match super::landlock_status() {
+        super::SandboxStatus::Enforced { abi } => abi,
+        super::SandboxStatus::Unavailable { reason } => {
+            return fail(
+                SANDBOX_FAILURE_EXIT,
+                format_args!("Landlock is unavailable ({reason}); the command was not run"),
+            );
+        }
+    };
+    if let Err(e) = super::landlock::restrict_self(&exec.writable, abi) {
         return fail(
             SANDBOX_FAILURE_EXIT,
             format_args!("{e}; the command was not run"),

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, PathFdError,
-    Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError, RulesetStatus,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError, RulesetStatus, Scope,
 };
 
 /// The rights are those of ABI 3 (see `MIN_LANDLOCK_ABI`), required in full: a kernel that
@@ -37,16 +37,26 @@ fn open(path: &Path) -> Result<PathFd, RestrictError> {
     })
 }
 
-/// Restrict the calling thread (and everything it later executes) for good.
+/// From this ABI on, the sandbox is also scoped: no signals to processes outside it (cadre
+/// itself included) and no connections to abstract Unix sockets created outside it.
+const SCOPE_ABI: i32 = 6;
+
+/// Restrict the calling thread (and everything it later executes) for good. `kernel_abi` is
+/// the probed Landlock ABI: it decides (deterministically, per kernel) whether the scopes are
+/// added; everything requested is then required in full.
 ///
 /// Must run while the process has a single thread: Landlock before ABI 8 restricts only the
 /// calling thread.
-pub fn restrict_self(writable: &[PathBuf]) -> Result<(), RestrictError> {
+pub fn restrict_self(writable: &[PathBuf], kernel_abi: i32) -> Result<(), RestrictError> {
     let read: BitFlags<AccessFs> = AccessFs::from_read(ABI_USED);
     let all: BitFlags<AccessFs> = AccessFs::from_all(ABI_USED);
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(all)?
+        .handle_access(all)?;
+    if kernel_abi >= SCOPE_ABI {
+        ruleset = ruleset.scope(Scope::from_all(ABI::V6))?;
+    }
+    let mut ruleset = ruleset
         .create()?
         .no_new_privs(true)
         .add_rule(PathBeneath::new(open(Path::new("/"))?, read))?;

@@ -16,7 +16,12 @@
 //! truncating, creating, removing, renaming and linking files, directories, symlinks, devices,
 //! sockets and fifos. What it does not cover (a kernel limitation, documented rather than hidden):
 //! metadata — `chmod`, `chown`, timestamps (`touch` of an existing file), extended attributes —
-//! and side effects through other processes reached by a socket or a signal.
+//! and side effects through other processes reached over a pathname Unix socket or the network.
+//! From ABI 6 the sandbox is also scoped: no signals to processes outside it and no connections
+//! to abstract Unix sockets created outside it.
+//!
+//! Metadata is left open on purpose: blocking `chmod`/`utimensat` with seccomp would also break
+//! legitimate work in the scratch directory (linkers `chmod` their output, `tar` restores times).
 
 mod exec;
 #[cfg(target_os = "linux")]

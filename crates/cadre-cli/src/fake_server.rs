@@ -89,11 +89,7 @@ fn script_fanout(server: &FakeServer, n: usize) {
                        "prompt": format!("{CHILD_MARK} #{} Read README.md and report.", launched + i)})
             })
             .collect();
-        reply = reply.tool_call(
-            format!("call_fan_{call}"),
-            "Agent",
-            json!({"tasks": tasks}),
-        );
+        reply = reply.tool_call(format!("call_fan_{call}"), "Agent", json!({"tasks": tasks}));
         launched += batch;
         call += 1;
     }

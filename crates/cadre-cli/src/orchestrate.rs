@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use cadre_core::agent::{Agent, AgentController, AgentError, RunOutcome};
+use cadre_core::agent::{Agent, AgentError, RunOutcome};
 use cadre_core::config::CadreHome;
 use cadre_core::orchestrator::manager::{
     ConversationMirror, ConversationSource, ManagerConfig, ParentNotice, TaskManager,
+    run_until_settled,
 };
 use cadre_core::orchestrator::policy::parent_policy_prompt;
 use cadre_core::orchestrator::settings::SubagentSettings;
@@ -16,7 +17,7 @@ use cadre_core::orchestrator::store::{TaskStore, pid_is_alive};
 use cadre_core::orchestrator::tools::root_tools;
 use cadre_core::roles::{DiscoverOptions, ProjectTrust, Roster, discover};
 use cadre_llm::{Model, ModelRegistry, Provider};
-use cadre_protocol::{AgentEvent, ThinkingLevel};
+use cadre_protocol::{AgentEvent, Message, ThinkingLevel};
 use cadre_tools::{Tool, ToolRegistry};
 use tokio::sync::mpsc;
 
@@ -133,75 +134,18 @@ impl Orchestration {
     }
 
     /// Run `prompt`, then keep the parent answering task notifications until every task it
-    /// started has ended and reported (O6). Notices that arrive while the parent runs are
-    /// steered in at its next turn boundary; an idle parent is woken with them.
+    /// started has ended and reported (O6).
     pub async fn drive(
         &mut self,
         agent: &mut Agent,
         prompt: String,
     ) -> Result<RunOutcome, AgentError> {
-        let controller = agent.controller();
-        let mut outcome = {
-            let run = agent.prompt(prompt);
-            steer_notices_while(run, &mut self.notices, &controller).await?
-        };
-        loop {
-            let (steering, follow_up) = controller.queued();
-            if !steering.is_empty() || !follow_up.is_empty() {
-                // A notice steered in just as the run ended: answer it now.
-                let run = agent.run_queued();
-                outcome = steer_notices_while(run, &mut self.notices, &controller).await?;
-                continue;
-            }
-            if let Ok(notice) = self.notices.try_recv() {
-                let message = notice.message();
-                let run = agent.prompt_messages(vec![message]);
-                // The notice is held until the agent has taken it, so the manager never
-                // counts it as delivered early.
-                outcome = steer_notices_while(run, &mut self.notices, &controller).await?;
-                drop(notice);
-                continue;
-            }
-            if !self.manager.has_pending() {
-                return Ok(outcome);
-            }
-            tokio::select! {
-                notice = self.notices.recv() => match notice {
-                    Some(notice) => {
-                        let message = notice.message();
-                        let run = agent.prompt_messages(vec![message]);
-                        outcome = steer_notices_while(run, &mut self.notices, &controller).await?;
-                        drop(notice);
-                    }
-                    None => return Ok(outcome),
-                },
-                _ = self.manager.wait_idle() => {}
-            }
-        }
+        run_until_settled(
+            &self.manager,
+            agent,
+            &mut self.notices,
+            vec![Message::user(prompt)],
+        )
+        .await
     }
-}
-
-/// Await a run, steering every notice that arrives meanwhile into the running parent.
-async fn steer_notices_while<F>(
-    run: F,
-    notices: &mut mpsc::UnboundedReceiver<ParentNotice>,
-    controller: &AgentController,
-) -> Result<RunOutcome, AgentError>
-where
-    F: std::future::Future<Output = Result<RunOutcome, AgentError>>,
-{
-    tokio::pin!(run);
-    let mut held: Vec<ParentNotice> = Vec::new();
-    let result = loop {
-        tokio::select! {
-            result = &mut run => break result,
-            Some(notice) = notices.recv() => {
-                controller.steer(notice.text().to_string());
-                held.push(notice);
-            }
-        }
-    };
-    // Steered notices are now in the conversation (or still queued, which the caller checks).
-    drop(held);
-    result
 }

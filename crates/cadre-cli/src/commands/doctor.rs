@@ -17,6 +17,7 @@ use cadre_core::roles::{DiagnosticKind, DiscoverOptions, ProjectTrust, discover}
 use cadre_llm::ModelRegistry;
 use cadre_llm::registry::{KeySource, ModelsFile, ProcessEnv, home_dir};
 use cadre_protocol::TaskStatus;
+use cadre_tools::sandbox::{SandboxStatus, landlock_status};
 
 use super::format::show_path;
 use super::tasks::in_project;
@@ -263,47 +264,26 @@ fn providers_section(r: &mut Report, home: &Path) {
     }
 }
 
-/// Landlock support as the kernel reports it.
-#[derive(Debug, PartialEq, Eq)]
-enum Landlock {
-    Available,
-    Unavailable(String),
-}
-
-const LSM_LIST: &str = "/sys/kernel/security/lsm";
-
-fn landlock_status() -> Landlock {
-    match std::fs::read_to_string(LSM_LIST) {
-        Ok(text) => landlock_from_lsm_list(&text),
-        Err(e) => Landlock::Unavailable(format!("cannot read {LSM_LIST}: {e}")),
-    }
-}
-
-/// The active security modules are a comma-separated list; Landlock is usable when it is in it.
-fn landlock_from_lsm_list(text: &str) -> Landlock {
-    if text.trim().split(',').any(|m| m.trim() == "landlock") {
-        Landlock::Available
-    } else {
-        Landlock::Unavailable(format!(
-            "not among the active security modules ({})",
-            text.trim()
-        ))
+/// The sandbox line: what the kernel offers and what that means for read-only roles' bash (S2).
+/// The status comes from the same system-call probe that decides whether bash is sandboxed or
+/// refused, so doctor can never disagree with a run (securityfs's LSM list is often not mounted,
+/// and an enabled LSM can still be too old to be used).
+fn sandbox_line(status: &SandboxStatus) -> Result<String, String> {
+    match status {
+        SandboxStatus::Enforced { abi } => Ok(format!(
+            "Landlock ABI {abi}: read-only roles' bash runs sandboxed (kernel-enforced read-only filesystem)"
+        )),
+        SandboxStatus::Unavailable { reason } => Err(format!(
+            "Landlock unavailable ({reason}): read-only roles' bash is refused, never run unsandboxed"
+        )),
     }
 }
 
 fn sandbox_section(r: &mut Report) {
     r.section("Sandbox");
-    if !cfg!(target_os = "linux") {
-        r.warn("Landlock: not available (not Linux); read-only roles' bash is refused, never run unsandboxed");
-        return;
-    }
-    match landlock_status() {
-        Landlock::Available => r.line(
-            "Landlock: available; read-only roles' bash runs with a read-only filesystem (kernel-enforced)",
-        ),
-        Landlock::Unavailable(why) => r.warn(format!(
-            "Landlock: not available ({why}); read-only roles' bash is refused, never run unsandboxed"
-        )),
+    match sandbox_line(&landlock_status()) {
+        Ok(line) => r.line(line),
+        Err(line) => r.warn(line),
     }
 }
 
@@ -423,20 +403,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn landlock_is_read_from_the_lsm_list() {
-        assert_eq!(
-            landlock_from_lsm_list("lockdown,capability,landlock,yama,apparmor\n"),
-            Landlock::Available
+    fn the_sandbox_line_says_what_happens_to_read_only_bash() {
+        let line = sandbox_line(&SandboxStatus::Enforced { abi: 6 }).unwrap();
+        assert!(
+            line.starts_with("Landlock ABI 6: read-only roles' bash runs sandboxed"),
+            "{line}"
         );
-        assert_eq!(landlock_from_lsm_list("landlock"), Landlock::Available);
-        assert!(matches!(
-            landlock_from_lsm_list("capability,yama,landlocked\n"),
-            Landlock::Unavailable(why) if why.contains("capability,yama,landlocked")
-        ));
-        assert!(matches!(
-            landlock_from_lsm_list(""),
-            Landlock::Unavailable(_)
-        ));
+        let line = sandbox_line(&SandboxStatus::Unavailable {
+            reason: "the kernel has no Landlock support".into(),
+        })
+        .unwrap_err();
+        assert!(
+            line.starts_with(
+                "Landlock unavailable (the kernel has no Landlock support): read-only roles' bash is refused"
+            ),
+            "{line}"
+        );
     }
 
     #[test]

@@ -247,14 +247,24 @@ fn doctor_reports_credentials_by_variable_trust_sandbox_and_settings() {
         "{text}"
     );
     // The sandbox line says what happens to read-only roles' bash either way.
+    // It agrees with the kernel probe that decides it for a run.
     let sandbox = text
         .lines()
-        .find(|l| l.contains("Landlock:"))
+        .find(|l| l.contains("Landlock ") && l.contains("read-only roles' bash"))
         .unwrap_or_else(|| panic!("no sandbox line:\n{text}"));
-    assert!(
-        sandbox.contains("available") && sandbox.contains("read-only roles' bash"),
-        "{sandbox}"
-    );
+    match cadre_tools::sandbox::landlock_status() {
+        cadre_tools::sandbox::SandboxStatus::Enforced { abi } => assert!(
+            sandbox.contains(&format!(
+                "Landlock ABI {abi}: read-only roles' bash runs sandboxed"
+            )),
+            "{sandbox}"
+        ),
+        cadre_tools::sandbox::SandboxStatus::Unavailable { reason } => assert!(
+            sandbox.contains(&format!("Landlock unavailable ({reason})"))
+                && sandbox.contains("read-only roles' bash is refused"),
+            "{sandbox}"
+        ),
+    }
     // Settings problems are marked.
     assert!(
         text.lines()

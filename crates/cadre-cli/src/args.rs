@@ -81,6 +81,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub trust: bool,
 
+    /// Plan mode: subagents may only be planning roles (Explore, Plan, research, review,
+    /// advisor), never in a worktree, and this run has no edit/write tools.
+    #[arg(long)]
+    pub plan: bool,
+
     /// List the known models and exit.
     #[arg(long)]
     pub list_models: bool,

@@ -76,6 +76,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     }
 
     let (builtin_names, orchestration_names) = split_tool_names(args.tools.as_deref())?;
+    if args.plan {
+        refuse_write_tools(builtin_names.as_deref())?;
+    }
     let mut tools = cadre_tools::builtin_tools();
     if let Some(names) = &builtin_names {
         // split_tool_names checked every name, so this keeps exactly the ones asked for.
@@ -110,6 +113,16 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         history: history.clone(),
         artifacts_dir: artifacts_dir.clone(),
     })?;
+    // Plan mode (S6) is checked by the manager at every launch, before anything is created. The
+    // manager keeps the full tool set so that a writing role is refused by plan mode, with a
+    // message that says so, rather than by a missing tool; the root itself loses the tools that
+    // write.
+    orchestration.manager.set_plan_mode(args.plan);
+    let tools = if args.plan {
+        without_write_tools(tools)
+    } else {
+        tools
+    };
 
     // The orchestration tools' descriptions come from the roster; the system prompt lists every
     // tool, and the tools keep the final prompt for forks.
@@ -228,6 +241,39 @@ fn split_tool_names(flag: Option<&[String]>) -> Result<(Option<Vec<String>>, Vec
         );
     }
     Ok((Some(builtin), orchestration))
+}
+
+/// Tools that change files, which plan mode (S6) keeps from the root as it keeps them from
+/// children.
+const WRITE_TOOLS: &[&str] = &["edit", "write"];
+
+/// Under `--plan`, asking for a write tool explicitly is an error rather than silently ignored.
+fn refuse_write_tools(builtin: Option<&[String]>) -> Result<()> {
+    let asked: Vec<&str> = builtin
+        .unwrap_or_default()
+        .iter()
+        .map(String::as_str)
+        .filter(|n| WRITE_TOOLS.contains(n))
+        .collect();
+    if !asked.is_empty() {
+        bail!(
+            "--plan refuses write tools, but --tools asks for {}",
+            asked.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// `tools` without the write tools.
+fn without_write_tools(mut tools: cadre_tools::ToolRegistry) -> cadre_tools::ToolRegistry {
+    let keep: Vec<String> = tools
+        .names()
+        .into_iter()
+        .filter(|n| !WRITE_TOOLS.contains(&n.as_str()))
+        .collect();
+    // Every name comes from the registry itself, so none is unknown.
+    let _ = tools.retain_named(&keep);
+    tools
 }
 
 /// Pi's retry defaults, with the base delay and the idle-stream timeout overridable from the
@@ -520,6 +566,26 @@ fn print_models(registry: &ModelRegistry) {
 mod tests {
     use super::*;
     use cadre_llm::registry::MapEnv;
+
+    #[test]
+    fn plan_mode_takes_the_write_tools_away() {
+        let root = without_write_tools(cadre_tools::builtin_tools()).names();
+        assert!(root.iter().any(|n| n == "read"), "{root:?}");
+        assert!(root.iter().any(|n| n == "bash"), "{root:?}");
+        assert!(
+            !root.iter().any(|n| n == "edit" || n == "write"),
+            "{root:?}"
+        );
+        assert_eq!(root.len(), cadre_tools::BUILTIN_TOOL_NAMES.len() - 2);
+
+        assert!(refuse_write_tools(None).is_ok());
+        assert!(refuse_write_tools(Some(&["read".into(), "grep".into()])).is_ok());
+        let err = refuse_write_tools(Some(&["read".into(), "write".into(), "edit".into()]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--plan refuses write tools"), "{err}");
+        assert!(err.ends_with("write, edit"), "{err}");
+    }
 
     #[test]
     fn retry_policy_defaults_without_overrides() {

@@ -15,6 +15,8 @@ mod abort;
 mod config;
 #[path = "cli/conversation.rs"]
 mod conversation;
+#[path = "cli/crash.rs"]
+mod crash;
 #[path = "cli/errors.rs"]
 mod errors;
 #[path = "cli/faults.rs"]
@@ -27,6 +29,8 @@ mod manage;
 mod misc;
 #[path = "cli/model_input.rs"]
 mod model_input;
+#[path = "cli/orchestration.rs"]
+mod orchestration;
 #[path = "cli/prompt.rs"]
 mod prompt;
 #[path = "cli/sandbox.rs"]

@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "cadre", version)]
 #[command(args_conflicts_with_subcommands = true)]
-#[command(after_help = ENV_HELP)]
+#[command(after_help = AFTER_HELP)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -19,8 +19,15 @@ pub struct Cli {
     pub run: RunArgs,
 }
 
-/// The environment variables a run reads, shown at the end of `--help`.
-const ENV_HELP: &str = "Environment:
+/// Subagents and the environment variables a run reads, shown at the end of `--help`.
+const AFTER_HELP: &str = "Subagents:
+  The agent delegates with the Agent, SendMessage, TaskOutput and TaskStop tools to roles
+  (built-in, CADRE_HOME/agents/*.md, and .cadre/agents/*.md of a trusted project).
+  `cadre agents` lists the roles, `cadre tasks` and `cadre task show|output|stop|apply` the
+  tasks (records in CADRE_HOME/tasks), `cadre trust` trusts a project, `cadre doctor` checks
+  it all; `--plan` allows only planning roles.
+
+Environment:
   CADRE_HOME             configuration, models.json and sessions (default: ~/.cadre)
   ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY
                          credentials of the built-in providers

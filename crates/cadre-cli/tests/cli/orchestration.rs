@@ -314,3 +314,38 @@ fn plan_mode_refuses_a_code_child_and_allows_explore() {
     assert!(line.contains("--plan refuses write tools"), "{line}");
     assert_eq!(f.server.requests().len(), before);
 }
+
+#[test]
+fn help_makes_subagents_discoverable() {
+    let f = Fixture::new();
+    let out = f.run(&["--help"]);
+    out.assert_success();
+    for needle in [
+        "Subagents:",
+        "Agent, SendMessage, TaskOutput and TaskStop",
+        ".cadre/agents/*.md",
+        "cadre agents",
+        "cadre tasks",
+        "cadre task show|output|stop|apply",
+        "cadre trust",
+        "cadre doctor",
+        "--plan",
+        "CADRE_IDLE_TIMEOUT_MS",
+    ] {
+        assert!(
+            out.stdout.contains(needle),
+            "--help lacks {needle}:\n{}",
+            out.stdout
+        );
+    }
+    // The management commands are listed as commands too.
+    for command in ["agents", "doctor", "tasks", "task", "trust"] {
+        assert!(
+            out.stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with(&format!("{command} "))),
+            "--help lacks the `{command}` command:\n{}",
+            out.stdout
+        );
+    }
+}

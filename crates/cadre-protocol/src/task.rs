@@ -55,6 +55,8 @@ pub enum TerminationKind {
     ParentShutdown,
     ProviderError,
     StartupError,
+    /// The review gate (V5) did not pass the implementer's work. An extension of L1's kinds.
+    ReviewFailed,
 }
 
 impl TerminationKind {
@@ -65,7 +67,9 @@ impl TerminationKind {
             | TerminationKind::ToolBudget
             | TerminationKind::Timeout => TaskStatus::Partial,
             TerminationKind::ManualStop | TerminationKind::ParentShutdown => TaskStatus::Stopped,
-            TerminationKind::ProviderError | TerminationKind::StartupError => TaskStatus::Failed,
+            TerminationKind::ProviderError
+            | TerminationKind::StartupError
+            | TerminationKind::ReviewFailed => TaskStatus::Failed,
         }
     }
 
@@ -79,6 +83,7 @@ impl TerminationKind {
             TerminationKind::ParentShutdown => "parent_shutdown",
             TerminationKind::ProviderError => "provider_error",
             TerminationKind::StartupError => "startup_error",
+            TerminationKind::ReviewFailed => "review_failed",
         }
     }
 }

@@ -39,6 +39,7 @@ fn not_completed(entry: &EntryOutcome) -> String {
         Some(TerminationKind::ParentShutdown) => "it was stopped because the parent shut down",
         Some(TerminationKind::ProviderError) => "it failed on a provider error",
         Some(TerminationKind::StartupError) => "it failed to start",
+        Some(TerminationKind::ReviewFailed) => "its independent review did not pass",
         Some(TerminationKind::Normal) | None => match entry.status {
             TaskStatus::Running => "it had not settled when the launch returned",
             TaskStatus::Failed => "it failed",

@@ -76,7 +76,9 @@ fn task_properties() -> Value {
             }
         },
         "scope": {"type": "array", "items": {"type": "string"}, "description": "Paths a bounded probe may read."},
-        "stop_condition": {"type": "string", "description": "When a bounded probe must stop and report."}
+        "stop_condition": {"type": "string", "description": "When a bounded probe must stop and report."},
+        "review": {"type": "boolean", "description": "code and general-purpose only: after the task an independent read-only reviewer checks the change; anything but a verified PASS fails the task (one fix round)."},
+        "output_schema": {"type": "object", "description": "A JSON Schema: the subagent must answer by calling structured_output with a matching JSON value, which you get back as its result."}
     })
 }
 

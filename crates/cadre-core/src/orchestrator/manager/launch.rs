@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::child::{ChildBuild, build_child_agent, fork_message, task_text};
 use super::handle::{ChildGate, RunState, TaskHandle, lock};
 use super::prepare::{Prepared, prepare};
+use super::review::ReviewSetup;
 use super::run::{RebuildAgent, Retry, Slot, drive, outcome_of};
 use super::types::{Delivery, EntryOutcome, LaunchError, LaunchSpec, ParentRef, TaskSpec};
 use super::{Inner, RunInfo, TaskManager};
@@ -352,6 +353,11 @@ pub(crate) async fn start(
                 .map(|_| parent.system_prompt.clone()),
         },
     );
+    let review = p.spec.review.then(|| ReviewSetup {
+        parent: parent.clone(),
+        criteria: p.spec.prompt.clone(),
+        expected_output: p.spec.expected_output.clone(),
+    });
     lock(&inner.tasks).insert(id.clone(), Arc::clone(&handle));
     let guard = inner.pending.guard();
     tokio::spawn(drive(
@@ -365,6 +371,7 @@ pub(crate) async fn start(
         worktree,
         false,
         retry,
+        review,
     ));
     Ok(handle)
 }

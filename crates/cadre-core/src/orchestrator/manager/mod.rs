@@ -34,6 +34,7 @@ mod pending;
 mod prepare;
 mod prompt;
 mod reopen;
+mod review;
 mod run;
 mod types;
 

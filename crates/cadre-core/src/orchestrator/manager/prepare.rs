@@ -93,6 +93,14 @@ pub(crate) async fn prepare(
         .unwrap_or(crate::roles::builtin::DEFAULT_ROLE);
     let role = inner.roster.get(role_name)?.def.clone();
     let mut diagnostics = Vec::new();
+    if spec.review && !super::review::REVIEWABLE_ROLES.contains(&role.name.as_str()) {
+        return Err(LaunchError::NotAllowed(format!(
+            "`review: true` is only for {} tasks; `{}` cannot be reviewed by the gate (launch a \
+             `review` task yourself instead)",
+            super::review::REVIEWABLE_ROLES.join(" and "),
+            role.name
+        )));
+    }
 
     // Model and thinking (T6, T7).
     let call_thinking = match spec.thinking.as_deref().map(str::trim) {

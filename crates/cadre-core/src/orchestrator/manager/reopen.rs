@@ -199,6 +199,7 @@ pub(crate) async fn reopen_with(
         None,
         true,
         None,
+        None,
     ));
     Ok(handle)
 }

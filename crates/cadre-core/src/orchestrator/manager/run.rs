@@ -7,16 +7,20 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, SystemTime};
 
-use cadre_protocol::{AgentEvent, Message, StopReason, TaskPhase, TaskStatus, Usage, WorktreeInfo};
+use cadre_protocol::{
+    AgentEvent, Message, StopReason, TaskPhase, TaskStatus, TerminationKind, Usage, WorktreeInfo,
+};
 use tokio::sync::mpsc;
 
 use super::Inner;
 use super::handle::{ChildGate, RunState, TaskHandle, lock};
 use super::pending::PendingGuard;
+use super::review::{self, ReviewSetup, ReviewStep};
 use super::types::{Delivery, NoticeKind, ParentNotice, TaskEvent, TaskOutcome};
 use crate::agent::{Agent, AgentError, RunOutcome};
 use crate::handoff::build_receipt;
 use crate::handoff::contract::EMPTY_COMPLETION_NUDGE;
+use crate::handoff::gate::fix_prompt;
 use crate::orchestrator::lifecycle::{Action, FinalFacts, Lifecycle, LifecycleConfig, TurnFacts};
 use crate::orchestrator::output::{parent_result, preview};
 use crate::orchestrator::policy::{
@@ -95,6 +99,7 @@ pub(crate) async fn drive(
     worktree: Option<Worktree>,
     continuation: bool,
     mut retry: Option<Retry>,
+    review: Option<ReviewSetup>,
 ) {
     let permit = match slot {
         Slot::Ready(p) => Some(p),
@@ -133,6 +138,9 @@ pub(crate) async fn drive(
     let mut next: Option<Vec<Message>> = Some(input.clone());
     let mut nudged = false;
     let mut timed_out = false;
+    let mut review_attempt = 0u32;
+    let mut review_findings: Vec<String> = Vec::new();
+    let mut review_failure: Option<String> = None;
     while !h.is_aborting() {
         let res = match next.take() {
             Some(messages) => {
@@ -235,6 +243,21 @@ pub(crate) async fn drive(
         }
         // Messages that arrived as the run ended are answered before the task ends.
         if h.try_close_inbox() {
+            // V5: a finished implementer with `review: true` is reviewed; at most one fix
+            // round, in its own live session.
+            if let Some(setup) = review.as_ref() {
+                review_attempt += 1;
+                match review::review(&inner, &h, setup, review_attempt, &review_findings).await {
+                    ReviewStep::Passed => {}
+                    ReviewStep::Failed(message) => review_failure = Some(message),
+                    ReviewStep::Fix(findings) => {
+                        next = Some(vec![Message::user(fix_prompt(&findings))]);
+                        review_findings = findings;
+                        h.open_inbox(agent.controller());
+                        continue;
+                    }
+                }
+            }
             break;
         }
     }
@@ -248,6 +271,7 @@ pub(crate) async fn drive(
         guard,
         worktree,
         continuation,
+        review_failure,
     )
     .await;
 }
@@ -387,6 +411,7 @@ async fn finish(
     guard: PendingGuard,
     worktree: Option<Worktree>,
     continuation: bool,
+    review_failure: Option<String>,
 ) {
     // O10: the result is the final message's text, never an older one; a failed or aborted
     // final message gives an empty result plus the error.
@@ -418,6 +443,11 @@ async fn finish(
         lc.on_finished(FinalFacts {
             has_final_text: !text.trim().is_empty(),
         })
+    };
+    // A run that ended normally but did not pass its review fails (V5 step 5).
+    let kind = match &review_failure {
+        Some(_) if kind == TerminationKind::Normal => TerminationKind::ReviewFailed,
+        _ => kind,
     };
 
     let worktree_info: Option<WorktreeInfo> = match worktree {
@@ -465,6 +495,7 @@ async fn finish(
             .error()
             .map(str::to_string)
             .or(run_error.clone())
+            .or(review_failure.filter(|_| kind == TerminationKind::ReviewFailed))
             .filter(|_| r.status != TaskStatus::Completed);
         drop(lc);
         if worktree_info.is_some() {

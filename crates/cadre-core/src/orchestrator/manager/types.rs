@@ -168,6 +168,10 @@ pub struct TaskSpec {
     /// A scoped probe's paths and stop condition (D2), rendered into the prompt.
     pub scope: Vec<String>,
     pub stop_condition: Option<String>,
+    /// Run the review gate after the implementer ends (V5; `code` and `general-purpose`).
+    pub review: bool,
+    /// A JSON Schema: the child answers through a terminating `structured_output` tool (V8).
+    pub output_schema: Option<serde_json::Value>,
 }
 
 /// The `Agent` call: one task, or `tasks` run in parallel (O1, V6).

@@ -1,0 +1,213 @@
+//! The review gate at run time (SPEC V5, V7): after an implementer with `review: true` ends, its
+//! evidence goes into a review packet in its task directory, a fresh read-only `review` task
+//! (no parent conversation, prompt = the packet's handle) judges it, and the gate decides: pass,
+//! one fix round in the implementer's own live session, or fail with the findings. The pure
+//! parts (packet, verdict, decisions) are in [`crate::handoff`]; this module runs them.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use cadre_protocol::TaskStatus;
+use futures_util::future::BoxFuture;
+
+use super::Inner;
+use super::handle::{TaskHandle, lock};
+use super::launch::start;
+use super::prepare::prepare;
+use super::types::{ParentRef, TaskSpec};
+use crate::handoff::gate::{GateStep, next_step};
+use crate::handoff::packet::{
+    PacketHandle, ReviewPacket, diff_lines_from_stat, review_turn_budget, reviewer_prompt,
+    verify_packet, write_packet,
+};
+use crate::handoff::receipt::ExecutionReceipt;
+use crate::handoff::verdict::{UncertainReason, Verdict, parse_verdict};
+
+/// The role that reviews (a built-in; a project may override it, but it must stay read-only).
+pub(crate) const REVIEW_ROLE: &str = "review";
+/// Roles whose tasks may ask for `review: true`.
+pub(crate) const REVIEWABLE_ROLES: [&str; 2] = ["code", "general-purpose"];
+
+/// What the gate needs to know about the implementer's launch.
+#[derive(Clone)]
+pub(crate) struct ReviewSetup {
+    /// The implementer's own parent: the reviewer is its sibling, never a child of it and never
+    /// in the parent's session.
+    pub parent: ParentRef,
+    pub criteria: String,
+    pub expected_output: Option<String>,
+}
+
+/// What the run does after a review.
+pub(crate) enum ReviewStep {
+    Passed,
+    /// Send [`fix_prompt`] of these findings to the implementer, then review again.
+    Fix(Vec<String>),
+    /// End the task `failed` (`review_failed`) with this message.
+    Failed(String),
+}
+
+/// Run review number `attempt` (1 or 2) of the implementer `h`, whose run is idle.
+pub(crate) async fn review(
+    inner: &Arc<Inner>,
+    h: &Arc<TaskHandle>,
+    setup: &ReviewSetup,
+    attempt: u32,
+    previous_findings: &[String],
+) -> ReviewStep {
+    let receipt = ExecutionReceipt::from_events(&lock(&h.tool_events));
+    let has_check = receipt.evidence().has_successful_check();
+    let cwd = std::path::PathBuf::from(&lock(&h.record).cwd);
+    let diff_stat = git_diff_stat(&cwd).await;
+    let packet = ReviewPacket {
+        implementer_task_id: h.id.clone(),
+        attempt,
+        task_criteria: setup.criteria.clone(),
+        expected_output: setup.expected_output.clone(),
+        evidence_summary: receipt.evidence().summary(),
+        has_successful_check: has_check,
+        receipt: receipt.render(),
+        diff_stat: diff_stat.clone(),
+        files: receipt.files().to_vec(),
+        previous_findings: previous_findings.to_vec(),
+    };
+    let fail = |why: String| {
+        ReviewStep::Failed(format!(
+            "Review gate failed closed on review {attempt}: {why}. The work was not reviewed.\n\
+             Implementer task: {} (continue it with SendMessage).",
+            h.id
+        ))
+    };
+    let dir = match inner.store.task_dir(&inner.root_session_id, &h.id) {
+        Ok(d) => d,
+        Err(e) => return fail(format!("no task directory for the review packet: {e}")),
+    };
+    let handle = match write_packet(&dir, &packet) {
+        Ok(p) => p,
+        Err(e) => return fail(e.to_string()),
+    };
+    let budget = review_turn_budget(diff_lines_from_stat(&diff_stat));
+    let answer = match run_reviewer(inner, h, setup, &handle, attempt, budget, &cwd).await {
+        Ok(a) => a,
+        Err(why) => return fail(why),
+    };
+    note(
+        h,
+        format!("review {attempt}: reviewer task {}", answer.task_id),
+    );
+    // The runtime checks the packet too: a packet changed during the review is no review.
+    let verdict = match verify_packet(&handle) {
+        Err(e) if e.uncertain_reason().is_some() => Verdict::Uncertain {
+            reason: UncertainReason::DigestMismatch,
+            findings: vec![e.to_string()],
+        },
+        _ if answer.status != TaskStatus::Completed => {
+            return fail(format!(
+                "the reviewer task {} ended {} ({})",
+                answer.task_id,
+                answer.status.as_str(),
+                answer.error.as_deref().unwrap_or("no answer")
+            ));
+        }
+        _ => parse_verdict(&answer.text, has_check),
+    };
+    match next_step(attempt, &verdict, &h.id) {
+        GateStep::Passed => ReviewStep::Passed,
+        GateStep::Fix { findings } => ReviewStep::Fix(findings),
+        GateStep::Failed { message } => {
+            ReviewStep::Failed(format!("{message}\nReviewer task: {}.", answer.task_id))
+        }
+    }
+}
+
+struct ReviewerAnswer {
+    task_id: String,
+    status: TaskStatus,
+    text: String,
+    error: Option<String>,
+}
+
+/// Launch the fresh read-only reviewer and wait for its answer. `Err` when it cannot start
+/// (V7: then there is no review, and the caller fails closed).
+async fn run_reviewer(
+    inner: &Arc<Inner>,
+    h: &Arc<TaskHandle>,
+    setup: &ReviewSetup,
+    handle: &PacketHandle,
+    attempt: u32,
+    budget: u32,
+    cwd: &Path,
+) -> Result<ReviewerAnswer, String> {
+    let mut parent = setup.parent.clone();
+    // A fresh session: nothing of the parent's conversation, in the implementer's tree.
+    parent.conversation = None;
+    parent.cwd = cwd.to_path_buf();
+    let spec = TaskSpec {
+        description: format!("review of {} (attempt {attempt})", h.id),
+        prompt: reviewer_prompt(handle),
+        subagent_type: Some(REVIEW_ROLE.into()),
+        run_in_background: Some(false),
+        isolation: Some("none".into()),
+        ..TaskSpec::default()
+    };
+    let mut p = prepare(inner, &parent, spec, None)
+        .await
+        .map_err(|e| format!("the reviewer could not start: {e}"))?;
+    if !p.role.readonly || p.fork_history.is_some() {
+        return Err(format!(
+            "the `{REVIEW_ROLE}` role is not a fresh read-only role, so it cannot review"
+        ));
+    }
+    p.background = false;
+    p.worktree = false;
+    p.cwd = cwd.to_path_buf();
+    p.budgets.max_turns = Some(budget);
+    // The implementer is idle while it is reviewed: its slot goes to the reviewer (O7).
+    lock(&h.permit).take();
+    let started = start_boxed(inner, &parent, p).await;
+    let result = match started {
+        Ok(rh) => {
+            rh.wait(false).await;
+            let r = rh.record();
+            Ok(ReviewerAnswer {
+                task_id: r.id,
+                status: r.status,
+                text: lock(&rh.final_text).clone(),
+                error: r.error,
+            })
+        }
+        Err(e) => Err(format!("the reviewer could not start: {e}")),
+    };
+    let permit = inner.quota.acquire().await;
+    *lock(&h.permit) = Some(Arc::new(permit));
+    result
+}
+
+/// `start` behind a boxed `Send` future: a run may start a reviewer, whose start spawns a run,
+/// and the explicit type breaks that cycle for the compiler's `Send` check.
+fn start_boxed<'a>(
+    inner: &'a Arc<Inner>,
+    parent: &'a ParentRef,
+    p: super::prepare::Prepared,
+) -> BoxFuture<'a, Result<Arc<TaskHandle>, super::types::LaunchError>> {
+    Box::pin(start(inner, parent, p))
+}
+
+/// `git diff --stat` of the implementer's working tree (empty when there is none).
+async fn git_diff_stat(cwd: &Path) -> String {
+    let out = tokio::process::Command::new("git")
+        .args(["diff", "--stat", "HEAD"])
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .await;
+    match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+        _ => String::new(),
+    }
+}
+
+fn note(h: &TaskHandle, text: String) {
+    lock(&h.record).diagnostics.push(text);
+}

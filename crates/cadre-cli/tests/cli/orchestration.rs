@@ -266,6 +266,15 @@ fn plan_mode_refuses_a_code_child_and_allows_explore() {
                    "prompt": format!("{CHILD} Describe src/lib.rs.")}),
         )),
     );
+    s.script(
+        Rule::new(parent().and(Match::AssistantTurns(2))).reply(Reply::tool_call(
+            "call_worktree",
+            "Agent",
+            json!({"subagent_type": "Explore", "description": "Look in a worktree",
+                   "isolation": "worktree",
+                   "prompt": format!("{CHILD} Describe src/lib.rs in a worktree.")}),
+        )),
+    );
     s.script(Rule::new(parent()).reply(Reply::text("Planned.")));
     s.script(Rule::new(child()).reply(Reply::text("to_eur converts cents.")));
 
@@ -275,7 +284,7 @@ fn plan_mode_refuses_a_code_child_and_allows_explore() {
 
     let requests = f.server.requests();
     let parents: Vec<&RecordedRequest> = requests.iter().filter(|r| !is_child(r)).collect();
-    assert_eq!(parents.len(), 3);
+    assert_eq!(parents.len(), 4);
     // The refusal is the code launch's tool result, and says why.
     let refused = tool_result_text(parents[1]);
     assert!(
@@ -295,6 +304,12 @@ fn plan_mode_refuses_a_code_child_and_allows_explore() {
         tool_result_text(parents[2]).contains("to_eur converts cents."),
         "{}",
         tool_result_text(parents[2])
+    );
+    // Worktree isolation is refused, even for a planning role.
+    let refused = tool_result_text(parents[3]);
+    assert!(
+        refused.contains("plan mode: worktree isolation is refused"),
+        "{refused}"
     );
     // No tool that writes is offered to the root either.
     let tools = Wire::Anthropic.tool_names(parents[0]);

@@ -750,3 +750,139 @@ async fn review_is_refused_for_other_roles() {
     let o = h.launch(s).await.unwrap();
     assert_eq!(o.status, TaskStatus::Completed, "{:?}", o.error);
 }
+
+// ---------------------------------------------------------------- V8 structured output (e)
+
+fn schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "files": {"type": "array", "items": {"type": "string"}},
+            "risk": {"enum": ["low", "high"]}
+        },
+        "required": ["files", "risk"],
+        "additionalProperties": false
+    })
+}
+
+#[tokio::test]
+async fn a_valid_structured_output_ends_the_task_with_json() {
+    let h = harness(|c| match c.turn {
+        0 => call(
+            "structured_output",
+            json!({"files": ["lib.txt"], "risk": "low"}),
+        ),
+        _ => panic!("the run must end at the accepted call"),
+    });
+    let mut s = spec("Explore", "STRUCT");
+    s.task.output_schema = Some(schema());
+    let o = h.launch(s).await.unwrap();
+    assert_eq!(o.status, TaskStatus::Completed, "{:?}", o.error);
+    assert_eq!(o.termination, Some(TerminationKind::Normal));
+    let v: Value = serde_json::from_str(&o.result).unwrap();
+    assert_eq!(v, json!({"files": ["lib.txt"], "risk": "low"}));
+    // The child was told how to answer, and had the tool.
+    let reqs = h.requests_where(|t| t.starts_with("STRUCT"));
+    assert!(msg_text(&reqs[0].messages[0]).contains("structured_output"));
+    assert!(reqs[0].tools.iter().any(|t| t.name == "structured_output"));
+}
+
+#[tokio::test]
+async fn an_invalid_structured_output_is_explained_and_may_be_retried() {
+    let h = harness(|c| match c.turn {
+        0 => call(
+            "structured_output",
+            json!({"files": "lib.txt", "risk": "medium"}),
+        ),
+        1 => {
+            assert!(c.last.contains("Rejected"), "{}", c.last);
+            assert!(
+                c.last.contains("$.files: expected array, got string"),
+                "{}",
+                c.last
+            );
+            assert!(c.last.contains("\"medium\" is not one of"), "{}", c.last);
+            call("structured_output", json!({"files": [], "risk": "high"}))
+        }
+        _ => panic!("the run must end at the accepted call"),
+    });
+    let mut s = spec("Explore", "STRUCT");
+    s.task.output_schema = Some(schema());
+    let o = h.launch(s).await.unwrap();
+    assert_eq!(o.status, TaskStatus::Completed, "{:?}", o.error);
+    let v: Value = serde_json::from_str(&o.result).unwrap();
+    assert_eq!(v, json!({"files": [], "risk": "high"}));
+}
+
+#[tokio::test]
+async fn an_unsupported_schema_or_review_with_a_schema_is_refused_at_launch() {
+    let h = harness(|_| text("never"));
+    let mut s = spec("Explore", "STRUCT");
+    s.task.output_schema = Some(json!({"type": "string", "pattern": "^a"}));
+    let e = h.launch(s).await.unwrap_err();
+    assert!(e.to_string().contains("`pattern` is not supported"), "{e}");
+    let mut s = reviewed("STRUCT");
+    s.task.output_schema = Some(schema());
+    let e = h.launch(s).await.unwrap_err();
+    assert!(e.to_string().contains("cannot be combined"), "{e}");
+    assert!(h.provider.requests.lock().unwrap().is_empty());
+    assert!(h.records().is_empty());
+}
+
+#[tokio::test]
+async fn a_child_that_never_gives_structured_output_just_answers() {
+    let h = harness(|_| text("plain answer"));
+    let mut s = spec("Explore", "STRUCT");
+    s.task.output_schema = Some(json!({"type": "array"}));
+    let o = h.launch(s).await.unwrap();
+    assert_eq!(o.result, "plain answer");
+}
+
+// ---------------------------------------------------------------- S4 scoped probes (f)
+
+#[tokio::test]
+async fn a_scoped_probe_reads_only_inside_its_scope_and_within_budget() {
+    let big: String = (1..=400).map(|i| format!("line {i}\n")).collect();
+    let h = harness(|c| match c.turn {
+        0 => call("read", json!({"path": "Makefile"})),
+        1 => {
+            assert!(c.last.contains("outside this probe's scope"), "{}", c.last);
+            call("ls", json!({"path": ".."}))
+        }
+        2 => {
+            assert!(c.last.contains("outside this probe's scope"), "{}", c.last);
+            call("read", json!({"path": "src/big.txt"}))
+        }
+        3 => {
+            assert!(c.last.contains("300 lines per file"), "{}", c.last);
+            call("read", json!({"path": "src/big.txt", "limit": 300}))
+        }
+        4 => {
+            assert!(c.last.contains("line 300"), "{}", c.last);
+            call(
+                "read",
+                json!({"path": "src/big.txt", "offset": 301, "limit": 5}),
+            )
+        }
+        5 => {
+            assert!(c.last.contains("covered so far: lines 1-300"), "{}", c.last);
+            call("grep", json!({"pattern": "line 7", "path": "src"}))
+        }
+        _ => text("scoped report"),
+    });
+    std::fs::create_dir_all(h.work.join("src")).unwrap();
+    std::fs::write(h.work.join("src/big.txt"), big).unwrap();
+    let mut s = spec("Explore", "PROBE");
+    s.task.scope = vec!["src".into()];
+    s.task.stop_condition = Some("after the first finding".into());
+    let o = h.launch(s).await.unwrap();
+    assert_eq!(o.status, TaskStatus::Completed, "{:?}", o.error);
+    assert_eq!(o.result, "scoped report");
+    let r = h.record(&o.task_id);
+    assert_eq!(r.usage.tool_calls_blocked, 4, "{:?}", r.usage);
+    // D2: scope and stop condition are in the child's task.
+    let reqs = h.requests_where(|t| t.starts_with("PROBE"));
+    let first = msg_text(&reqs[0].messages[0]);
+    assert!(first.contains("src"), "{first}");
+    assert!(first.contains("after the first finding"), "{first}");
+}

@@ -10,7 +10,8 @@
 //!   (V5, V7);
 //! - [`verdict`]: the reviewer's answer, read fail-closed (V5);
 //! - [`gate`]: the bounded review loop's decisions: pass, one fix round, or fail (V5);
-//! - [`synthesis`]: the settled outcome of every entry of a `tasks` launch (V6).
+//! - [`synthesis`]: the settled outcome of every entry of a `tasks` launch (V6);
+//! - [`schema`]: the JSON Schema subset structured output is validated against (V8).
 //!
 //! Only [`packet::write_packet`] and [`packet::verify_packet`] touch the filesystem.
 
@@ -19,6 +20,7 @@ pub mod evidence;
 pub mod gate;
 pub mod packet;
 pub mod receipt;
+pub mod schema;
 mod shell;
 pub mod synthesis;
 pub mod verdict;

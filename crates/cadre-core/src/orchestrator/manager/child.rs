@@ -15,6 +15,9 @@ use tokio::sync::mpsc;
 use super::Inner;
 use super::handle::{RunState, lock};
 use super::prompt::{child_system_prompt, task_message};
+use super::structured::{
+    STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, StructuredOutputTool, StructuredSlot,
+};
 use super::types::{LaunchError, ParentNotice, ParentRef, TaskSpec};
 use crate::agent::{Agent, AgentConfig};
 use crate::handoff::contract::{render_packet, render_scope};
@@ -42,6 +45,10 @@ pub(crate) fn task_text(spec: &TaskSpec) -> String {
     if !scope.trim().is_empty() {
         text.push_str("\n\n");
         text.push_str(scope.trim_end());
+    }
+    if spec.output_schema.is_some() {
+        text.push_str("\n\n");
+        text.push_str(STRUCTURED_OUTPUT_INSTRUCTION);
     }
     task_message(&text, spec.expected_output.as_deref())
 }
@@ -76,6 +83,8 @@ pub(crate) struct ChildBuild<'a> {
     pub system_prompt: Option<String>,
     pub history: Vec<Message>,
     pub session: SessionWriter,
+    /// A task with `output_schema`: the schema and where the accepted value goes (V8).
+    pub structured: Option<(serde_json::Value, StructuredSlot)>,
 }
 
 /// Build the child's agent: its tools (the parent's tool objects, its own `bash` under the
@@ -86,11 +95,20 @@ pub(crate) fn build_child_agent(
     b: ChildBuild<'_>,
 ) -> Result<(Agent, mpsc::UnboundedReceiver<cadre_protocol::AgentEvent>), LaunchError> {
     let mut tools = ToolRegistry::new();
+    let stop = Arc::new(std::sync::OnceLock::new());
     for name in &b.caps.tools {
         if name == AGENT_TOOL {
             if let Some(manager) = inner.manager() {
                 let child_parent = child_parent_ref(inner, &b);
                 tools.register(Arc::new(AgentTool::new(manager, child_parent)));
+            }
+        } else if name == STRUCTURED_OUTPUT_TOOL {
+            if let Some((schema, slot)) = &b.structured {
+                tools.register(Arc::new(StructuredOutputTool::new(
+                    schema.clone(),
+                    Arc::clone(slot),
+                    Arc::clone(&stop),
+                )));
             }
         } else if name == BASH_TOOL && (b.readonly || b.shell_policy != ShellPolicy::Unrestricted) {
             tools.register(child_bash(inner, &b)?);
@@ -114,6 +132,7 @@ pub(crate) fn build_child_agent(
         events: Some(tx),
     };
     let mut agent = Agent::new(config, b.history, Some(b.session));
+    let _ = stop.set(agent.controller());
     // The supervisor needs turn and tool boundaries only, not a copy of every delta.
     agent.set_streaming_updates(false);
     Ok((agent, rx))

@@ -9,6 +9,8 @@ use cadre_protocol::{ContentBlock, TaskRecord, ToolCall, join_text};
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
+use super::scope::ProbeScope;
+use super::structured::StructuredSlot;
 use super::types::ParentNotice;
 use crate::agent::{AgentController, ToolGate};
 use crate::handoff::ToolEvent;
@@ -67,6 +69,10 @@ pub(crate) struct TaskHandle {
     pub tool_events: Mutex<Vec<ToolEvent>>,
     /// The run's `<execution-receipt>`, once it ended.
     pub receipt: Mutex<String>,
+    /// A scoped probe's paths and read budget (S4); `None` for other tasks.
+    pub scope: Mutex<Option<ProbeScope>>,
+    /// Where a task with `output_schema` keeps its accepted structured output (V8).
+    pub structured: Mutex<Option<StructuredSlot>>,
     pub started: Instant,
 }
 
@@ -96,6 +102,8 @@ impl TaskHandle {
             admitted: Mutex::new(HashMap::new()),
             tool_events: Mutex::new(Vec::new()),
             receipt: Mutex::new(String::new()),
+            scope: Mutex::new(None),
+            structured: Mutex::new(None),
             started: Instant::now(),
         }
     }
@@ -219,6 +227,13 @@ impl TaskHandle {
         lock(&self.latest_text).clone()
     }
 
+    /// The accepted structured output, once the child gave one (V8).
+    pub(crate) fn structured_value(&self) -> Option<Value> {
+        lock(&self.structured)
+            .as_ref()
+            .and_then(|slot| lock(slot).clone())
+    }
+
     pub(crate) fn record(&self) -> TaskRecord {
         lock(&self.record).clone()
     }
@@ -268,6 +283,13 @@ impl ToolGate for ChildGate {
     fn check(&self, call: &ToolCall) -> Option<String> {
         let h = &self.handle;
         if let Err(message) = check_dispatch(&h.caps, &call.name) {
+            lock(&h.lifecycle).on_policy_block();
+            return Some(message);
+        }
+        let refused = lock(&h.scope)
+            .as_mut()
+            .and_then(|s| s.check(&call.name, &call.arguments).err());
+        if let Some(message) = refused {
             lock(&h.lifecycle).on_policy_block();
             return Some(message);
         }

@@ -14,6 +14,8 @@ use super::handle::{ChildGate, RunState, TaskHandle, lock};
 use super::prepare::{Prepared, prepare};
 use super::review::ReviewSetup;
 use super::run::{RebuildAgent, Retry, Slot, drive, outcome_of};
+use super::scope::ProbeScope;
+use super::structured::StructuredSlot;
 use super::types::{Delivery, EntryOutcome, LaunchError, LaunchSpec, ParentRef, TaskSpec};
 use super::{Inner, RunInfo, TaskManager};
 use crate::orchestrator::capability::{AGENT_TOOL, CapabilityInput, resolve_capabilities};
@@ -288,6 +290,11 @@ pub(crate) async fn start(
     };
     let retry_history = history.clone();
     let retry_cwd = cwd.clone();
+    let structured = p
+        .spec
+        .output_schema
+        .clone()
+        .map(|schema| (schema, StructuredSlot::default()));
     let built = build_child_agent(
         inner,
         ChildBuild {
@@ -307,6 +314,7 @@ pub(crate) async fn start(
                 .map(|_| parent.system_prompt.clone()),
             history,
             session,
+            structured: structured.clone(),
         },
     );
     let (mut agent, events) = match built {
@@ -329,6 +337,8 @@ pub(crate) async fn start(
     agent.set_tool_gate(Arc::new(ChildGate {
         handle: Arc::clone(&handle),
     }));
+    *lock(&handle.scope) = ProbeScope::new(&retry_cwd, &p.spec.scope);
+    *lock(&handle.structured) = structured.as_ref().map(|(_, slot)| Arc::clone(slot));
 
     // A foreground child of a task borrows its blocked parent's slot (O7).
     let slot = match (&parent.task_id, p.background) {
@@ -341,7 +351,15 @@ pub(crate) async fn start(
     };
     let retry = p.retry_model.clone().map(|model| Retry {
         model,
-        build: rebuild_agent(inner, parent, &p, &id, &retry_cwd, retry_history),
+        build: rebuild_agent(
+            inner,
+            parent,
+            &p,
+            &id,
+            &retry_cwd,
+            retry_history,
+            structured.clone(),
+        ),
     });
     lock(&inner.runs).insert(
         id.clone(),
@@ -384,6 +402,7 @@ fn rebuild_agent(
     id: &str,
     cwd: &std::path::Path,
     history: Vec<Message>,
+    structured: Option<(serde_json::Value, StructuredSlot)>,
 ) -> RebuildAgent {
     let inner = Arc::clone(inner);
     let id = id.to_string();
@@ -420,6 +439,7 @@ fn rebuild_agent(
                     system_prompt,
                     history,
                     session,
+                    structured,
                 },
             )
         })

@@ -36,6 +36,8 @@ mod prompt;
 mod reopen;
 mod review;
 mod run;
+mod scope;
+mod structured;
 mod types;
 
 use std::collections::HashMap;

@@ -12,7 +12,9 @@ use cadre_protocol::{
 };
 
 use super::Inner;
+use super::structured::STRUCTURED_OUTPUT_TOOL;
 use super::types::{LaunchError, ParentRef, TaskSpec};
+use crate::handoff::schema::check_schema;
 use crate::orchestrator::capability::{
     AGENT_TOOL, CapabilityInput, CapabilitySet, resolve_capabilities,
 };
@@ -208,7 +210,7 @@ pub(crate) async fn prepare(
     let role_allows_agent = inner.settings.enable_nested_agents
         && matches!(&role.tools, ToolList::Named(n) if n.iter().any(|t| t == AGENT_TOOL));
     let known = inner.known_tools();
-    let caps = resolve_capabilities(CapabilityInput {
+    let mut caps = resolve_capabilities(CapabilityInput {
         parent_active: &parent.active_tools,
         role_tools: role_tools.as_deref(),
         disallowed: &role.disallowed_tools,
@@ -219,6 +221,22 @@ pub(crate) async fn prepare(
         tool_policy_no_tools: spec.packet.as_ref().is_some_and(|p| p.no_tools()),
         known_tools: &known,
     })?;
+
+    // Structured output (V8): a schema the validator cannot fully enforce is refused.
+    if let Some(schema) = &spec.output_schema {
+        check_schema(schema)
+            .map_err(|e| LaunchError::Invalid(format!("output_schema is not usable: {e}")))?;
+        if spec.review {
+            return Err(LaunchError::Invalid(
+                "`review: true` and `output_schema` cannot be combined: a structured answer \
+                 ends the task before any review"
+                    .into(),
+            ));
+        }
+        if !caps.tools.iter().any(|t| t == STRUCTURED_OUTPUT_TOOL) {
+            caps.tools.push(STRUCTURED_OUTPUT_TOOL.to_string());
+        }
+    }
 
     // Budgets and supervision (L2–L5).
     let defaults = inner.settings.default_budgets();

@@ -153,6 +153,7 @@ pub(crate) async fn reopen_with(
             system_prompt: previous.as_ref().and_then(|r| r.system_prompt.clone()),
             history,
             session,
+            structured: None,
         },
     )?;
     let lifecycle = Lifecycle::resume(

@@ -217,6 +217,11 @@ pub(crate) async fn drive(
                     .push(format!("the fallback retry could not start: {e}")),
             }
         }
+        // A structured answer was accepted: the run is over, whatever its abort says (V8).
+        if h.structured_value().is_some() && !h.is_aborting() {
+            last = Some(res);
+            break;
+        }
         let clean = matches!(&res, Ok(o) if o.error.is_none());
         let text = match &res {
             Ok(o) => o
@@ -416,6 +421,12 @@ async fn finish(
     // O10: the result is the final message's text, never an older one; a failed or aborted
     // final message gives an empty result plus the error.
     let (text, run_error) = match &last {
+        Some(Ok(_)) if h.structured_value().is_some() && !h.is_aborting() => (
+            h.structured_value()
+                .map(|v| serde_json::to_string_pretty(&v).unwrap_or_default())
+                .unwrap_or_default(),
+            None,
+        ),
         None => (String::new(), Some("stopped before it started".to_string())),
         Some(Ok(o)) => match o.stop_reason {
             StopReason::Error | StopReason::Aborted => (String::new(), o.error.clone()),

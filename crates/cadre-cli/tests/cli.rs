@@ -33,6 +33,8 @@ mod model_input;
 mod orchestration;
 #[path = "cli/prompt.rs"]
 mod prompt;
+#[path = "cli/readonly_child.rs"]
+mod readonly_child;
 #[path = "cli/sandbox.rs"]
 mod sandbox;
 #[path = "cli/sessions.rs"]

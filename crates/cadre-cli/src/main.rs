@@ -34,12 +34,21 @@ use clap::Parser;
 use args::{Cli, Command};
 
 fn main() -> ExitCode {
-    // The sandbox re-exec of read-only roles' bash (S2): handled before any parsing or thread.
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == cadre_tools::sandbox::EXEC_ARG)
-    {
-        return cadre_tools::sandbox::exec_main(std::env::args_os().skip(2));
+    // The hidden re-exec entry points, handled before any parsing or thread: the sandbox of
+    // read-only roles' bash (S2), and the supervisor that ends a bash command when cadre dies.
+    // Both names start with `__`, which no subcommand, option or prompt routed here can.
+    if let Some(first) = std::env::args_os().nth(1) {
+        if first == cadre_tools::sandbox::EXEC_ARG {
+            return cadre_tools::sandbox::exec_main(std::env::args_os().skip(2));
+        }
+        if first == cadre_tools::supervise::SUPERVISE_ARG {
+            return cadre_tools::supervise::supervise_main(std::env::args_os().skip(2));
+        }
+    }
+    // Every bash command of this process (the root's, every child's, `cadre tool bash`) runs
+    // under this binary's supervisor. Without a path to re-execute, commands run directly.
+    if let Ok(exe) = cadre_tools::supervise::current_exe_for_reexec() {
+        cadre_tools::supervise::set_process_supervisor(exe);
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -39,3 +39,5 @@ mod readonly_child;
 mod sandbox;
 #[path = "cli/sessions.rs"]
 mod sessions;
+#[path = "cli/supervise.rs"]
+mod supervise;

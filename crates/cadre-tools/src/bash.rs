@@ -6,11 +6,16 @@
 //! tail (last 2000 lines / 50 KiB, like Pi); once it outgrows that, the full output streams to a
 //! file in the artifacts directory, and memory stays bounded however much the command prints.
 //!
+//! Where the process has a supervisor (the cadre binary sets one, see [`crate::supervise`]), the
+//! command runs under `<cadre> __supervise`, which kills the command's whole group if cadre dies
+//! — even by SIGKILL — instead of leaving it running under init. A command ended by a signal then
+//! reports the shell's exit code for it (128 + n).
+//!
 //! A shell policy (S3) is checked before anything runs. A sandboxed tool (read-only roles, S2)
 //! runs the command through the cadre binary's `__sandbox-exec` entry point under Landlock, and
 //! refuses to run it at all where Landlock is unavailable.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::os::fd::OwnedFd;
@@ -31,6 +36,7 @@ use crate::args::{ArgError, Args};
 use crate::registry::{Tool, ToolContext, ToolOutput};
 use crate::sandbox::{SandboxConfig, SandboxStatus, landlock_status, sandbox_args};
 use crate::shell_policy::{ShellPolicy, check_command};
+use crate::supervise::{process_supervisor, supervise_args};
 use crate::truncate::{
     DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Limits, TruncatedBy, Truncation, format_size,
     truncate_tail,
@@ -54,6 +60,9 @@ pub struct BashTool {
     policy: ShellPolicy,
     /// Set for read-only roles: commands run only inside the kernel sandbox.
     sandbox: Option<SandboxConfig>,
+    /// The binary that supervises commands (see [`crate::supervise`]); `None`: the process's
+    /// supervisor if one is set, otherwise commands run directly.
+    supervisor: Option<PathBuf>,
 }
 
 impl BashTool {
@@ -88,6 +97,21 @@ impl BashTool {
             config.policy = policy;
         }
         self
+    }
+
+    /// Run every command under `exe __supervise` (which must route that to
+    /// [`crate::supervise::supervise_main`]), whatever the process's supervisor.
+    pub fn with_supervisor(mut self, exe: PathBuf) -> Self {
+        self.supervisor = Some(exe);
+        self
+    }
+
+    /// The binary commands run under, if any.
+    pub fn supervisor(&self) -> Option<&Path> {
+        match &self.supervisor {
+            Some(exe) => Some(exe),
+            None => process_supervisor(),
+        }
     }
 
     pub fn policy(&self) -> ShellPolicy {
@@ -212,7 +236,7 @@ impl Tool for BashTool {
                     Err(refused) => return refused,
                 },
             };
-            run(&command, timeout, &ctx, launch).await
+            run(&command, timeout, &ctx, launch, self.supervisor()).await
         })
     }
 }
@@ -254,30 +278,64 @@ fn kill_process_group(pgid: i32) {
     }
 }
 
+/// The command line that runs `command`: the shell itself, or the sandbox entry point that
+/// becomes the shell.
+fn shell_argv(launch: Launch<'_>, shell: &str, command: &str) -> Vec<OsString> {
+    match launch {
+        Launch::Direct => vec![shell.into(), "-c".into(), command.into()],
+        Launch::Sandboxed(config, sandboxed_shell) => {
+            let mut argv = vec![config.exe.clone().into_os_string()];
+            let args: [&OsStr; 2] = ["-c".as_ref(), command.as_ref()];
+            argv.extend(sandbox_args(&config.writable_dirs(), sandboxed_shell, args));
+            argv
+        }
+    }
+}
+
+/// A started command: the process (the shell, or its supervisor), its merged output, and — when
+/// supervised — the write end of the lifeline, which must stay open while the command runs.
+struct Spawned {
+    child: Child,
+    output: pipe::Receiver,
+    _lifeline: Option<OwnedFd>,
+}
+
 fn spawn_shell(
     launch: Launch<'_>,
+    supervisor: Option<&Path>,
     shell: &str,
     command: &str,
     cwd: &Path,
-) -> io::Result<(Child, pipe::Receiver)> {
+) -> io::Result<Spawned> {
     let (reader, writer) = io::pipe()?;
     let writer_err = writer.try_clone()?;
-    let mut cmd = match launch {
-        Launch::Direct => {
-            let mut cmd = Command::new(shell);
-            cmd.arg("-c").arg(command);
-            cmd
+    let argv = shell_argv(launch, shell, command);
+    let (program, args) = argv.split_first().ok_or(io::ErrorKind::InvalidInput)?;
+    // The lifeline: the supervisor's stdin is the read end; cadre alone holds the write end
+    // (opened close-on-exec, so no other child keeps it), and the kernel closes it when cadre
+    // dies, however it dies.
+    let (mut cmd, lifeline) = match supervisor {
+        None => {
+            let mut cmd = Command::new(program);
+            cmd.args(args).stdin(Stdio::null());
+            (cmd, None)
         }
-        Launch::Sandboxed(config, sandboxed_shell) => {
-            let mut cmd = Command::new(&config.exe);
-            let args: [&OsStr; 2] = ["-c".as_ref(), command.as_ref()];
-            cmd.args(sandbox_args(&config.writable_dirs(), sandboxed_shell, args))
-                .env("TMPDIR", &config.scratch_dir);
-            cmd
+        Some(exe) => {
+            let (lifeline_read, lifeline_write) = io::pipe()?;
+            let mut cmd = Command::new(exe);
+            if exe == Path::new("/proc/self/exe") {
+                // Name it in `ps` for what it is rather than for the link that started it.
+                cmd.arg0("cadre");
+            }
+            cmd.args(supervise_args(program, args))
+                .stdin(Stdio::from(lifeline_read));
+            (cmd, Some(OwnedFd::from(lifeline_write)))
         }
     };
+    if let Launch::Sandboxed(config, _) = launch {
+        cmd.env("TMPDIR", &config.scratch_dir);
+    }
     cmd.current_dir(cwd)
-        .stdin(Stdio::null())
         .stdout(Stdio::from(writer))
         .stderr(Stdio::from(writer_err))
         .process_group(0)
@@ -286,8 +344,12 @@ fn spawn_shell(
     // `cmd` (and with it our copies of the write end) is dropped here, so the pipe reaches EOF
     // once the command and its children close theirs.
     drop(cmd);
-    let receiver = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
-    Ok((child, receiver))
+    let output = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+    Ok(Spawned {
+        child,
+        output,
+        _lifeline: lifeline,
+    })
 }
 
 enum Ending {
@@ -301,6 +363,7 @@ async fn run(
     timeout: Option<Duration>,
     ctx: &ToolContext,
     launch: Launch<'_>,
+    supervisor: Option<&Path>,
 ) -> ToolOutput {
     if !ctx.cwd.is_dir() {
         return ToolOutput::error(format!(
@@ -311,13 +374,24 @@ async fn run(
     if ctx.cancel.is_cancelled() {
         return ToolOutput::error("Command aborted");
     }
-    let spawned = match spawn_shell(launch, "bash", command, &ctx.cwd) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound && matches!(launch, Launch::Direct) => {
-            spawn_shell(launch, "sh", command, &ctx.cwd)
+    let spawned = match supervisor {
+        // A missing bash shows as an error of the supervisor's: choose the shell here.
+        Some(_) => {
+            let shell = if on_path("bash") { "bash" } else { "sh" };
+            spawn_shell(launch, supervisor, shell, command, &ctx.cwd)
         }
-        other => other,
+        None => match spawn_shell(launch, None, "bash", command, &ctx.cwd) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound && matches!(launch, Launch::Direct) => {
+                spawn_shell(launch, None, "sh", command, &ctx.cwd)
+            }
+            other => other,
+        },
     };
-    let (mut child, mut output) = match spawned {
+    let Spawned {
+        mut child,
+        mut output,
+        _lifeline,
+    } = match spawned {
         Ok(s) => s,
         Err(e) => return ToolOutput::error(format!("Failed to start the shell: {e}")),
     };

@@ -19,6 +19,7 @@ pub mod read;
 pub mod registry;
 pub mod sandbox;
 pub mod shell_policy;
+pub mod supervise;
 pub mod truncate;
 pub mod write;
 

@@ -1,8 +1,8 @@
-//! Kill -9 of a `cadre -p` run with live children (Z1, O13): on restart nothing is stuck
-//! `running`, every task record and session file reads back, and a killed task can be
-//! continued with `SendMessage` from its session file.
+//! Kill -9 of a `cadre -p` run with live children (Z1, O13): the children's commands die with
+//! it, on restart nothing is stuck `running`, every task record and session file reads back,
+//! and a killed task can be continued with `SendMessage` from its session file.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use cadre_testkit::{Match, RecordedRequest, Reply, Rule};
 use serde_json::{Value, json};
@@ -11,6 +11,7 @@ use crate::harness::{
     Fixture, HANG_GUARD, Running, Wire, assert_valid_session, text_of, wait_until,
 };
 use crate::orchestration::task_records;
+use crate::supervise::{assert_all_end, live_processes_in};
 
 const CHILD: &str = "[crash child]";
 const CONTINUE: &str = "Continue the work the crash interrupted.";
@@ -72,37 +73,6 @@ fn script(f: &Fixture) {
     s.script(Rule::new(Match::first_user(CHILD)).reply(Reply::text("Done.")));
 }
 
-/// Processes still running in `dir` (their cwd): what the killed run left behind.
-fn processes_in(dir: &Path) -> Vec<(u32, String)> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten() {
-        let entry = entry.unwrap();
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if std::fs::read_link(entry.path().join("cwd")).ok().as_deref() != Some(dir) {
-            continue;
-        }
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        found.push((pid, cmdline.trim().to_string()));
-    }
-    found
-}
-
-/// Ends the processes by id (they are this test's: they run in its temporary project).
-fn kill_all(processes: &[(u32, String)]) {
-    for (pid, _) in processes {
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status();
-    }
-}
-
 #[test]
 fn kill_9_with_live_children_leaves_nothing_running_and_a_killed_task_continues() {
     let f = Fixture::new();
@@ -125,17 +95,19 @@ fn kill_9_with_live_children_leaves_nothing_running_and_a_killed_task_continues(
         let records = task_records(&f);
         records.len() == 3 && records.iter().all(|r| r["status"] == "running")
     });
+    wait_until("every child's sleep to run", || {
+        live_processes_in(&f.project)
+            .iter()
+            .filter(|p| p.cmdline == "sleep 30")
+            .count()
+            == CHILDREN.len()
+    });
     run.signal("KILL");
     let out = run.wait(HANG_GUARD);
     assert_eq!(out.code, None, "ended by the signal: {out:#?}");
 
-    // The killed process's children's commands outlive it: cadre cannot have the kernel end
-    // them without unsafe code (PR_SET_PDEATHSIG), so they are cleaned up here.
-    let leftovers: Vec<(u32, String)> = processes_in(&f.project)
-        .into_iter()
-        .filter(|(_, cmd)| cmd.contains("sleep 30"))
-        .collect();
-    kill_all(&leftovers);
+    // Each child's command dies with the killed process: its supervisor kills the group.
+    assert_all_end(&f.project, "sleep 30");
 
     // Z1: every record parses (atomic writes), still saying running: nobody has looked yet.
     let records = task_records(&f);

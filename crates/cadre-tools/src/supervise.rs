@@ -1,0 +1,281 @@
+//! The hidden `__supervise` entry point: keeps a bash command from outliving cadre.
+//!
+//! The bash tool kills a command's process group on timeout, abort or a dropped call, but
+//! nothing of cadre runs once cadre itself is killed (`kill -9`, OOM killer): the command and
+//! everything it started would be reparented to init and keep running. So where the running
+//! binary can re-execute itself, every command runs as
+//! `<cadre> __supervise -- bash -c <command>`, started in a new process group, with a *lifeline*
+//! as its stdin: the read end of a pipe whose only write end stays open inside cadre. The
+//! supervisor starts the command in its own (the same) process group, so the bash tool's
+//! `killpg` still reaches everything, and waits for it. When the lifeline reaches end-of-file —
+//! which the kernel causes the moment cadre's last descriptor closes, however cadre ends — the
+//! supervisor kills its whole process group, itself included, grandchildren too.
+//!
+//! Why a pipe rather than `PR_SET_PDEATHSIG`: the death signal follows the *thread* that
+//! spawned the child, not the process, so a runtime worker thread exiting would kill healthy
+//! commands; it also needs a `getppid` check against the parent dying before it is set. A pipe
+//! cannot race (a lifeline already closed reads EOF at once), does not care which thread spawned
+//! the command, and works on every Unix.
+//!
+//! Output is never touched: the command inherits the supervisor's stdout and stderr (the bash
+//! tool's one shared pipe), so ordering stays exact. Its stdin is `/dev/null`, as before.
+
+use std::ffi::{OsStr, OsString};
+use std::io::{Read, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::sync::OnceLock;
+
+/// The first argument that routes the cadre binary here instead of to its CLI.
+pub const SUPERVISE_ARG: &str = "__supervise";
+
+/// Exit code when the supervisor could not run the command at all.
+pub const SUPERVISE_FAILURE_EXIT: u8 = 125;
+
+/// The watcher thread only reads a pipe and sends one signal: a small stack is plenty.
+const WATCHER_STACK: usize = 64 * 1024;
+
+static PROCESS_SUPERVISOR: OnceLock<PathBuf> = OnceLock::new();
+
+/// Declare that `exe` (normally the running cadre binary) handles [`SUPERVISE_ARG`] through
+/// [`supervise_main`]: from now on every bash tool in this process that was not given its own
+/// supervisor runs its commands under it. Only the first call counts.
+pub fn set_process_supervisor(exe: PathBuf) {
+    let _ = PROCESS_SUPERVISOR.set(exe);
+}
+
+/// The supervisor set by [`set_process_supervisor`], if any.
+pub fn process_supervisor() -> Option<&'static Path> {
+    PROCESS_SUPERVISOR.get().map(PathBuf::as_path)
+}
+
+/// The binary to re-execute as the supervisor of the running process: on Linux
+/// `/proc/self/exe`, which still reaches this very binary after the file on disk was replaced
+/// or deleted (an upgrade or rebuild while cadre runs); elsewhere the executable's path.
+pub fn current_exe_for_reexec() -> std::io::Result<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        let proc_exe = PathBuf::from("/proc/self/exe");
+        if proc_exe.exists() {
+            return Ok(proc_exe);
+        }
+    }
+    std::env::current_exe()
+}
+
+/// The arguments for the supervisor binary that run `program args…` under supervision.
+pub fn supervise_args(
+    program: impl AsRef<OsStr>,
+    args: impl IntoIterator<Item = impl AsRef<OsStr>>,
+) -> Vec<OsString> {
+    let mut out = vec![OsString::from(SUPERVISE_ARG), OsString::from("--")];
+    out.push(program.as_ref().to_owned());
+    out.extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+    out
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SuperviseArgsError {
+    #[error("expected `--` before the program")]
+    MissingSeparator,
+    #[error("no program to run after `--`")]
+    NoProgram,
+}
+
+/// Parse the arguments that follow [`SUPERVISE_ARG`]: `--` `<program>` `<args>`….
+pub fn parse_args(
+    args: impl IntoIterator<Item = OsString>,
+) -> Result<(OsString, Vec<OsString>), SuperviseArgsError> {
+    let mut iter = args.into_iter();
+    if iter.next().is_none_or(|a| a != "--") {
+        return Err(SuperviseArgsError::MissingSeparator);
+    }
+    let program = iter.next().ok_or(SuperviseArgsError::NoProgram)?;
+    Ok((program, iter.collect()))
+}
+
+/// A shell's exit code for a status: the code itself, or 128 + the signal that ended it.
+pub fn shell_exit_code(status: ExitStatus) -> u8 {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => u8::try_from(code & 0xff).unwrap_or(u8::MAX),
+        (None, Some(signal)) => u8::try_from(128 + (signal & 0x7f)).unwrap_or(u8::MAX),
+        (None, None) => SUPERVISE_FAILURE_EXIT,
+    }
+}
+
+fn fail(code: u8, message: std::fmt::Arguments<'_>) -> ExitCode {
+    let _ = writeln!(std::io::stderr().lock(), "cadre supervise: {message}");
+    ExitCode::from(code)
+}
+
+/// Run the hidden entry point with the arguments after [`SUPERVISE_ARG`]; stdin must be the
+/// lifeline. Returns the command's exit code (signals as 128 + n, like a shell).
+pub fn supervise_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let (program, args) = match parse_args(args) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            return fail(
+                SUPERVISE_FAILURE_EXIT,
+                format_args!("{e}; the command was not run"),
+            );
+        }
+    };
+    // The group to kill must be exactly ours: lead one (normally the bash tool made us its
+    // leader already; then this changes nothing).
+    let pgid = std::process::id();
+    let leading = group::lead_own_group(pgid);
+    let lifeline = std::io::stdin();
+    if leading {
+        let spawned = std::thread::Builder::new()
+            .name("lifeline".into())
+            .stack_size(WATCHER_STACK)
+            .spawn(move || {
+                wait_for_eof(lifeline.lock());
+                group::kill_group(pgid);
+            });
+        if let Err(e) = spawned {
+            return fail(
+                SUPERVISE_FAILURE_EXIT,
+                format_args!("cannot watch the lifeline: {e}; the command was not run"),
+            );
+        }
+    }
+    // Same process group as ours (no `process_group`), so one `killpg` reaches both.
+    let child = Command::new(&program)
+        .args(&args)
+        .stdin(Stdio::null())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            return fail(
+                code,
+                format_args!("cannot run {}: {e}", program.to_string_lossy()),
+            );
+        }
+    };
+    match child.wait() {
+        Ok(status) => ExitCode::from(shell_exit_code(status)),
+        Err(e) => {
+            group::kill_group(pgid);
+            fail(
+                SUPERVISE_FAILURE_EXIT,
+                format_args!("cannot wait for the command: {e}"),
+            )
+        }
+    }
+}
+
+/// Block until `lifeline` is closed on the other side (or cannot be read any more). Cadre never
+/// writes to it; anything that arrives anyway is ignored.
+fn wait_for_eof(mut lifeline: impl Read) {
+    let mut buf = [0u8; 64];
+    loop {
+        match lifeline.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// The two process-group calls std does not offer.
+mod group {
+    /// Make the calling process the leader of a process group with its own id, if it is not
+    /// already. False if that is impossible (it leads a session of another id), in which case
+    /// nothing may be killed by group.
+    #[allow(unsafe_code)]
+    pub(super) fn lead_own_group(pid: u32) -> bool {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: getpgrp and setpgid take and return plain integers and only change this
+        // process's group membership; they have no memory-safety preconditions.
+        unsafe { libc::getpgrp() == pid || (libc::setpgid(0, 0) == 0 && libc::getpgrp() == pid) }
+    }
+
+    /// SIGKILL every process in group `pgid` (the supervisor's own, so this ends it too).
+    #[allow(unsafe_code)]
+    pub(super) fn kill_group(pgid: u32) {
+        let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+            return;
+        };
+        // Never signal init's group or "our caller's group" (0) by mistake.
+        if pgid <= 1 {
+            return;
+        }
+        // SAFETY: killpg takes two plain integers and only sends a signal; `pgid` is the group
+        // this process leads (checked by `lead_own_group` before the watcher starts).
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn built_arguments_parse_back() {
+        let args = supervise_args("bash", ["-c", "echo -- __supervise"]);
+        assert_eq!(args[0], SUPERVISE_ARG);
+        let (program, rest) = parse_args(args.into_iter().skip(1)).unwrap();
+        assert_eq!(program, "bash");
+        assert_eq!(rest, os(&["-c", "echo -- __supervise"]));
+        let (program, rest) = parse_args(os(&["--", "true"])).unwrap();
+        assert_eq!(program, "true");
+        assert!(rest.is_empty());
+    }
+
+    #[test]
+    fn bad_arguments_are_refused() {
+        assert_eq!(
+            parse_args(os(&[])),
+            Err(SuperviseArgsError::MissingSeparator)
+        );
+        assert_eq!(
+            parse_args(os(&["bash", "-c", "x"])),
+            Err(SuperviseArgsError::MissingSeparator)
+        );
+        assert_eq!(parse_args(os(&["--"])), Err(SuperviseArgsError::NoProgram));
+    }
+
+    #[test]
+    fn exit_codes_map_like_a_shell() {
+        let status = |raw: i32| ExitStatus::from_raw(raw);
+        // Raw wait statuses: exit code in the second byte, terminating signal in the low bits.
+        assert_eq!(shell_exit_code(status(0)), 0);
+        assert_eq!(shell_exit_code(status(3 << 8)), 3);
+        assert_eq!(shell_exit_code(status(255 << 8)), 255);
+        assert_eq!(shell_exit_code(status(libc::SIGTERM)), 143);
+        assert_eq!(shell_exit_code(status(libc::SIGKILL)), 137);
+        // Signal with the core-dump flag.
+        assert_eq!(shell_exit_code(status(libc::SIGSEGV | 0x80)), 139);
+    }
+
+    #[test]
+    fn eof_ends_the_wait_and_data_does_not() {
+        wait_for_eof(&b""[..]);
+        wait_for_eof(&b"ignored bytes"[..]);
+        struct Failing;
+        impl Read for Failing {
+            fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("gone"))
+            }
+        }
+        wait_for_eof(Failing);
+    }
+}

@@ -36,7 +36,8 @@ use args::{Cli, Command};
 fn main() -> ExitCode {
     // The hidden re-exec entry points, handled before any parsing or thread: the sandbox of
     // read-only roles' bash (S2), and the supervisor that ends a bash command when cadre dies.
-    // Both names start with `__`, which no subcommand, option or prompt routed here can.
+    // Both are reserved first arguments that no subcommand or option uses, and both insist on
+    // their exact argument shape, so a stray `cadre __supervise` fails with a message.
     if let Some(first) = std::env::args_os().nth(1) {
         if first == cadre_tools::sandbox::EXEC_ARG {
             return cadre_tools::sandbox::exec_main(std::env::args_os().skip(2));

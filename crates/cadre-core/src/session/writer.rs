@@ -5,13 +5,19 @@
 //! appending returns the new id at once. The task writes whatever has queued up in one go
 //! (a burst of tool results becomes one write), which keeps a session cheap even with many
 //! concurrent agents.
+//!
+//! Appends go straight to the file with `std::fs` from the writer task: a small write into the
+//! page cache takes microseconds, far less than handing it to tokio's blocking pool (two thread
+//! wake-ups per write). Only the close-time fsync, which waits for the disk, runs on that pool.
 
 use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use cadre_protocol::{Message, SESSION_VERSION, SessionEntry, SessionEntryKind, SessionHeader};
-use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 
 use super::error::SessionError;
@@ -89,15 +95,16 @@ impl SessionWriter {
             path: path.clone(),
             source,
         };
-        if !dir.as_os_str().is_empty() {
-            tokio::fs::create_dir_all(&dir).await.map_err(create_err)?;
+        let open = || OpenOptions::new().create_new(true).append(true).open(&path);
+        let file = match open() {
+            // Only the first session in a new directory pays for creating it.
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !dir.as_os_str().is_empty() => {
+                std::fs::create_dir_all(&dir).map_err(create_err)?;
+                open()
+            }
+            opened => opened,
         }
-        let file = tokio::fs::OpenOptions::new()
-            .create_new(true)
-            .append(true)
-            .open(&path)
-            .await
-            .map_err(create_err)?;
+        .map_err(create_err)?;
         let mut first = serde_json::to_vec(&header).map_err(|e| SessionError::Write {
             path: path.clone(),
             message: e.to_string(),
@@ -121,10 +128,9 @@ impl SessionWriter {
                 ),
             });
         }
-        let file = tokio::fs::OpenOptions::new()
+        let file = OpenOptions::new()
             .append(true)
             .open(path)
-            .await
             .map_err(|source| SessionError::Create {
                 path: path.to_path_buf(),
                 source,
@@ -148,7 +154,7 @@ impl SessionWriter {
     fn start(
         path: PathBuf,
         header: SessionHeader,
-        file: tokio::fs::File,
+        file: File,
         first: Vec<u8>,
         leaf: Option<String>,
         ids: HashSet<String>,
@@ -203,11 +209,12 @@ impl SessionWriter {
         id
     }
 
-    /// Pi's ids: 8 hex characters, unique within the file.
+    /// Pi's ids: 8 hex characters, unique within the file. They only need to be unique within
+    /// the file (checked here), not unguessable, so a user-space generator does instead of a
+    /// `getrandom` call per entry.
     fn fresh_id(&mut self) -> String {
         loop {
-            let uuid = uuid::Uuid::new_v4().simple().to_string();
-            let id = uuid[..8].to_string();
+            let id = format!("{:08x}", fastrand::u32(..));
             if self.ids.insert(id.clone()) {
                 return id;
             }
@@ -249,15 +256,13 @@ impl SessionWriter {
 
 /// The writer task: batch whatever is queued, write it, answer flushes. After the first write
 /// error nothing more is written (the file would get a hole) and every flush reports it.
-async fn write_loop(
-    mut file: tokio::fs::File,
-    first: Vec<u8>,
-    mut rx: mpsc::UnboundedReceiver<Command>,
-) {
+async fn write_loop(file: File, first: Vec<u8>, mut rx: mpsc::UnboundedReceiver<Command>) {
     let mut buf = first;
     let mut failed: Option<String> = None;
     let mut waiters: Vec<oneshot::Sender<Result<(), String>>> = Vec::new();
     let mut closing = None;
+    // `&File` implements `Write`; the `Arc` lets the close-time fsync run on the blocking pool.
+    let file = Arc::new(file);
     loop {
         if buf.is_empty() && waiters.is_empty() {
             match rx.recv().await {
@@ -271,22 +276,24 @@ async fn write_loop(
                 Err(_) => break,
             }
         }
-        if !buf.is_empty() && failed.is_none() {
-            let written = async {
-                file.write_all(&buf).await?;
-                file.flush().await
-            }
-            .await;
-            if let Err(e) = written {
-                failed = Some(e.to_string());
-            }
+        if !buf.is_empty()
+            && failed.is_none()
+            && let Err(e) = (&*file).write_all(&buf)
+        {
+            failed = Some(e.to_string());
         }
         buf.clear();
         if let Some(reply) = closing.take() {
-            if failed.is_none()
-                && let Err(e) = file.sync_all().await
-            {
-                failed = Some(e.to_string());
+            if failed.is_none() {
+                let synced = {
+                    let file = Arc::clone(&file);
+                    tokio::task::spawn_blocking(move || file.sync_all()).await
+                };
+                match synced {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => failed = Some(e.to_string()),
+                    Err(e) => failed = Some(format!("fsync did not finish: {e}")),
+                }
             }
             for w in waiters.drain(..) {
                 let _ = w.send(status(&failed));

@@ -1,9 +1,12 @@
 //! Replace a file so that readers see either the old or the new contents, never a torn mix, even
 //! if the process or the machine dies halfway.
 
+use std::ffi::OsStr;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Write `bytes` to `path` atomically: a temp file in the same directory, written and fsynced,
 /// then renamed over `path`. Readers see the old or the new contents, never a torn mix, whether
@@ -20,23 +23,36 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let name = path
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    // Unique per process and call, so concurrent writers never share a temp file.
-    let tmp = dir.join(format!(
-        ".{}.{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    ));
+    let mut tmp = temp_path(dir, name);
     let mut result = write_and_rename(&tmp, path, bytes);
     if matches!(&result, Err(e) if e.kind() == io::ErrorKind::NotFound) {
         // Only the first write into a new directory pays for creating it.
         fs::create_dir_all(dir)?;
         result = write_and_rename(&tmp, path, bytes);
     }
+    if matches!(&result, Err(e) if e.kind() == io::ErrorKind::AlreadyExists) {
+        // A leftover of an earlier process that had our pid: leave it to the sweep, pick another.
+        tmp = temp_path(dir, name);
+        result = write_and_rename(&tmp, path, bytes);
+    }
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// `.<file>.<pid>.<unique>.tmp`, unique per process and call so concurrent writers never share a
+/// temp file. The pid (read once) lets a later sweep tell a dead writer's leftovers; the unique
+/// part is a per-process random prefix and a counter, so naming a temp file costs no syscall.
+fn temp_path(dir: &Path, name: &OsStr) -> PathBuf {
+    static PID: OnceLock<(u32, u32)> = OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let (pid, salt) = *PID.get_or_init(|| (std::process::id(), fastrand::u32(..)));
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    dir.join(format!(
+        ".{}.{pid}.{salt:08x}{n:x}.tmp",
+        name.to_string_lossy()
+    ))
 }
 
 fn write_and_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -102,6 +118,23 @@ mod tests {
         assert_eq!(got.len(), 4096);
         assert!(got.iter().all(|b| *b == got[0]));
         assert!(leftovers(tmp.path()).is_empty());
+    }
+
+    #[test]
+    fn temp_names_are_unique_and_carry_the_pid() {
+        let dir = Path::new("/x");
+        let a = temp_path(dir, OsStr::new("task.json"));
+        let b = temp_path(dir, OsStr::new("task.json"));
+        assert_ne!(a, b);
+        let name = a.file_name().unwrap().to_str().unwrap();
+        let inner = name
+            .strip_prefix('.')
+            .unwrap()
+            .strip_suffix(".tmp")
+            .unwrap();
+        let parts: Vec<&str> = inner.rsplitn(3, '.').collect();
+        assert_eq!(parts[1], std::process::id().to_string());
+        assert_eq!(parts[2], "task.json");
     }
 
     #[test]

@@ -147,13 +147,18 @@ impl TaskStore {
     /// (when empty), `updated_at` and `output_file` (when empty). Fails if the task exists.
     pub fn create(&self, record: &mut TaskRecord) -> Result<(), StoreError> {
         let dir = self.task_dir(&record.root_session_id, &record.id)?;
-        let root_dir = self.dir.join(&record.root_session_id);
-        fs::create_dir_all(&root_dir).map_err(|source| StoreError::Write {
-            path: root_dir.clone(),
-            source,
-        })?;
-        // Creating the directory itself is the exclusive claim on the id.
-        match fs::create_dir(&dir) {
+        // Creating the directory itself is the exclusive claim on the id. Only the first task of
+        // a root session finds the root's directory missing and creates it.
+        let mut made = fs::create_dir(&dir);
+        if matches!(&made, Err(e) if e.kind() == io::ErrorKind::NotFound) {
+            let root_dir = self.dir.join(&record.root_session_id);
+            fs::create_dir_all(&root_dir).map_err(|source| StoreError::Write {
+                path: root_dir.clone(),
+                source,
+            })?;
+            made = fs::create_dir(&dir);
+        }
+        match made {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 return Err(StoreError::AlreadyExists {

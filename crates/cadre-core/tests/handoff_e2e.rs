@@ -63,6 +63,8 @@ impl ModelResolver for Models {
 struct Reply {
     text: String,
     calls: Vec<(String, Value)>,
+    /// Never answer (until the request is cancelled).
+    hang: bool,
 }
 
 fn text(t: &str) -> Reply {
@@ -160,6 +162,10 @@ impl Provider for Scripted {
         self.requests.lock().unwrap().push(request);
         let (tx, rx) = mpsc::channel(4);
         tokio::spawn(async move {
+            if reply.hang {
+                tx.closed().await;
+                return;
+            }
             let mut m = AssistantMessage::empty("anthropic-messages", "fake", "scripted");
             if !reply.text.is_empty() {
                 m.content.push(ContentBlock::text(reply.text.clone()));
@@ -233,6 +239,14 @@ fn harness_with(
     extra: Vec<RoleDef>,
     handler: impl Fn(&Conv) -> Reply + Send + Sync + 'static,
 ) -> Harness {
+    harness_full(extra, json!({}), handler)
+}
+
+fn harness_full(
+    extra: Vec<RoleDef>,
+    settings: Value,
+    handler: impl Fn(&Conv) -> Reply + Send + Sync + 'static,
+) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let provider = Arc::new(Scripted {
         handler: Box::new(handler),
@@ -258,7 +272,7 @@ fn harness_with(
         trusted: true,
         untrusted_reason: None,
     };
-    let settings = SubagentSettings::from_value(Some(&json!({})))
+    let settings = SubagentSettings::from_value(Some(&settings))
         .unwrap()
         .settings;
     let (tx, rx) = mpsc::unbounded_channel();
@@ -885,4 +899,58 @@ async fn a_scoped_probe_reads_only_inside_its_scope_and_within_budget() {
     let first = msg_text(&reqs[0].messages[0]);
     assert!(first.contains("src"), "{first}");
     assert!(first.contains("after the first finding"), "{first}");
+}
+
+#[tokio::test]
+async fn stopping_the_implementer_during_its_review_stops_the_reviewer() {
+    let h = harness(|c| {
+        if c.is_reviewer() {
+            Reply {
+                hang: true,
+                ..Reply::default()
+            }
+        } else {
+            implementer(c)
+        }
+    });
+    let mut s = reviewed("IMPLEMENT");
+    s.task.run_in_background = Some(true);
+    let o = h.launch(s).await.unwrap();
+    tokio::time::timeout(GUARD, async {
+        while h
+            .requests_where(|t| t.starts_with("Review packet: "))
+            .is_empty()
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the reviewer started");
+    let snap = tokio::time::timeout(GUARD, h.manager.stop(&o.task_id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(snap.status, TaskStatus::Stopped);
+    assert_eq!(snap.termination, Some(TerminationKind::ManualStop));
+    let reviewer = &h.reviewers()[0];
+    assert_eq!(reviewer.status, TaskStatus::Stopped, "{reviewer:?}");
+    assert!(h.manager.live_tasks().is_empty());
+}
+
+#[tokio::test]
+async fn a_fix_round_under_a_quota_of_one_hands_the_slot_back_and_forth() {
+    let h = harness_full(Vec::new(), json!({"maxConcurrentTasks": 1}), |c| {
+        if c.is_reviewer() {
+            text(if c.review_attempt() == 1 {
+                NEEDS_FIX
+            } else {
+                PASS
+            })
+        } else {
+            implementer(c)
+        }
+    });
+    let o = h.launch(reviewed("IMPLEMENT")).await.unwrap();
+    assert_eq!(o.status, TaskStatus::Completed, "{:?}", o.error);
+    assert_eq!(h.reviewers().len(), 2);
 }

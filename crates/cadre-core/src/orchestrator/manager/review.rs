@@ -165,9 +165,19 @@ async fn run_reviewer(
     // The implementer is idle while it is reviewed: its slot goes to the reviewer (O7).
     lock(&h.permit).take();
     let started = start_boxed(inner, &parent, p).await;
-    let result = match started {
+    match started {
         Ok(rh) => {
-            rh.wait(false).await;
+            // Stopping the implementer (TaskStop, shutdown, its launcher's abort) stops its
+            // review too, rather than waiting for it.
+            tokio::select! {
+                _ = rh.wait(false) => {}
+                _ = h.aborted() => {
+                    let actions = lock(&rh.lifecycle).on_parent_shutdown();
+                    super::run::apply_actions(inner, &rh, actions);
+                    rh.abort();
+                    rh.wait(false).await;
+                }
+            }
             let r = rh.record();
             Ok(ReviewerAnswer {
                 task_id: r.id,
@@ -177,10 +187,18 @@ async fn run_reviewer(
             })
         }
         Err(e) => Err(format!("the reviewer could not start: {e}")),
+    }
+}
+
+/// Take a quota slot again for the implementer's fix round (its slot went to the reviewer).
+/// `false` when the task was stopped while it waited.
+pub(crate) async fn reacquire_slot(inner: &Inner, h: &TaskHandle) -> bool {
+    let permit = tokio::select! {
+        p = inner.quota.acquire() => p,
+        _ = h.aborted() => return false,
     };
-    let permit = inner.quota.acquire().await;
     *lock(&h.permit) = Some(Arc::new(permit));
-    result
+    true
 }
 
 /// `start` behind a boxed `Send` future: a run may start a reviewer, whose start spawns a run,

@@ -256,6 +256,9 @@ pub(crate) async fn drive(
                     ReviewStep::Passed => {}
                     ReviewStep::Failed(message) => review_failure = Some(message),
                     ReviewStep::Fix(findings) => {
+                        if !review::reacquire_slot(&inner, &h).await {
+                            break;
+                        }
                         next = Some(vec![Message::user(fix_prompt(&findings))]);
                         review_findings = findings;
                         h.open_inbox(agent.controller());

@@ -9,7 +9,8 @@
 //! Where the process has a supervisor (the cadre binary sets one, see [`crate::supervise`]), the
 //! command runs under `<cadre> __supervise`, which kills the command's whole group if cadre dies
 //! — even by SIGKILL — instead of leaving it running under init. A command ended by a signal then
-//! reports the shell's exit code for it (128 + n).
+//! reports the shell's exit code for it (128 + n); a supervisor killed from outside takes its
+//! group along.
 //!
 //! A shell policy (S3) is checked before anything runs. A sandboxed tool (read-only roles, S2)
 //! runs the command through the cadre binary's `__sandbox-exec` entry point under Landlock, and
@@ -417,6 +418,11 @@ async fn run(
             exited = child.wait(), if status.is_none() => {
                 match exited {
                     Ok(s) => {
+                        // A supervisor ends by a signal only when something killed it from
+                        // outside: the command, left without its lifeline, goes with it.
+                        if supervisor.is_some() && s.signal().is_some() {
+                            guard.kill();
+                        }
                         status = Some(s);
                         drain_deadline = Instant::now().checked_add(DRAIN_MAX);
                     }

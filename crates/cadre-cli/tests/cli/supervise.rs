@@ -78,10 +78,7 @@ pub fn assert_all_end(dir: &Path, marker: &str) {
         if left.is_empty() {
             return;
         }
-        assert!(
-            Instant::now() < deadline,
-            "still running after cadre was killed: {left:#?}"
-        );
+        assert!(Instant::now() < deadline, "still running: {left:#?}");
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -182,6 +179,24 @@ fn supervised_timeout_kills_the_whole_group() {
     assert_eq!(out.code, Some(1), "{out:#?}");
     assert_eq!(
         out.stdout, "begun\n\nCommand timed out after 1 seconds\n",
+        "{out:#?}"
+    );
+    assert_all_end(&f.project, marker);
+}
+
+/// Something outside killing the supervisor alone must not leave the command running without
+/// its lifeline: the bash tool then ends the whole group.
+#[test]
+fn a_killed_supervisor_takes_its_command_along() {
+    let f = Fixture::new();
+    let marker = "sleep 30.0999";
+    let out = tool_bash(
+        &f,
+        json!({"command": format!("echo before; kill -KILL $PPID; {marker}; echo never")}),
+    );
+    assert_eq!(out.code, Some(1), "{out:#?}");
+    assert_eq!(
+        out.stdout, "before\n\nCommand was killed by signal 9\n",
         "{out:#?}"
     );
     assert_all_end(&f.project, marker);

@@ -954,3 +954,35 @@ async fn a_fix_round_under_a_quota_of_one_hands_the_slot_back_and_forth() {
     assert_eq!(o.status, TaskStatus::Completed, "{:?}", o.error);
     assert_eq!(h.reviewers().len(), 2);
 }
+
+#[tokio::test]
+async fn a_continued_scoped_probe_keeps_its_scope() {
+    let h = harness(|c| {
+        if c.users >= 2 && c.turn == 1 {
+            call("read", json!({"path": "Makefile"}))
+        } else if c.users >= 2 && c.turn == 2 {
+            assert!(c.last.contains("outside this probe's scope"), "{}", c.last);
+            text("still scoped")
+        } else {
+            text("first answer")
+        }
+    });
+    std::fs::create_dir_all(h.work.join("src")).unwrap();
+    let mut s = spec("general-purpose", "PROBE");
+    s.task.scope = vec!["src".into()];
+    let o = h.launch(s).await.unwrap();
+    assert_eq!(h.record(&o.task_id).scope, ["src"]);
+    let sent = tokio::time::timeout(
+        GUARD,
+        h.manager
+            .send_message(&h.root, &o.task_id, "Read the Makefile."),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let cadre_core::orchestrator::manager::SendOutcome::Continued(o2) = sent else {
+        panic!("not continued");
+    };
+    assert_eq!(o2.result, "still scoped");
+    assert_eq!(h.record(&o.task_id).usage.tool_calls_blocked, 1);
+}

@@ -233,6 +233,7 @@ pub(crate) async fn start(
         tools: p.caps.tools.clone(),
         readonly: p.role.readonly,
         shell_policy: p.role.shell_policy.as_str().into(),
+        scope: p.spec.scope.clone(),
         one_shot: p.role.one_shot,
         trusted: inner.trusted,
         diagnostics: p.diagnostics.clone(),

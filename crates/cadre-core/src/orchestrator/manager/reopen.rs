@@ -10,6 +10,7 @@ use cadre_protocol::{Message, TaskStatus, ThinkingLevel};
 use super::child::{ChildBuild, build_child_agent, parse_shell_policy};
 use super::handle::{ChildGate, RunState, TaskHandle, lock};
 use super::run::{Slot, drive, outcome_of};
+use super::scope::ProbeScope;
 use super::types::{Delivery, LaunchError, ParentRef, SendOutcome};
 use super::{Inner, RunInfo, TaskManager};
 use crate::orchestrator::capability::CapabilitySet;
@@ -137,6 +138,7 @@ pub(crate) async fn reopen_with(
         .and_then(|pid| lock(&inner.sinks).get(pid).cloned())
         .unwrap_or_else(|| inner.root_notices.clone());
     // The boundary persisted in the record, whatever the role file says now (O2).
+    let scope = ProbeScope::new(&cwd, &record.scope);
     let (mut agent, events) = build_child_agent(
         inner,
         ChildBuild {
@@ -180,6 +182,8 @@ pub(crate) async fn reopen_with(
     agent.set_tool_gate(Arc::new(ChildGate {
         handle: Arc::clone(&handle),
     }));
+    // The probe's scope holds across continuations; its read budget starts afresh.
+    *lock(&handle.scope) = scope;
     lock(&inner.runs).insert(
         id.to_string(),
         RunInfo {

@@ -22,6 +22,7 @@ use crate::handoff::packet::{
 };
 use crate::handoff::receipt::ExecutionReceipt;
 use crate::handoff::verdict::{UncertainReason, Verdict, parse_verdict};
+use crate::orchestrator::output::neutralize;
 
 /// The role that reviews (a built-in; a project may override it, but it must stay read-only).
 pub(crate) const REVIEW_ROLE: &str = "review";
@@ -72,11 +73,11 @@ pub(crate) async fn review(
         previous_findings: previous_findings.to_vec(),
     };
     let fail = |why: String| {
-        ReviewStep::Failed(format!(
+        ReviewStep::Failed(neutralize(&format!(
             "Review gate failed closed on review {attempt}: {why}. The work was not reviewed.\n\
              Implementer task: {} (continue it with SendMessage).",
             h.id
-        ))
+        )))
     };
     let dir = match inner.store.task_dir(&inner.root_session_id, &h.id) {
         Ok(d) => d,
@@ -114,9 +115,12 @@ pub(crate) async fn review(
     match next_step(attempt, &verdict, &h.id) {
         GateStep::Passed => ReviewStep::Passed,
         GateStep::Fix { findings } => ReviewStep::Fix(findings),
-        GateStep::Failed { message } => {
-            ReviewStep::Failed(format!("{message}\nReviewer task: {}.", answer.task_id))
-        }
+        // The findings are the reviewer's words: no reserved tag survives into the parent's
+        // view of the error.
+        GateStep::Failed { message } => ReviewStep::Failed(neutralize(&format!(
+            "{message}\nReviewer task: {}.",
+            answer.task_id
+        ))),
     }
 }
 

@@ -999,3 +999,34 @@ async fn a_reviewer_s_findings_cannot_forge_tags_in_the_parent_s_error() {
     assert!(!e.contains("<execution-receipt>"), "{e}");
     assert!(!e.contains("</task-notification>"), "{e}");
 }
+
+#[tokio::test]
+async fn the_reviewer_s_turn_budget_counts_new_untracked_files() {
+    let big: String = (0..1500).map(|i| format!("row {i}\n")).collect();
+    let h = harness(move |c| {
+        if c.is_reviewer() {
+            text(PASS)
+        } else {
+            match c.turn {
+                0 => write("big_new.txt", &big),
+                1 => bash("make test"),
+                _ => text("added a big file"),
+            }
+        }
+    });
+    let o = h.launch(reviewed("IMPLEMENT")).await.unwrap();
+    assert_eq!(o.status, TaskStatus::Completed, "{:?}", o.error);
+    assert_eq!(h.reviewers()[0].budgets.max_turns, Some(24), "a large diff");
+    let dir = h.manager.store().task_dir(ROOT, &o.task_id).unwrap();
+    let packet = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("review-packet-")
+        })
+        .unwrap();
+    let body = std::fs::read_to_string(packet.path()).unwrap();
+    assert!(body.contains("big_new.txt (1500 lines)"), "{body}");
+}

@@ -59,7 +59,7 @@ pub(crate) async fn review(
     let receipt = ExecutionReceipt::from_events(&lock(&h.tool_events));
     let has_check = receipt.evidence().has_successful_check();
     let cwd = std::path::PathBuf::from(&lock(&h.record).cwd);
-    let diff_stat = git_diff_stat(&cwd).await;
+    let (diff_stat, diff_lines) = changes(&cwd).await;
     let packet = ReviewPacket {
         implementer_task_id: h.id.clone(),
         attempt,
@@ -87,7 +87,7 @@ pub(crate) async fn review(
         Ok(p) => p,
         Err(e) => return fail(e.to_string()),
     };
-    let budget = review_turn_budget(diff_lines_from_stat(&diff_stat));
+    let budget = review_turn_budget(diff_lines);
     let answer = match run_reviewer(inner, h, setup, &handle, attempt, budget, &cwd).await {
         Ok(a) => a,
         Err(why) => return fail(why),
@@ -215,10 +215,43 @@ fn start_boxed<'a>(
     Box::pin(start(inner, parent, p))
 }
 
-/// `git diff --stat` of the implementer's working tree (empty when there is none).
-async fn git_diff_stat(cwd: &Path) -> String {
+/// Untracked files whose lines are counted into the diff size (more are listed, not read).
+const MAX_UNTRACKED_COUNTED: usize = 200;
+
+/// The implementer's changes for the packet, and their size in changed lines: `git diff --stat
+/// HEAD` (tracked files, staged or not) plus the files git does not track yet, which a plain
+/// diff leaves out although an implementer often adds them. Empty outside a repository.
+async fn changes(cwd: &Path) -> (String, usize) {
+    let mut stat = git(cwd, &["diff", "--stat", "HEAD"]).await;
+    let mut lines = diff_lines_from_stat(&stat);
+    let untracked = git(cwd, &["ls-files", "--others", "--exclude-standard", "-z"]).await;
+    let new: Vec<&str> = untracked.split('\0').filter(|p| !p.is_empty()).collect();
+    if !new.is_empty() {
+        stat.push_str("Untracked files (new, not in the diff above):\n");
+        for (i, path) in new.iter().enumerate() {
+            let counted = if i < MAX_UNTRACKED_COUNTED {
+                std::fs::read(cwd.join(path))
+                    .map(|b| b.iter().filter(|c| **c == b'\n').count())
+                    .ok()
+            } else {
+                None
+            };
+            match counted {
+                Some(n) => {
+                    lines += n;
+                    stat.push_str(&format!(" {path} ({n} lines)\n"));
+                }
+                None => stat.push_str(&format!(" {path}\n")),
+            }
+        }
+    }
+    (stat, lines)
+}
+
+/// A git command's standard output in `cwd` (empty when it fails).
+async fn git(cwd: &Path, args: &[&str]) -> String {
     let out = tokio::process::Command::new("git")
-        .args(["diff", "--stat", "HEAD"])
+        .args(args)
         .current_dir(cwd)
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -555,7 +555,7 @@ async fn review_pass_completes_the_task() {
             .unwrap(),
     );
     assert!(first.contains("Packet sha256: "), "{first}");
-    assert!(first.contains("sha256sum"), "{first}");
+    assert!(first.contains("`sha256` tool"), "{first}");
     assert!(
         !first.contains("IMPLEMENT"),
         "criteria are in the packet, not the prompt"
@@ -1029,4 +1029,29 @@ async fn the_reviewer_s_turn_budget_counts_new_untracked_files() {
         .unwrap();
     let body = std::fs::read_to_string(packet.path()).unwrap();
     assert!(body.contains("big_new.txt (1500 lines)"), "{body}");
+}
+
+#[tokio::test]
+async fn the_reviewer_verifies_the_packet_digest_with_its_tool_first() {
+    let h = harness(|c| {
+        if !c.is_reviewer() {
+            return implementer(c);
+        }
+        let want = c
+            .first
+            .lines()
+            .find_map(|l| l.strip_prefix("Packet sha256: "))
+            .unwrap()
+            .to_string();
+        match c.turn {
+            0 => call("sha256", json!({"path": c.packet_path().to_string_lossy()})),
+            _ if c.last.starts_with(&want) => text(PASS),
+            _ => text("review packet digest mismatch"),
+        }
+    });
+    let o = h.launch(reviewed("IMPLEMENT")).await.unwrap();
+    assert_eq!(o.status, TaskStatus::Completed, "{:?}", o.error);
+    let r = &h.reviewers()[0];
+    assert!(r.tools.iter().any(|t| t == "sha256"), "{:?}", r.tools);
+    assert!(!r.tools.iter().any(|t| t == "write" || t == "edit"));
 }

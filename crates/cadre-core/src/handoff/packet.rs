@@ -17,6 +17,9 @@ use super::evidence::one_line;
 use super::verdict::UncertainReason;
 use crate::config::atomic_write;
 
+/// The reviewer's digest tool: a read-only role's shell policy may not allow `sha256sum`.
+pub const SHA256_TOOL: &str = "sha256";
+
 /// The exact reply a reviewer gives when the packet's digest does not match its handle.
 pub const DIGEST_MISMATCH_REPLY: &str = "review packet digest mismatch";
 
@@ -256,7 +259,8 @@ pub fn reviewer_prompt(handle: &PacketHandle) -> String {
     format!(
         "Review packet: {path}\n\
          Packet sha256: {sha}\n\
-         First verify the packet: run `sha256sum {quoted}` and compare the digest with the one \
+         First verify the packet: compute its sha256 with the `{SHA256_TOOL}` tool (or run \
+         `sha256sum {quoted}` where your shell allows it) and compare the digest with the one \
          above. On a mismatch reply exactly: {DIGEST_MISMATCH_REPLY}\n\
          Otherwise read the packet and follow it. Inspect `git status`, `git diff` and the \
          changed files yourself; do not trust the implementer's account.\n\

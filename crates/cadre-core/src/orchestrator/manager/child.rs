@@ -13,6 +13,7 @@ use cadre_tools::{BashTool, ToolRegistry};
 use tokio::sync::mpsc;
 
 use super::Inner;
+use super::digest::Sha256Tool;
 use super::handle::{RunState, lock};
 use super::prompt::{child_system_prompt, task_message};
 use super::structured::{
@@ -21,6 +22,7 @@ use super::structured::{
 use super::types::{LaunchError, ParentNotice, ParentRef, TaskSpec};
 use crate::agent::{Agent, AgentConfig};
 use crate::handoff::contract::{render_packet, render_scope};
+use crate::handoff::packet::SHA256_TOOL;
 use crate::orchestrator::capability::{AGENT_TOOL, CapabilitySet};
 use crate::orchestrator::tools::AgentTool;
 use crate::roles::{RoleDef, ShellPolicy, Skill};
@@ -102,6 +104,8 @@ pub(crate) fn build_child_agent(
                 let child_parent = child_parent_ref(inner, &b);
                 tools.register(Arc::new(AgentTool::new(manager, child_parent)));
             }
+        } else if name == SHA256_TOOL {
+            tools.register(Arc::new(Sha256Tool));
         } else if name == STRUCTURED_OUTPUT_TOOL {
             if let Some((schema, slot)) = &b.structured {
                 tools.register(Arc::new(StructuredOutputTool::new(

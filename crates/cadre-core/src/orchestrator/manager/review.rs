@@ -17,8 +17,8 @@ use super::prepare::prepare;
 use super::types::{ParentRef, TaskSpec};
 use crate::handoff::gate::{GateStep, next_step};
 use crate::handoff::packet::{
-    PacketHandle, ReviewPacket, diff_lines_from_stat, review_turn_budget, reviewer_prompt,
-    verify_packet, write_packet,
+    PacketHandle, ReviewPacket, SHA256_TOOL, diff_lines_from_stat, review_turn_budget,
+    reviewer_prompt, verify_packet, write_packet,
 };
 use crate::handoff::receipt::ExecutionReceipt;
 use crate::handoff::verdict::{UncertainReason, Verdict, parse_verdict};
@@ -166,6 +166,10 @@ async fn run_reviewer(
     p.worktree = false;
     p.cwd = cwd.to_path_buf();
     p.budgets.max_turns = Some(budget);
+    // The packet's digest can be checked whatever the role's shell policy allows.
+    if !p.caps.tools.iter().any(|t| t == SHA256_TOOL) {
+        p.caps.tools.push(SHA256_TOOL.to_string());
+    }
     // The implementer is idle while it is reviewed: its slot goes to the reviewer (O7).
     lock(&h.permit).take();
     let started = start_boxed(inner, &parent, p).await;

@@ -35,6 +35,8 @@ mod orchestration;
 mod prompt;
 #[path = "cli/readonly_child.rs"]
 mod readonly_child;
+#[path = "cli/review_gate.rs"]
+mod review_gate;
 #[path = "cli/sandbox.rs"]
 mod sandbox;
 #[path = "cli/sessions.rs"]

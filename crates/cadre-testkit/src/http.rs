@@ -1,7 +1,9 @@
-//! Just enough HTTP/1.1: read one request, write a response head, chunked body pieces.
+//! Just enough HTTP/1.1: read requests, write a response head, chunked body pieces.
 //!
-//! Every response carries `connection: close` and the connection is closed afterwards, which
-//! keeps the server free of keep-alive state while staying correct for any client.
+//! Connections are persistent like a real provider's: after a complete response the next
+//! request is read from the same connection (bytes a client sent ahead are carried over). A
+//! response that ends the connection says `connection: close`; one that keeps it says nothing,
+//! which HTTP/1.1 reads as keep-alive.
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -30,6 +32,8 @@ pub(crate) struct Request {
     /// Lower-cased names, values trimmed.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// An HTTP/1.0 request, whose connection closes unless it asks otherwise.
+    pub http10: bool,
 }
 
 impl Request {
@@ -39,14 +43,31 @@ impl Request {
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     }
+
+    /// Whether the client lets the connection live on after the response: HTTP/1.1 unless it
+    /// says `connection: close`; HTTP/1.0 only if it asks for `keep-alive`.
+    pub fn keep_alive(&self) -> bool {
+        let has = |token: &str| {
+            self.header("connection")
+                .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+        };
+        if self.http10 {
+            has("keep-alive")
+        } else {
+            !has("close")
+        }
+    }
 }
 
 /// Reads one request: head up to the blank line, then a `content-length` or chunked body.
 /// Answers `expect: 100-continue` (curl sends it for large bodies) before reading the body.
+/// `carry` holds bytes already read from the connection and is left holding whatever follows
+/// this request (the start of a pipelined next one).
 pub(crate) async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
     reader: &mut S,
+    carry: &mut Vec<u8>,
 ) -> Result<Request, HttpError> {
-    let mut buf = Vec::with_capacity(8 * 1024);
+    let mut buf = std::mem::take(carry);
     let head_end = loop {
         if let Some(at) = find(&buf, b"\r\n\r\n") {
             break at;
@@ -84,6 +105,7 @@ pub(crate) async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
         path,
         headers,
         body: Vec::new(),
+        http10: version == "HTTP/1.0",
     };
     let mut rest = buf.split_off(head_end + 4);
     if request
@@ -97,7 +119,7 @@ pub(crate) async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
         .header("transfer-encoding")
         .is_some_and(|te| te.to_ascii_lowercase().contains("chunked"));
     request.body = if chunked {
-        read_chunked(reader, rest).await?
+        read_chunked(reader, rest, carry).await?
     } else {
         let length = match request.header("content-length") {
             Some(v) => v
@@ -113,7 +135,7 @@ pub(crate) async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
                 return Err(HttpError::Closed);
             }
         }
-        rest.truncate(length);
+        *carry = rest.split_off(length);
         rest
     };
     Ok(request)
@@ -123,6 +145,7 @@ pub(crate) async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
 async fn read_chunked<R: AsyncRead + Unpin>(
     reader: &mut R,
     mut buf: Vec<u8>,
+    carry: &mut Vec<u8>,
 ) -> Result<Vec<u8>, HttpError> {
     let mut body = Vec::new();
     loop {
@@ -145,7 +168,11 @@ async fn read_chunked<R: AsyncRead + Unpin>(
         if size == 0 {
             // Optional trailers follow, then a blank line; nothing in them matters here.
             let mut tail = buf.split_off(line_end);
-            while find(&tail, b"\r\n\r\n").is_none() {
+            loop {
+                if let Some(at) = find(&tail, b"\r\n\r\n") {
+                    *carry = tail.split_off(at + 4);
+                    break;
+                }
                 if read_more(reader, &mut tail).await? == 0 {
                     // Tolerate a client that closes right after the last chunk.
                     break;
@@ -200,11 +227,13 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// Writes a status line and headers; `connection: close` is always added.
+/// Writes a status line and headers, plus `connection: close` when `close` (the connection
+/// ends after this response).
 pub(crate) async fn write_head<W: AsyncWrite + Unpin>(
     writer: &mut W,
     status: u16,
     headers: &[(&str, String)],
+    close: bool,
 ) -> std::io::Result<()> {
     let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
     for (name, value) in headers {
@@ -213,7 +242,10 @@ pub(crate) async fn write_head<W: AsyncWrite + Unpin>(
         head.push_str(value);
         head.push_str("\r\n");
     }
-    head.push_str("connection: close\r\n\r\n");
+    if close {
+        head.push_str("connection: close\r\n");
+    }
+    head.push_str("\r\n");
     writer.write_all(head.as_bytes()).await?;
     writer.flush().await
 }
@@ -224,10 +256,11 @@ pub(crate) async fn write_full<W: AsyncWrite + Unpin>(
     status: u16,
     headers: &[(&str, String)],
     body: &[u8],
+    close: bool,
 ) -> std::io::Result<()> {
     let mut all: Vec<(&str, String)> = headers.to_vec();
     all.push(("content-length", body.len().to_string()));
-    write_head(writer, status, &all).await?;
+    write_head(writer, status, &all, close).await?;
     writer.write_all(body).await?;
     writer.flush().await
 }
@@ -261,18 +294,18 @@ mod tests {
 
     async fn parse(raw: &[u8]) -> Result<Request, HttpError> {
         let mut stream = tokio::io::join(raw, Vec::new());
-        read_request(&mut stream).await
+        read_request(&mut stream, &mut Vec::new()).await
     }
 
     #[tokio::test]
     async fn answers_expect_continue() {
         let raw = b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}";
         let mut stream = tokio::io::join(&raw[..], Vec::new());
-        let r = read_request(&mut stream).await.unwrap();
+        let r = read_request(&mut stream, &mut Vec::new()).await.unwrap();
         assert_eq!(r.body, b"{}");
         assert_eq!(stream.writer(), b"HTTP/1.1 100 Continue\r\n\r\n");
         let mut stream = tokio::io::join(&b"POST / HTTP/1.1\r\n\r\n"[..], Vec::new());
-        read_request(&mut stream).await.unwrap();
+        read_request(&mut stream, &mut Vec::new()).await.unwrap();
         assert!(stream.writer().is_empty());
     }
 
@@ -293,6 +326,42 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(r.body, b"abcde");
+    }
+
+    #[tokio::test]
+    async fn pipelined_requests_are_read_one_after_another() {
+        let raw = b"POST /a HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}POST /b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\nPOST /c HTTP/1.1\r\n\r\n";
+        let mut stream = tokio::io::join(&raw[..], Vec::new());
+        let mut carry = Vec::new();
+        let a = read_request(&mut stream, &mut carry).await.unwrap();
+        assert_eq!((a.path.as_str(), a.body.as_slice()), ("/a", &b"{}"[..]));
+        let b = read_request(&mut stream, &mut carry).await.unwrap();
+        assert_eq!((b.path.as_str(), b.body.as_slice()), ("/b", &b"x"[..]));
+        let c = read_request(&mut stream, &mut carry).await.unwrap();
+        assert_eq!(c.path, "/c");
+        assert!(carry.is_empty());
+        assert!(matches!(
+            read_request(&mut stream, &mut carry).await,
+            Err(HttpError::Closed)
+        ));
+    }
+
+    #[tokio::test]
+    async fn keep_alive_follows_version_and_connection_header() {
+        for (raw, keep) in [
+            (&b"POST / HTTP/1.1\r\n\r\n"[..], true),
+            (b"POST / HTTP/1.1\r\nConnection: Close\r\n\r\n", false),
+            (
+                b"POST / HTTP/1.1\r\nConnection: upgrade, close\r\n\r\n",
+                false,
+            ),
+            (b"POST / HTTP/1.1\r\nConnection: keep-alive\r\n\r\n", true),
+            (b"POST / HTTP/1.0\r\n\r\n", false),
+            (b"POST / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", true),
+        ] {
+            let r = parse(raw).await.unwrap();
+            assert_eq!(r.keep_alive(), keep, "{:?}", String::from_utf8_lossy(raw));
+        }
     }
 
     #[tokio::test]
@@ -332,6 +401,7 @@ mod tests {
             &mut out,
             200,
             &[("content-type", "text/event-stream".into())],
+            false,
         )
         .await
         .unwrap();
@@ -340,10 +410,10 @@ mod tests {
         write_last_chunk(&mut out).await.unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n9\r\ndata: x\n\n\r\n0\r\n\r\n"
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n9\r\ndata: x\n\n\r\n0\r\n\r\n"
         );
         let mut out = Vec::new();
-        write_full(&mut out, 429, &[], b"{}").await.unwrap();
+        write_full(&mut out, 429, &[], b"{}", true).await.unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "HTTP/1.1 429 Too Many Requests\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}"

@@ -33,6 +33,8 @@ struct Shared {
     rules: Mutex<Vec<(Rule, usize)>>,
     requests: Mutex<Vec<RecordedRequest>>,
     seq: AtomicU64,
+    /// Connections accepted so far.
+    connections: AtomicU64,
 }
 
 /// Locks ignoring poisoning: a panicking test thread must not hide later diagnostics.
@@ -130,6 +132,12 @@ impl FakeServer {
         lock(&self.shared.requests).clear();
     }
 
+    /// How many connections clients have opened so far (a client that keeps its connections
+    /// alive opens fewer than it sends requests).
+    pub fn connections(&self) -> u64 {
+        self.shared.connections.load(Ordering::Relaxed)
+    }
+
     /// The most recent request, if any.
     pub fn last_request(&self) -> Option<RecordedRequest> {
         lock(&self.shared.requests).last().cloned()
@@ -190,6 +198,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, cancel: Cancell
             () = cancel.cancelled() => return,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
+                    shared.connections.fetch_add(1, Ordering::Relaxed);
                     let (shared, cancel) = (shared.clone(), cancel.clone());
                     tokio::spawn(async move {
                         tokio::select! {
@@ -228,19 +237,34 @@ fn guess_api(request: &http::Request) -> WireApi {
     }
 }
 
+/// Serves requests on one connection, one after another like a real provider's keep-alive
+/// connection, until a response ends it or the client leaves.
 async fn serve_connection(mut stream: TcpStream, shared: &Shared) {
     // Each SSE frame must leave immediately; batching would hide streaming bugs.
     let _ = stream.set_nodelay(true);
-    let request = match http::read_request(&mut stream).await {
+    let mut carry = Vec::new();
+    // Write errors only mean the client went away; there is nobody to report them to.
+    while let Ok(true) = serve_request(&mut stream, shared, &mut carry).await {}
+}
+
+/// Reads and answers one request; `Ok(true)` when the connection may carry another.
+async fn serve_request(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    carry: &mut Vec<u8>,
+) -> io::Result<bool> {
+    let request = match http::read_request(stream, carry).await {
         Ok(request) => request,
-        Err(HttpError::Closed | HttpError::Io(_)) => return,
+        Err(HttpError::Closed | HttpError::Io(_)) => return Ok(false),
         Err(error) => {
+            // The rest of the stream cannot be framed after a bad request: close.
             let body = format!("cadre-testkit: {error}");
             let headers = [("content-type", "text/plain; charset=utf-8".to_string())];
-            let _ = http::write_full(&mut stream, 400, &headers, body.as_bytes()).await;
-            return;
+            http::write_full(stream, 400, &headers, body.as_bytes(), true).await?;
+            return Ok(false);
         }
     };
+    let keep_alive = request.keep_alive();
     let routed = route(&request.method, &request.path);
     let body_len = request.body.len();
     let body = serde_json::from_slice::<Value>(&request.body).unwrap_or(Value::Null);
@@ -254,31 +278,32 @@ async fn serve_connection(mut stream: TcpStream, shared: &Shared) {
     let seq = shared.seq.fetch_add(1, Ordering::Relaxed) + 1;
     let api = recorded.api;
 
-    // Write errors only mean the client went away; there is nobody to report them to.
-    let _ = if routed.is_none() {
+    let close = !keep_alive;
+    if routed.is_none() {
         let message = format!(
             "cadre-testkit: no route for {} (serve POST …/chat/completions or …/v1/messages)",
             recorded.path
         );
         let body = error_body(api, 404, Some(&message));
-        send_error(&mut stream, api, seq, 404, None, &body).await
+        send_error(stream, api, seq, 404, None, &body, close).await?;
     } else if recorded.body.is_null() {
         let body = error_body(
             api,
             400,
             Some("cadre-testkit: request body is not valid JSON"),
         );
-        send_error(&mut stream, api, seq, 400, None, &body).await
+        send_error(stream, api, seq, 400, None, &body, close).await?;
     } else if let Some(reply) = shared.pick(&recorded) {
-        respond(&mut stream, &recorded, &reply, seq, body_len).await
+        return respond(stream, &recorded, &reply, seq, body_len, keep_alive).await;
     } else {
         let message = format!(
             "cadre-testkit: no scripted reply matches: {}",
             recorded.summary()
         );
         let body = error_body(api, 400, Some(&message));
-        send_error(&mut stream, api, seq, 400, None, &body).await
-    };
+        send_error(stream, api, seq, 400, None, &body, close).await?;
+    }
+    Ok(keep_alive)
 }
 
 fn error_body(api: WireApi, status: u16, message: Option<&str>) -> String {
@@ -304,6 +329,7 @@ async fn send_error(
     status: u16,
     retry_after: Option<&str>,
     body: &str,
+    close: bool,
 ) -> io::Result<()> {
     let mut headers = vec![
         ("content-type", "application/json".to_string()),
@@ -312,16 +338,19 @@ async fn send_error(
     if let Some(retry_after) = retry_after {
         headers.push(("retry-after", retry_after.to_string()));
     }
-    http::write_full(stream, status, &headers, body.as_bytes()).await
+    http::write_full(stream, status, &headers, body.as_bytes(), close).await
 }
 
+/// Sends the scripted reply; `Ok(true)` when the connection may carry another request (the
+/// client allows it and no fault cut the response short).
 async fn respond(
     stream: &mut TcpStream,
     request: &RecordedRequest,
     reply: &Reply,
     seq: u64,
     body_len: usize,
-) -> io::Result<()> {
+    keep_alive: bool,
+) -> io::Result<bool> {
     let api = request.api;
     if !reply.latency.is_zero() {
         tokio::time::sleep(reply.latency).await;
@@ -336,14 +365,26 @@ async fn respond(
             let body = body
                 .clone()
                 .unwrap_or_else(|| error_body(api, *status, None));
-            return send_error(stream, api, seq, *status, retry_after.as_deref(), &body).await;
+            let close = !keep_alive;
+            send_error(
+                stream,
+                api,
+                seq,
+                *status,
+                retry_after.as_deref(),
+                &body,
+                close,
+            )
+            .await?;
+            return Ok(keep_alive);
         }
         Some(Fault::ContextOverflow) => {
             let body = match api {
                 WireApi::OpenAi => openai::context_overflow_body(usage.input),
                 WireApi::Anthropic => anthropic::context_overflow_body(usage.input),
             };
-            return send_error(stream, api, seq, 400, None, &body).await;
+            send_error(stream, api, seq, 400, None, &body, !keep_alive).await?;
+            return Ok(keep_alive);
         }
         _ => {}
     }
@@ -354,24 +395,13 @@ async fn respond(
         usage,
     };
     if !request.is_stream() {
-        return respond_whole(stream, api, reply, &ctx).await;
+        return respond_whole(stream, api, reply, &ctx, keep_alive).await;
     }
 
     let frames = match api {
         WireApi::OpenAi => openai::stream_frames(reply, &ctx),
         WireApi::Anthropic => anthropic::stream_frames(reply, &ctx),
     };
-    let headers = [
-        (
-            "content-type",
-            "text/event-stream; charset=utf-8".to_string(),
-        ),
-        ("cache-control", "no-cache".to_string()),
-        ("transfer-encoding", "chunked".to_string()),
-        request_id_header(api, seq),
-    ];
-    http::write_head(stream, 200, &headers).await?;
-
     // A fault's event count never reaches the terminal frame, so the fault is always visible.
     let before_terminal = |events: usize| events.min(frames.len().saturating_sub(1));
     let (sent, ending) = match &reply.fault {
@@ -396,6 +426,19 @@ async fn respond(
         // Handled above.
         Some(Fault::Status { .. } | Fault::ContextOverflow) => (0, Ending::Complete),
     };
+    // A body that is cut or left hanging leaves the connection unusable, so it says so.
+    let close = !keep_alive || matches!(ending, Ending::Cut | Ending::Silent);
+    let headers = [
+        (
+            "content-type",
+            "text/event-stream; charset=utf-8".to_string(),
+        ),
+        ("cache-control", "no-cache".to_string()),
+        ("transfer-encoding", "chunked".to_string()),
+        request_id_header(api, seq),
+    ];
+    http::write_head(stream, 200, &headers, close).await?;
+
     let skip_terminal = matches!(reply.fault, Some(Fault::NoTerminal));
     let outgoing = frames
         .iter()
@@ -412,10 +455,13 @@ async fn respond(
         http::write_chunk(stream, frame.bytes.as_bytes()).await?;
     }
     match ending {
-        Ending::Complete | Ending::Extra(_) => http::write_last_chunk(stream).await,
+        Ending::Complete | Ending::Extra(_) => {
+            http::write_last_chunk(stream).await?;
+            Ok(!close)
+        }
         // Returning drops the socket mid-body.
-        Ending::Cut => Ok(()),
-        Ending::Silent => wait_for_client_to_leave(stream).await,
+        Ending::Cut => Ok(false),
+        Ending::Silent => wait_for_client_to_leave(stream).await.map(|()| false),
     }
 }
 
@@ -438,11 +484,14 @@ async fn respond_whole(
     api: WireApi,
     reply: &Reply,
     ctx: &RenderCtx,
-) -> io::Result<()> {
+    keep_alive: bool,
+) -> io::Result<bool> {
     match reply.fault {
         None => {}
-        Some(Fault::SilentAfter { .. }) => return wait_for_client_to_leave(stream).await,
-        Some(_) => return Ok(()),
+        Some(Fault::SilentAfter { .. }) => {
+            return wait_for_client_to_leave(stream).await.map(|()| false);
+        }
+        Some(_) => return Ok(false),
     }
     let body = match api {
         WireApi::OpenAi => openai::completion_body(reply, ctx),
@@ -452,7 +501,8 @@ async fn respond_whole(
         ("content-type", "application/json".to_string()),
         request_id_header(api, ctx.seq),
     ];
-    http::write_full(stream, 200, &headers, body.as_bytes()).await
+    http::write_full(stream, 200, &headers, body.as_bytes(), !keep_alive).await?;
+    Ok(keep_alive)
 }
 
 /// Holds the connection open, discarding input, until the peer closes it.

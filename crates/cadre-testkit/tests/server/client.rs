@@ -76,11 +76,19 @@ pub fn parse_sse(text: &str) -> Vec<(Option<String>, String)> {
         .collect()
 }
 
+/// A request that asks the server to close the connection after answering (so a response can
+/// be read to the end of the stream), unless `headers` name their own `connection`.
 pub fn request_bytes(path: &str, body: &str, headers: &[(&str, &str)]) -> Vec<u8> {
     let mut out = format!(
         "POST {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
         body.len()
     );
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("connection"))
+    {
+        out.push_str("connection: close\r\n");
+    }
     for (k, v) in headers {
         out.push_str(&format!("{k}: {v}\r\n"));
     }

@@ -4,6 +4,7 @@
 mod anthropic;
 mod client;
 mod faults;
+mod keep_alive;
 mod openai;
 mod reqwest_compat;
 mod routing;

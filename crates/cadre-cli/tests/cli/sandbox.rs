@@ -395,7 +395,11 @@ async fn sandboxed_commands_cannot_signal_cadre() {
             let tool = tree.sandboxed(ShellPolicy::Unrestricted, vec![]);
             let out = tree.run(&tool, probe).await;
             assert!(out.is_error, "{}", text(&out));
-            assert!(text(&out).contains("Operation not permitted"), "{}", text(&out));
+            assert!(
+                text(&out).contains("Operation not permitted"),
+                "{}",
+                text(&out)
+            );
         }
         other => println!("signal scoping not checked: {other}"),
     }

@@ -39,6 +39,8 @@ mod readonly_child;
 mod review_gate;
 #[path = "cli/sandbox.rs"]
 mod sandbox;
+#[path = "cli/secrets.rs"]
+mod secrets;
 #[path = "cli/sessions.rs"]
 mod sessions;
 #[path = "cli/supervise.rs"]

@@ -241,13 +241,47 @@ pub(crate) async fn start(
         ..TaskRecord::default()
     };
     claim_ownership(&mut record);
-    inner.store.create(&mut record)?;
+    // Join the quota's queue now, in launch order. A slot that is free at once means the run
+    // starts now, so the record is created with its start time and the run need not rewrite it.
+    // A foreground child of a task borrows its blocked parent's slot (O7).
+    let slot = match (&parent.task_id, p.background) {
+        (Some(pid), false) => inner
+            .handle(pid)
+            .and_then(|ph| lock(&ph.permit).as_ref().and_then(|permit| permit.lend()))
+            .map(Slot::Ready)
+            .unwrap_or_else(|| Slot::queue(&inner.quota)),
+        _ => Slot::queue(&inner.quota),
+    };
+    if matches!(slot, Slot::Ready(_)) {
+        record.started_at = Some(record.created_at.clone());
+    }
     let mut lifecycle = Lifecycle::new(LifecycleConfig {
         budgets: p.budgets.clone(),
         warnings: Some(p.warnings),
         one_shot: p.role.one_shot,
         background: p.background,
     });
+    // Without a worktree the session file can be made first, so the record is written once,
+    // complete with its session file, when the task is created (every task.json write is a
+    // temp file, fsync and rename). A session that cannot be made still gets a record.
+    let early_session = if p.worktree {
+        None
+    } else {
+        let made =
+            SessionWriter::create(&inner.session_dir(), &p.cwd, parent.session_file.as_deref())
+                .await;
+        if let Ok(s) = &made {
+            record.session_file = Some(s.path().to_string_lossy().into_owned());
+        }
+        Some(made)
+    };
+    if let Err(e) = inner.store.create(&mut record) {
+        if let Some(Ok(s)) = &early_session {
+            // No task names this session: leave no orphan file behind.
+            let _ = std::fs::remove_file(s.path());
+        }
+        return Err(e.into());
+    }
 
     // From here on a failure is the task's own: recorded as `startup_error` (L1).
     let worktree = if p.worktree {
@@ -266,24 +300,29 @@ pub(crate) async fn start(
         .as_ref()
         .map(|w| w.cwd().to_path_buf())
         .unwrap_or_else(|| p.cwd.clone());
-    let session =
-        match SessionWriter::create(&inner.session_dir(), &cwd, parent.session_file.as_deref())
-            .await
-        {
-            Ok(s) => s,
-            Err(e) => {
-                if let Some(w) = &worktree {
-                    w.remove().await;
-                }
-                let e = LaunchError::from(e);
-                fail_startup(inner, &mut record, &mut lifecycle, &e);
-                return Err(e);
+    let made = match early_session {
+        Some(made) => made,
+        None => {
+            SessionWriter::create(&inner.session_dir(), &cwd, parent.session_file.as_deref()).await
+        }
+    };
+    let session = match made {
+        Ok(s) => s,
+        Err(e) => {
+            if let Some(w) = &worktree {
+                w.remove().await;
             }
-        };
-    record.cwd = cwd.to_string_lossy().into_owned();
-    record.session_file = Some(session.path().to_string_lossy().into_owned());
-    record.worktree = worktree.as_ref().map(Worktree::info);
-    inner.store.save(&mut record)?;
+            let e = LaunchError::from(e);
+            fail_startup(inner, &mut record, &mut lifecycle, &e);
+            return Err(e);
+        }
+    };
+    if worktree.is_some() {
+        record.cwd = cwd.to_string_lossy().into_owned();
+        record.session_file = Some(session.path().to_string_lossy().into_owned());
+        record.worktree = worktree.as_ref().map(Worktree::info);
+        inner.store.save(&mut record)?;
+    }
 
     let (history, first) = match &p.fork_history {
         Some(h) => (h.clone(), fork_message(&p.role, &p.spec)),
@@ -341,15 +380,6 @@ pub(crate) async fn start(
     *lock(&handle.scope) = ProbeScope::new(&retry_cwd, &p.spec.scope);
     *lock(&handle.structured) = structured.as_ref().map(|(_, slot)| Arc::clone(slot));
 
-    // A foreground child of a task borrows its blocked parent's slot (O7).
-    let slot = match (&parent.task_id, p.background) {
-        (Some(pid), false) => inner
-            .handle(pid)
-            .and_then(|ph| lock(&ph.permit).as_ref().and_then(|permit| permit.lend()))
-            .map(Slot::Ready)
-            .unwrap_or_else(|| Slot::queue(&inner.quota)),
-        _ => Slot::queue(&inner.quota),
-    };
     let retry = p.retry_model.clone().map(|model| Retry {
         model,
         build: rebuild_agent(

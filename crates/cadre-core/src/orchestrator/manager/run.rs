@@ -115,10 +115,12 @@ pub(crate) async fn drive(
     h.set_state(RunState::Running);
     {
         let mut r = lock(&h.record);
+        // A run that got its slot at launch was created with its start time; only one that
+        // waited in the queue has news for readers of task.json.
         if r.started_at.is_none() {
             r.started_at = Some(timestamp(SystemTime::now()));
+            let _ = inner.store.save(&mut r);
         }
-        let _ = inner.store.save(&mut r);
         let _ = inner.events.send(TaskEvent::Started {
             task_id: r.id.clone(),
             parent_task_id: r.parent_task_id.clone(),

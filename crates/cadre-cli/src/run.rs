@@ -186,6 +186,12 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         events,
     };
     let mut agent = Agent::new(config, history, session);
+    if args.mode == Mode::Text {
+        // Text mode prints only the final answer and the fork mirror reads only message ends:
+        // no one reads `message_update`, and each copies the reply so far (a reply that
+        // launches N tasks would cost N² copies).
+        agent.set_streaming_updates(false);
+    }
     let printer = events_rx.map(|rx| tokio::spawn(print_events(rx)));
 
     // Registered before the run starts, so no signal slips through to the default handler.

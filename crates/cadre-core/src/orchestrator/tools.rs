@@ -14,6 +14,7 @@ use super::manager::{
     DEFAULT_OUTPUT_WAIT_MS, Delivery, EntryOutcome, LaunchSpec, ParentRef, SendOutcome,
     TaskManager, TaskOutcome, TaskSnapshot,
 };
+use super::output::neutralize;
 use super::policy::usage_line;
 
 pub const SEND_MESSAGE_TOOL: &str = "SendMessage";
@@ -195,8 +196,10 @@ pub fn format_outcome(o: &TaskOutcome) -> String {
         let _ = write!(t, " ({})", kind.as_str());
     }
     t.push('\n');
+    // The error, the diff stat (file names the child chose) and the preview can carry child
+    // text: like the result, they must not open or close one of cadre's elements (V3).
     if let Some(e) = &o.error {
-        let _ = writeln!(t, "Error: {e}");
+        let _ = writeln!(t, "Error: {}", neutralize(e));
     }
     let _ = writeln!(t, "Usage: {}", usage_line(&o.usage));
     let _ = writeln!(t, "Output file: {}", o.output_file);
@@ -209,7 +212,7 @@ pub fn format_outcome(o: &TaskOutcome) -> String {
                 w.branch,
                 w.diff_stat
                     .as_deref()
-                    .map(|s| format!("\n{}", s.trim_end()))
+                    .map(|s| format!("\n{}", neutralize(s.trim_end())))
                     .unwrap_or_default()
             );
         } else {
@@ -278,10 +281,10 @@ fn format_snapshot(s: &TaskSnapshot) -> String {
     );
     let _ = writeln!(t, "Usage: {}", usage_line(&s.usage));
     if let Some(e) = &s.error {
-        let _ = writeln!(t, "Error: {e}");
+        let _ = writeln!(t, "Error: {}", neutralize(e));
     }
     if !s.preview.is_empty() {
-        let _ = writeln!(t, "Preview: {}", s.preview);
+        let _ = writeln!(t, "Preview: {}", neutralize(&s.preview));
     }
     let _ = writeln!(t, "Output file: {}", s.output_file);
     t.push_str("<output>\n");

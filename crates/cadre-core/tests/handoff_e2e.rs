@@ -3,83 +3,27 @@
 //! real git repository with a Makefile whose `test` target is a real, fast verifier.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use cadre_core::orchestrator::manager::{
-    EntryOutcome, LaunchError, LaunchSpec, ManagerConfig, ManagerOptions, ModelResolver,
-    ParentNotice, ParentRef, TaskManager, TaskOutcome, TaskSpec,
+    EntryOutcome, LaunchError, LaunchSpec, ParentNotice, ParentRef, TaskManager, TaskOutcome,
+    TaskSpec,
 };
-use cadre_core::orchestrator::settings::SubagentSettings;
-use cadre_core::orchestrator::store::TaskStore;
-use cadre_core::roles::{Layer, ResolvedRole, RoleDef, Roster, builtin_roles};
-use cadre_llm::{Api, Compat, CompletionRequest, Model, ModelCost, Provider, StreamEvent};
-use cadre_protocol::{
-    AssistantMessage, ContentBlock, Message, StopReason, TaskRecord, TaskStatus, TerminationKind,
-    ThinkingLevel, ToolCall, Usage,
+use cadre_core::roles::{RoleDef, builtin_roles};
+use cadre_llm::CompletionRequest;
+use cadre_protocol::{Message, TaskRecord, TaskStatus, TerminationKind};
+use common::{
+    Models, ROOT_SESSION_ID as ROOT, Reply, Scripted, call, first_user, git, last_text,
+    manager_config, manager_options, message_text, root_parent, settings, text, turn,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 const GUARD: Duration = Duration::from_secs(30);
-const ROOT: &str = "root-session";
-
-fn model(id: &str) -> Model {
-    Model {
-        provider: "fake".into(),
-        id: id.into(),
-        name: id.into(),
-        api: Api::AnthropicMessages,
-        base_url: String::new(),
-        api_key: None,
-        headers: Default::default(),
-        reasoning: false,
-        thinking_level_map: Default::default(),
-        context_window: 100_000,
-        max_tokens: 1000,
-        cost: ModelCost::default(),
-        compat: Compat::default(),
-    }
-}
-
-struct Models;
-
-impl ModelResolver for Models {
-    fn resolve(&self, name: &str) -> Result<Model, String> {
-        match name {
-            "fake/scripted" => Ok(model("scripted")),
-            _ => Err(format!("unknown model {name}")),
-        }
-    }
-    fn known(&self) -> Vec<String> {
-        vec!["fake/scripted".into()]
-    }
-}
-
-/// One scripted answer: text and tool calls.
-#[derive(Default, Clone)]
-struct Reply {
-    text: String,
-    calls: Vec<(String, Value)>,
-    /// Never answer (until the request is cancelled).
-    hang: bool,
-}
-
-fn text(t: &str) -> Reply {
-    Reply {
-        text: t.into(),
-        ..Reply::default()
-    }
-}
-
-fn call(name: &str, args: Value) -> Reply {
-    Reply {
-        calls: vec![(name.into(), args)],
-        ..Reply::default()
-    }
-}
 
 fn bash(command: &str) -> Reply {
     call("bash", json!({ "command": command }))
@@ -88,8 +32,6 @@ fn bash(command: &str) -> Reply {
 fn write(path: &str, content: &str) -> Reply {
     call("write", json!({ "path": path, "content": content }))
 }
-
-type Handler = dyn Fn(&Conv) -> Reply + Send + Sync;
 
 /// What the scripted model sees of one request.
 struct Conv {
@@ -104,6 +46,18 @@ struct Conv {
 }
 
 impl Conv {
+    fn of(request: &CompletionRequest) -> Self {
+        Conv {
+            first: first_user(request),
+            turn: turn(request),
+            users: request
+                .messages
+                .iter()
+                .filter(|m| matches!(m, Message::User(_)))
+                .count(),
+            last: last_text(request),
+        }
+    }
     fn is_reviewer(&self) -> bool {
         self.first.starts_with("Review packet: ")
     }
@@ -119,88 +73,6 @@ impl Conv {
     }
 }
 
-fn msg_text(m: &Message) -> String {
-    match m {
-        Message::User(u) => u.content.to_text(),
-        Message::Custom(c) => c.content.to_text(),
-        Message::Assistant(a) => a.text(),
-        Message::ToolResult(r) => cadre_protocol::join_text(&r.content),
-    }
-}
-
-struct Scripted {
-    handler: Box<Handler>,
-    requests: Mutex<Vec<CompletionRequest>>,
-}
-
-impl Provider for Scripted {
-    fn stream(
-        &self,
-        request: CompletionRequest,
-        _cancel: CancellationToken,
-    ) -> mpsc::Receiver<StreamEvent> {
-        let conv = Conv {
-            first: request
-                .messages
-                .iter()
-                .find(|m| matches!(m, Message::User(_)))
-                .map(msg_text)
-                .unwrap_or_default(),
-            turn: request
-                .messages
-                .iter()
-                .filter(|m| matches!(m, Message::Assistant(_)))
-                .count(),
-            users: request
-                .messages
-                .iter()
-                .filter(|m| matches!(m, Message::User(_)))
-                .count(),
-            last: request.messages.last().map(msg_text).unwrap_or_default(),
-        };
-        let reply = (self.handler)(&conv);
-        self.requests.lock().unwrap().push(request);
-        let (tx, rx) = mpsc::channel(4);
-        tokio::spawn(async move {
-            if reply.hang {
-                tx.closed().await;
-                return;
-            }
-            let mut m = AssistantMessage::empty("anthropic-messages", "fake", "scripted");
-            if !reply.text.is_empty() {
-                m.content.push(ContentBlock::text(reply.text.clone()));
-            }
-            for (i, (name, args)) in reply.calls.iter().enumerate() {
-                m.content.push(ContentBlock::ToolCall(ToolCall {
-                    id: format!("call-{}-{i}", next_id()),
-                    name: name.clone(),
-                    arguments: args.clone(),
-                }));
-            }
-            m.stop_reason = if reply.calls.is_empty() {
-                StopReason::Stop
-            } else {
-                StopReason::ToolUse
-            };
-            m.usage = Usage {
-                input: 10,
-                output: 5,
-                total_tokens: 15,
-                ..Usage::default()
-            };
-            let _ = tx.send(StreamEvent::Done(m)).await;
-            tx.closed().await;
-        });
-        rx
-    }
-}
-
-fn next_id() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::SeqCst)
-}
-
 struct Harness {
     manager: TaskManager,
     provider: Arc<Scripted>,
@@ -208,21 +80,6 @@ struct Harness {
     work: PathBuf,
     _notices: mpsc::UnboundedReceiver<ParentNotice>,
     _dir: tempfile::TempDir,
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let ok = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .output()
-        .unwrap()
-        .status
-        .success();
-    assert!(ok, "git {args:?}");
 }
 
 /// A tiny real project: a git repository whose `make test` passes.
@@ -244,76 +101,31 @@ fn harness_with(
 
 fn harness_full(
     extra: Vec<RoleDef>,
-    settings: Value,
+    settings_value: Value,
     handler: impl Fn(&Conv) -> Reply + Send + Sync + 'static,
 ) -> Harness {
     let dir = tempfile::tempdir().unwrap();
-    let provider = Arc::new(Scripted {
-        handler: Box::new(handler),
-        requests: Mutex::new(Vec::new()),
-    });
+    let provider = Scripted::new(move |r| handler(&Conv::of(r)));
     let mut defs: Vec<RoleDef> = builtin_roles();
     for e in extra {
         defs.retain(|d| d.name != e.name);
         defs.push(e);
     }
-    let roster = Roster {
-        roles: defs
-            .into_iter()
-            .map(|def| ResolvedRole {
-                def,
-                layer: Layer::Builtin,
-                file: None,
-                overrides: Vec::new(),
-            })
-            .collect(),
-        blocked: Vec::new(),
-        diagnostics: Vec::new(),
-        trusted: true,
-        untrusted_reason: None,
-    };
-    let settings = SubagentSettings::from_value(Some(&settings))
-        .unwrap()
-        .settings;
     let (tx, rx) = mpsc::unbounded_channel();
     let work = dir.path().join("work");
     project(&work);
-    let sessions = dir.path().join("sessions");
     let manager = TaskManager::with_options(
-        ManagerConfig {
-            provider: provider.clone(),
-            models: Arc::new(Models),
-            tools: cadre_tools::builtin_tools(),
-            roster: Arc::new(roster),
-            settings,
-            store: TaskStore::new(dir.path().join("tasks")),
-            root_session_id: ROOT.into(),
-            root_session_file: Some(sessions.join("root.jsonl")),
-            sessions_dir: sessions,
-            cadre_home: dir.path().join("home"),
-            cwd: work.clone(),
-            trusted: true,
-            artifacts_dir: dir.path().join("artifacts"),
-            root_notices: tx,
-        },
-        ManagerOptions {
-            // No cadre binary here: a read-only child's bash cannot run (and is not used).
-            sandbox_exe: Some(PathBuf::from("/bin/false")),
-            confirm: None,
-        },
+        manager_config(
+            dir.path(),
+            provider.clone(),
+            Models(&["scripted"]),
+            common::roster(defs),
+            settings(&settings_value),
+            tx,
+        ),
+        manager_options(),
     );
-    let mut active: Vec<String> = cadre_tools::BUILTIN_TOOL_NAMES
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    active.extend(["Agent", "SendMessage", "TaskOutput", "TaskStop"].map(String::from));
-    let root = manager.root_parent(
-        model("scripted"),
-        ThinkingLevel::Off,
-        "ROOT SYSTEM".into(),
-        active,
-        None,
-    );
+    let root = root_parent(&manager);
     Harness {
         manager,
         provider,
@@ -383,7 +195,7 @@ impl Harness {
                 r.messages
                     .iter()
                     .find(|m| matches!(m, Message::User(_)))
-                    .map(msg_text)
+                    .map(message_text)
                     .is_some_and(|t| f(&t))
             })
             .cloned()
@@ -547,7 +359,7 @@ async fn review_pass_completes_the_task() {
     assert_eq!(r.budgets.max_turns, Some(12), "a small diff");
     // The reviewer's whole prompt is the handle; the packet holds the criteria and evidence.
     let reqs = h.requests_where(|t| t.starts_with("Review packet: "));
-    let first = msg_text(
+    let first = message_text(
         reqs[0]
             .messages
             .iter()
@@ -564,7 +376,7 @@ async fn review_pass_completes_the_task() {
         reqs[0]
             .messages
             .iter()
-            .all(|m| !msg_text(m).contains("ROOT SYSTEM")),
+            .all(|m| !message_text(m).contains("ROOT SYSTEM")),
         "no parent conversation"
     );
     let c = Conv {
@@ -603,7 +415,7 @@ async fn needs_fix_then_pass_runs_one_fix_round() {
     // The fix prompt went to the implementer's own session, with the findings.
     let fixes = h.requests_where(|t| t.starts_with("IMPLEMENT"));
     assert!(fixes.iter().any(|r| r.messages.iter().any(|m| {
-        let t = msg_text(m);
+        let t = message_text(m);
         t.contains("An independent review") && t.contains("lib.txt:1 says two")
     })));
     // The second packet names the first review's findings.
@@ -797,7 +609,7 @@ async fn a_valid_structured_output_ends_the_task_with_json() {
     assert_eq!(v, json!({"files": ["lib.txt"], "risk": "low"}));
     // The child was told how to answer, and had the tool.
     let reqs = h.requests_where(|t| t.starts_with("STRUCT"));
-    assert!(msg_text(&reqs[0].messages[0]).contains("structured_output"));
+    assert!(message_text(&reqs[0].messages[0]).contains("structured_output"));
     assert!(reqs[0].tools.iter().any(|t| t.name == "structured_output"));
 }
 
@@ -896,7 +708,7 @@ async fn a_scoped_probe_reads_only_inside_its_scope_and_within_budget() {
     assert_eq!(r.usage.tool_calls_blocked, 4, "{:?}", r.usage);
     // D2: scope and stop condition are in the child's task.
     let reqs = h.requests_where(|t| t.starts_with("PROBE"));
-    let first = msg_text(&reqs[0].messages[0]);
+    let first = message_text(&reqs[0].messages[0]);
     assert!(first.contains("src"), "{first}");
     assert!(first.contains("after the first finding"), "{first}");
 }

@@ -2,24 +2,26 @@
 //! content (the first user message names the agent: `ROOT …` or `CHILD …`). No HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cadre_core::agent::{Agent, AgentConfig};
 use cadre_core::orchestrator::manager::{
-    Delivery, EntryOutcome, LaunchError, LaunchSpec, ManagerConfig, ManagerOptions, ModelResolver,
-    NoticeKind, ParentNotice, ParentRef, SendOutcome, TaskManager, TaskOutcome, TaskSpec,
+    Delivery, EntryOutcome, LaunchError, LaunchSpec, ManagerConfig, ManagerOptions, NoticeKind,
+    ParentNotice, ParentRef, SendOutcome, TaskManager, TaskOutcome, TaskSpec,
 };
-use cadre_core::orchestrator::settings::SubagentSettings;
-use cadre_core::orchestrator::store::TaskStore;
 use cadre_core::orchestrator::tools::{format_entries, root_tools};
-use cadre_core::roles::{Layer, ResolvedRole, RoleDef, Roster, ToolList, builtin_roles};
+use cadre_core::roles::{RoleDef, ToolList, builtin_roles};
 use cadre_core::session::load_session;
-use cadre_llm::{Api, Compat, CompletionRequest, Model, ModelCost, Provider, StreamEvent};
-use cadre_protocol::{
-    AssistantMessage, ContentBlock, Message, StopReason, TaskRecord, TaskStatus, TerminationKind,
-    ThinkingLevel, ToolCall, Usage,
+use cadre_llm::CompletionRequest;
+use cadre_protocol::{AgentEvent, Message, TaskRecord, TaskStatus, TerminationKind, ThinkingLevel};
+use common::{
+    Models, ROOT_SESSION_ID, Reply, Scripted, all_text, call, fail, first_user, git, hang,
+    last_text, manager_config, manager_options, message_text, model, root_parent,
+    root_session_file, settings, text, turn,
 };
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
@@ -31,206 +33,13 @@ async fn guarded<T>(f: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(GUARD, f).await.expect("hang guard")
 }
 
-fn model(id: &str) -> Model {
-    Model {
-        provider: "fake".into(),
-        id: id.into(),
-        name: id.into(),
-        api: Api::AnthropicMessages,
-        base_url: String::new(),
-        api_key: None,
-        headers: Default::default(),
-        reasoning: false,
-        thinking_level_map: Default::default(),
-        context_window: 100_000,
-        max_tokens: 1000,
-        cost: ModelCost::default(),
-        compat: Compat::default(),
-    }
-}
-
-struct Models;
-
-impl ModelResolver for Models {
-    fn resolve(&self, name: &str) -> Result<Model, String> {
-        match name {
-            "fake/scripted" => Ok(model("scripted")),
-            "fake/other" => Ok(model("other")),
-            _ => Err(format!("unknown model {name}")),
-        }
-    }
-    fn known(&self) -> Vec<String> {
-        vec!["fake/scripted".into(), "fake/other".into()]
-    }
-}
-
-/// What the scripted model does for one request.
-#[derive(Default, Clone)]
-struct Reply {
-    text: String,
-    calls: Vec<(String, Value)>,
-    /// End the stream without a terminal event: a failed reply.
-    fail: bool,
-    /// Never answer (until the request is cancelled).
-    hang: bool,
-    /// Signalled when the request arrives.
-    started: Option<Arc<Notify>>,
-    /// Wait for this before answering.
-    gate: Option<Arc<Notify>>,
-}
-
-fn text(t: &str) -> Reply {
-    Reply {
-        text: t.into(),
-        ..Reply::default()
-    }
-}
-
-fn call(name: &str, args: Value) -> Reply {
-    Reply {
-        calls: vec![(name.into(), args)],
-        ..Reply::default()
-    }
-}
-
-fn fail() -> Reply {
-    Reply {
-        fail: true,
-        ..Reply::default()
-    }
-}
-
-fn hang(started: &Arc<Notify>) -> Reply {
-    Reply {
-        hang: true,
-        started: Some(started.clone()),
-        ..Reply::default()
-    }
-}
-
-type Handler = dyn Fn(&CompletionRequest) -> Reply + Send + Sync;
-
-struct Scripted {
-    handler: Box<Handler>,
-    requests: Mutex<Vec<CompletionRequest>>,
-}
-
-impl Scripted {
-    fn requests(&self) -> Vec<CompletionRequest> {
-        self.requests.lock().unwrap().clone()
-    }
-    /// Requests whose first user message is `key`.
-    fn requests_of(&self, key: &str) -> Vec<CompletionRequest> {
-        self.requests()
-            .into_iter()
-            .filter(|r| first_user(r) == key)
-            .collect()
-    }
-}
-
-fn message_text(m: &Message) -> String {
-    match m {
-        Message::User(u) => u.content.to_text(),
-        Message::Custom(c) => c.content.to_text(),
-        Message::Assistant(a) => a.text(),
-        Message::ToolResult(r) => cadre_protocol::join_text(&r.content),
-    }
-}
-
-/// The first user message: who this conversation belongs to.
-fn first_user(r: &CompletionRequest) -> String {
-    r.messages
-        .iter()
-        .find(|m| matches!(m, Message::User(_)))
-        .map(message_text)
-        .unwrap_or_default()
-}
+/// The models this file's roles may name (`flaky` falls back to `fake/other`).
+const MODELS: Models = Models(&["scripted", "other"]);
 
 fn key_of(r: &CompletionRequest) -> String {
     let first = first_user(r);
     // A task message may carry an output contract after the prompt.
     first.lines().next().unwrap_or_default().to_string()
-}
-
-/// Assistant messages so far: the index of the turn being asked for.
-fn turn(r: &CompletionRequest) -> usize {
-    r.messages
-        .iter()
-        .filter(|m| matches!(m, Message::Assistant(_)))
-        .count()
-}
-
-fn last_text(r: &CompletionRequest) -> String {
-    r.messages.last().map(message_text).unwrap_or_default()
-}
-
-fn all_text(r: &CompletionRequest) -> String {
-    r.messages
-        .iter()
-        .map(message_text)
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-impl Provider for Scripted {
-    fn stream(
-        &self,
-        request: CompletionRequest,
-        cancel: CancellationToken,
-    ) -> mpsc::Receiver<StreamEvent> {
-        let reply = (self.handler)(&request);
-        self.requests.lock().unwrap().push(request);
-        let (tx, rx) = mpsc::channel(8);
-        tokio::spawn(async move {
-            if let Some(n) = &reply.started {
-                n.notify_one();
-            }
-            if let Some(g) = &reply.gate {
-                tokio::select! {
-                    _ = g.notified() => {}
-                    _ = cancel.cancelled() => return,
-                }
-            }
-            if reply.hang {
-                tx.closed().await;
-                return;
-            }
-            if reply.fail {
-                return;
-            }
-            let mut m = AssistantMessage::empty("anthropic-messages", "fake", "scripted");
-            if !reply.text.is_empty() {
-                m.content.push(ContentBlock::text(reply.text.clone()));
-            }
-            for (i, (name, args)) in reply.calls.iter().enumerate() {
-                m.content.push(ContentBlock::ToolCall(ToolCall {
-                    id: format!("call-{}-{i}", uuid_like()),
-                    name: name.clone(),
-                    arguments: args.clone(),
-                }));
-            }
-            m.stop_reason = if reply.calls.is_empty() {
-                StopReason::Stop
-            } else {
-                StopReason::ToolUse
-            };
-            m.usage = Usage {
-                input: 10,
-                output: 5,
-                total_tokens: 15,
-                ..Usage::default()
-            };
-            let _ = tx.send(StreamEvent::Done(m)).await;
-            tx.closed().await;
-        });
-        rx
-    }
-}
-
-fn uuid_like() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::SeqCst).to_string()
 }
 
 fn role(name: &str, tools: &[&str]) -> RoleDef {
@@ -290,84 +99,35 @@ struct Harness {
     root_session: PathBuf,
 }
 
-const ROOT_SESSION_ID: &str = "root-session";
-
 fn harness(
-    settings: Value,
+    settings_value: Value,
     handler: impl Fn(&CompletionRequest) -> Reply + Send + Sync + 'static,
 ) -> Harness {
     let dir = tempfile::tempdir().unwrap();
-    let provider = Arc::new(Scripted {
-        handler: Box::new(handler),
-        requests: Mutex::new(Vec::new()),
-    });
-    let mut roles: Vec<ResolvedRole> = builtin_roles()
-        .into_iter()
-        .chain(test_roles())
-        .map(|def| ResolvedRole {
-            def,
-            layer: Layer::Builtin,
-            file: None,
-            overrides: Vec::new(),
-        })
-        .collect();
-    roles.dedup_by(|a, b| a.def.name == b.def.name);
-    let roster = Roster {
-        roles,
-        blocked: Vec::new(),
-        diagnostics: Vec::new(),
-        trusted: true,
-        untrusted_reason: None,
-    };
-    let settings = SubagentSettings::from_value(Some(&settings))
-        .unwrap()
-        .settings;
+    let provider = Scripted::new(handler);
+    let mut defs: Vec<RoleDef> = builtin_roles().into_iter().chain(test_roles()).collect();
+    defs.dedup_by(|a, b| a.name == b.name);
     let (tx, rx) = mpsc::unbounded_channel();
-    let sessions = dir.path().join("sessions");
-    let root_session = sessions.join("root.jsonl");
-    let work = dir.path().join("work");
-    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(dir.path().join("work")).unwrap();
     let manager = TaskManager::with_options(
-        ManagerConfig {
-            provider: provider.clone(),
-            models: Arc::new(Models),
-            tools: cadre_tools::builtin_tools(),
-            roster: Arc::new(roster),
-            settings,
-            store: TaskStore::new(dir.path().join("tasks")),
-            root_session_id: ROOT_SESSION_ID.into(),
-            root_session_file: Some(root_session.clone()),
-            sessions_dir: sessions,
-            cadre_home: dir.path().join("home"),
-            cwd: work,
-            trusted: true,
-            artifacts_dir: dir.path().join("artifacts"),
-            root_notices: tx,
-        },
-        ManagerOptions {
-            sandbox_exe: Some(PathBuf::from("/bin/false")),
-            confirm: None,
-        },
+        manager_config(
+            dir.path(),
+            provider.clone(),
+            MODELS,
+            common::roster(defs),
+            settings(&settings_value),
+            tx,
+        ),
+        manager_options(),
     );
-    let mut active: Vec<String> = cadre_tools::BUILTIN_TOOL_NAMES
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    active.extend(["Agent", "SendMessage", "TaskOutput", "TaskStop"].map(String::from));
-    let root = manager.root_parent(
-        model("scripted"),
-        ThinkingLevel::Off,
-        "ROOT SYSTEM".into(),
-        active,
-        None,
-    );
+    let root = root_parent(&manager);
     Harness {
         manager,
         provider,
         notices: rx,
         root,
+        root_session: root_session_file(dir.path()),
         dir,
-        root_session,
     }
 }
 
@@ -406,6 +166,24 @@ impl Harness {
         self.manager
             .store()
             .read_output(ROOT_SESSION_ID, id)
+            .unwrap()
+    }
+
+    /// Launches `count` lister tasks at once, prompted `<prefix>-0`, `<prefix>-1`, …
+    async fn launch_listers(&self, prefix: &str, count: usize) -> Vec<EntryOutcome> {
+        let tasks: Vec<TaskSpec> = (0..count)
+            .map(|i| TaskSpec {
+                prompt: format!("{prefix}-{i}"),
+                subagent_type: Some("lister".into()),
+                ..TaskSpec::default()
+            })
+            .collect();
+        let spec = LaunchSpec {
+            tasks,
+            ..LaunchSpec::default()
+        };
+        guarded(self.manager.launch(&self.root, spec, None))
+            .await
             .unwrap()
     }
 
@@ -581,12 +359,17 @@ async fn too_many_tasks_are_refused() {
 }
 
 /// A root agent with the orchestration tools, and a front end that hands notices to it.
-fn root_agent(h: &Harness) -> Agent {
+/// A root agent's configuration: the built-in tools plus the orchestration tools of `root`.
+fn root_config(
+    h: &Harness,
+    root: &ParentRef,
+    events: Option<mpsc::UnboundedSender<AgentEvent>>,
+) -> AgentConfig {
     let mut tools = cadre_tools::builtin_tools();
-    for t in root_tools(&h.manager, &h.root) {
+    for t in root_tools(&h.manager, root) {
         tools.register(t);
     }
-    let config = AgentConfig {
+    AgentConfig {
         provider: h.provider.clone(),
         model: model("scripted"),
         thinking: ThinkingLevel::Off,
@@ -594,9 +377,12 @@ fn root_agent(h: &Harness) -> Agent {
         tools,
         cwd: h.dir.path().join("work"),
         artifacts_dir: h.dir.path().join("artifacts"),
-        events: None,
-    };
-    Agent::new(config, Vec::new(), None)
+        events,
+    }
+}
+
+fn root_agent(h: &Harness) -> Agent {
+    Agent::new(root_config(h, &h.root, None), Vec::new(), None)
 }
 
 #[tokio::test]
@@ -894,23 +680,7 @@ async fn nested_foreground_children_borrow_the_slot_at_full_quota() {
 #[tokio::test]
 async fn queued_tasks_start_in_launch_order() {
     let h = harness(json!({"maxConcurrentTasks": 1}), |r| text(&key_of(r)));
-    let tasks: Vec<TaskSpec> = (0..4)
-        .map(|i| TaskSpec {
-            prompt: format!("CHILD q-{i}"),
-            subagent_type: Some("lister".into()),
-            ..TaskSpec::default()
-        })
-        .collect();
-    let entries = guarded(h.manager.launch(
-        &h.root,
-        LaunchSpec {
-            tasks,
-            ..LaunchSpec::default()
-        },
-        None,
-    ))
-    .await
-    .unwrap();
+    let entries = h.launch_listers("CHILD q", 4).await;
     assert_eq!(entries.len(), 4);
     let order: Vec<String> = h.provider.requests().iter().map(key_of).collect();
     assert_eq!(order, ["CHILD q-0", "CHILD q-1", "CHILD q-2", "CHILD q-3"]);
@@ -1073,21 +843,8 @@ async fn a_fork_continues_the_parent_conversation() {
     let mirror = ConversationMirror::new(Vec::new());
     let mut root = h.root.clone();
     root.conversation = Some(mirror.clone());
-    let mut tools = cadre_tools::builtin_tools();
-    for t in root_tools(&h.manager, &root) {
-        tools.register(t);
-    }
     let mut agent = Agent::new(
-        AgentConfig {
-            provider: h.provider.clone(),
-            model: model("scripted"),
-            thinking: ThinkingLevel::Off,
-            system_prompt: "ROOT SYSTEM".into(),
-            tools,
-            cwd: h.dir.path().join("work"),
-            artifacts_dir: h.dir.path().join("artifacts"),
-            events: Some(mirror.tap(None)),
-        },
+        root_config(&h, &root, Some(mirror.tap(None))),
         Vec::new(),
         None,
     );
@@ -1142,19 +899,6 @@ async fn a_fork_from_a_child_is_refused() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("only from the root"), "{e}");
-}
-
-fn git(dir: &std::path::Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 #[tokio::test]
@@ -1598,25 +1342,17 @@ async fn a_task_of_an_earlier_process_is_continued_from_disk() {
     let (tx, _rx) = mpsc::unbounded_channel();
     let fresh = TaskManager::with_options(
         ManagerConfig {
-            provider: h.provider.clone(),
-            models: Arc::new(Models),
-            tools: cadre_tools::builtin_tools(),
-            roster: Arc::new(h.manager.roster().clone()),
-            settings: h.manager.settings().clone(),
             store: h.manager.store().clone(),
-            root_session_id: ROOT_SESSION_ID.into(),
-            root_session_file: Some(h.root_session.clone()),
-            sessions_dir: h.dir.path().join("sessions"),
-            cadre_home: h.dir.path().join("home"),
-            cwd: h.dir.path().join("work"),
-            trusted: true,
-            artifacts_dir: h.dir.path().join("artifacts"),
-            root_notices: tx,
+            ..manager_config(
+                h.dir.path(),
+                h.provider.clone(),
+                MODELS,
+                h.manager.roster().clone(),
+                h.manager.settings().clone(),
+                tx,
+            )
         },
-        ManagerOptions {
-            sandbox_exe: Some(PathBuf::from("/bin/false")),
-            confirm: None,
-        },
+        manager_options(),
     );
     let sent = guarded(fresh.send_message(&h.root, &o.task_id, "AGAIN"))
         .await
@@ -1634,7 +1370,6 @@ async fn a_task_of_an_earlier_process_is_continued_from_disk() {
 
 #[tokio::test]
 async fn an_agent_without_streaming_updates_still_reports_boundaries() {
-    use cadre_protocol::AgentEvent;
     let h = harness(json!({}), |r| match turn(r) {
         0 => call("ls", json!({})),
         _ => text("done"),
@@ -1642,14 +1377,9 @@ async fn an_agent_without_streaming_updates_still_reports_boundaries() {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut agent = Agent::new(
         AgentConfig {
-            provider: h.provider.clone(),
-            model: model("scripted"),
-            thinking: ThinkingLevel::Off,
             system_prompt: String::new(),
             tools: cadre_tools::builtin_tools(),
-            cwd: h.dir.path().join("work"),
-            artifacts_dir: h.dir.path().join("artifacts"),
-            events: Some(tx),
+            ..root_config(&h, &h.root, Some(tx))
         },
         Vec::new(),
         None,
@@ -1799,23 +1529,7 @@ async fn sequential_dispatch_runs_one_child_at_a_time_and_refuses_background() {
     let e = h.launch(s).await.unwrap_err();
     assert!(e.to_string().contains("sequential"), "{e}");
 
-    let tasks: Vec<TaskSpec> = (0..3)
-        .map(|i| TaskSpec {
-            prompt: format!("CHILD seq-{i}"),
-            subagent_type: Some("lister".into()),
-            ..TaskSpec::default()
-        })
-        .collect();
-    let entries = guarded(h.manager.launch(
-        &h.root,
-        LaunchSpec {
-            tasks,
-            ..LaunchSpec::default()
-        },
-        None,
-    ))
-    .await
-    .unwrap();
+    let entries = h.launch_listers("CHILD seq", 3).await;
     assert_eq!(entries.len(), 3);
     let order: Vec<String> = h.provider.requests().iter().map(key_of).collect();
     assert_eq!(
@@ -1874,45 +1588,22 @@ impl cadre_core::orchestrator::manager::LaunchConfirmer for Confirm {
 async fn ask_authorization_uses_the_confirmer() {
     for allow in [true, false] {
         let dir = tempfile::tempdir().unwrap();
-        let provider = Arc::new(Scripted {
-            handler: Box::new(|_| text("ok")),
-            requests: Mutex::new(Vec::new()),
-        });
+        let provider = Scripted::new(|_| text("ok"));
         let confirm = Arc::new(Confirm(allow, Mutex::new(Vec::new())));
         let (tx, _rx) = mpsc::unbounded_channel();
-        let roster = Roster {
-            roles: builtin_roles()
-                .into_iter()
-                .map(|def| ResolvedRole {
-                    def,
-                    layer: Layer::Builtin,
-                    file: None,
-                    overrides: Vec::new(),
-                })
-                .collect(),
-            blocked: Vec::new(),
-            diagnostics: Vec::new(),
-            trusted: true,
-            untrusted_reason: None,
-        };
         let manager = TaskManager::with_options(
             ManagerConfig {
-                provider: provider.clone(),
-                models: Arc::new(Models),
-                tools: cadre_tools::builtin_tools(),
-                roster: Arc::new(roster),
-                settings: SubagentSettings::from_value(Some(&json!({"authorization": "ask"})))
-                    .unwrap()
-                    .settings,
-                store: TaskStore::new(dir.path().join("tasks")),
-                root_session_id: ROOT_SESSION_ID.into(),
                 root_session_file: None,
-                sessions_dir: dir.path().join("sessions"),
-                cadre_home: dir.path().join("home"),
                 cwd: dir.path().to_path_buf(),
                 trusted: false,
-                artifacts_dir: dir.path().join("artifacts"),
-                root_notices: tx,
+                ..manager_config(
+                    dir.path(),
+                    provider.clone(),
+                    MODELS,
+                    common::roster(builtin_roles()),
+                    settings(&json!({"authorization": "ask"})),
+                    tx,
+                )
             },
             ManagerOptions {
                 sandbox_exe: None,

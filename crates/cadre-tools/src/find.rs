@@ -15,13 +15,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use cadre_protocol::ToolSpec;
 use futures_util::future::BoxFuture;
 use globset::{GlobBuilder, GlobMatcher};
-use ignore::{WalkBuilder, WalkState};
+use ignore::WalkState;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{ArgError, Args};
+use crate::listing::{Notice, listing_output, walker};
 use crate::registry::{Tool, ToolContext, ToolOutput};
-use crate::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
+use crate::truncate::DEFAULT_MAX_BYTES;
 use crate::{blocking, paths};
 
 pub const DEFAULT_FIND_LIMIT: u64 = 1000;
@@ -134,11 +135,7 @@ fn find(
         Ok(g) => g,
         Err(msg) => return ToolOutput::error(msg),
     };
-    let mut walk = WalkBuilder::new(root);
-    walk.require_git(false)
-        .hidden(!glob.wants_hidden)
-        .threads(0)
-        .filter_entry(|e| e.file_name() != ".git");
+    let walk = walker(root, glob.wants_hidden);
 
     // The smallest paths, as a max-heap so the largest is evicted first. No more than fit in
     // the output are kept (each takes at least two bytes, "x\n"), whatever the limit.
@@ -192,33 +189,15 @@ fn find(
         return ToolOutput::ok("No files found matching pattern");
     }
     let total = found.load(Ordering::Relaxed);
-    let truncation = truncate_head(&results.join("\n"), Limits::bytes_only(DEFAULT_MAX_BYTES));
-    let mut text = truncation.content.clone();
-    let mut notices = Vec::new();
-    let mut details = serde_json::Map::new();
-    if total >= limit {
-        notices.push(format!(
-            "{limit} results limit reached. Use limit={} for more, or refine pattern",
-            limit.saturating_mul(2)
-        ));
-        details.insert("resultLimitReached".into(), json!(limit));
-    }
-    if truncation.truncated {
-        notices.push(format!(
-            "{} limit reached",
-            format_size(DEFAULT_MAX_BYTES as u64)
-        ));
-        details.insert("truncation".into(), json!(truncation));
-    }
-    if !notices.is_empty() {
-        text.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    let output = ToolOutput::ok(text);
-    if details.is_empty() {
-        output
-    } else {
-        output.with_details(Value::Object(details))
-    }
+    let limit_notice = (total >= limit).then(|| {
+        Notice::limit(
+            limit,
+            "results",
+            ", or refine pattern",
+            "resultLimitReached",
+        )
+    });
+    listing_output(&results, limit_notice, None)
 }
 
 #[cfg(test)]

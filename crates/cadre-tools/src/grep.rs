@@ -16,16 +16,15 @@ use cadre_protocol::ToolSpec;
 use futures_util::future::BoxFuture;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use ignore::WalkState;
 use ignore::overrides::OverrideBuilder;
-use ignore::{WalkBuilder, WalkState};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{ArgError, Args};
+use crate::listing::{Notice, listing_output, walker};
 use crate::registry::{Tool, ToolContext, ToolOutput};
-use crate::truncate::{
-    DEFAULT_MAX_BYTES, GREP_MAX_LINE_CHARS, Limits, format_size, truncate_head, truncate_line,
-};
+use crate::truncate::{DEFAULT_MAX_BYTES, GREP_MAX_LINE_CHARS, truncate_line};
 use crate::{blocking, paths};
 
 pub const DEFAULT_GREP_LIMIT: u64 = 100;
@@ -270,16 +269,11 @@ fn grep(params: &GrepParams, root: &Path, cancel: &CancellationToken) -> ToolOut
         Ok(m) => m,
         Err(msg) => return ToolOutput::error(msg),
     };
-    let mut walk = WalkBuilder::new(root);
     let wants_hidden = params
         .glob
         .as_deref()
         .is_some_and(crate::find::names_hidden);
-    // .gitignore applies even outside a git repository: agents work in plain directories too.
-    walk.require_git(false)
-        .hidden(!wants_hidden)
-        .threads(0)
-        .filter_entry(|e| e.file_name() != ".git");
+    let mut walk = walker(root, wants_hidden);
     if let Some(glob) = &params.glob {
         let overrides = OverrideBuilder::new(root).add(glob).and_then(|b| b.build());
         match overrides {
@@ -389,39 +383,16 @@ fn render(params: &GrepParams, collected: Collected) -> ToolOutput {
             out.push(format!("{label}{sep}{}{sep} {}", line.number, line.text));
         }
     }
-    let truncation = truncate_head(&out.join("\n"), Limits::bytes_only(DEFAULT_MAX_BYTES));
-    let mut text = truncation.content.clone();
-    let mut notices = Vec::new();
-    let mut details = serde_json::Map::new();
-    if collected.found >= limit {
-        notices.push(format!(
-            "{limit} matches limit reached. Use limit={} for more, or refine pattern",
-            limit.saturating_mul(2)
-        ));
-        details.insert("matchLimitReached".into(), json!(limit));
-    }
-    if truncation.truncated {
-        notices.push(format!(
-            "{} limit reached",
-            format_size(DEFAULT_MAX_BYTES as u64)
-        ));
-        details.insert("truncation".into(), json!(truncation));
-    }
-    if lines_cut {
-        notices.push(format!(
+    let limit_notice = (collected.found >= limit)
+        .then(|| Notice::limit(limit, "matches", ", or refine pattern", "matchLimitReached"));
+    let cut_notice = lines_cut.then(|| Notice {
+        text: format!(
             "Some lines truncated to {GREP_MAX_LINE_CHARS} chars. Use read tool to see full lines"
-        ));
-        details.insert("linesTruncated".into(), json!(true));
-    }
-    if !notices.is_empty() {
-        text.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    let output = ToolOutput::ok(text);
-    if details.is_empty() {
-        output
-    } else {
-        output.with_details(Value::Object(details))
-    }
+        ),
+        key: "linesTruncated",
+        value: json!(true),
+    });
+    listing_output(&out, limit_notice, cut_notice)
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod find;
 mod fsutil;
 mod fuzzy;
 pub mod grep;
+mod listing;
 pub mod ls;
 pub mod paths;
 pub mod read;

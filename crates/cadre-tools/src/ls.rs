@@ -12,8 +12,9 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use crate::args::{ArgError, Args};
+use crate::listing::{Notice, listing_output};
 use crate::registry::{Tool, ToolContext, ToolOutput};
-use crate::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
+use crate::truncate::DEFAULT_MAX_BYTES;
 use crate::{blocking, paths};
 
 pub const DEFAULT_LS_LIMIT: u64 = 500;
@@ -104,33 +105,9 @@ fn list(raw: &str, dir: &Path, limit: usize) -> ToolOutput {
     if results.is_empty() {
         return ToolOutput::ok("(empty directory)");
     }
-    let truncation = truncate_head(&results.join("\n"), Limits::bytes_only(DEFAULT_MAX_BYTES));
-    let mut text = truncation.content.clone();
-    let mut notices = Vec::new();
-    let mut details = serde_json::Map::new();
-    if limit_reached {
-        notices.push(format!(
-            "{limit} entries limit reached. Use limit={} for more",
-            limit.saturating_mul(2)
-        ));
-        details.insert("entryLimitReached".into(), json!(limit));
-    }
-    if truncation.truncated {
-        notices.push(format!(
-            "{} limit reached",
-            format_size(DEFAULT_MAX_BYTES as u64)
-        ));
-        details.insert("truncation".into(), json!(truncation));
-    }
-    if !notices.is_empty() {
-        text.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    let output = ToolOutput::ok(text);
-    if details.is_empty() {
-        output
-    } else {
-        output.with_details(Value::Object(details))
-    }
+    let limit_notice =
+        limit_reached.then(|| Notice::limit(limit, "entries", "", "entryLimitReached"));
+    listing_output(&results, limit_notice, None)
 }
 
 #[cfg(test)]

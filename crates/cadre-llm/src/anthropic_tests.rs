@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::error::ErrorKind;
 use crate::model::Api;
-use crate::test_support::{decode, decode_all_splits, model, request, sse};
+use crate::test_support::{decode, decode_all_splits, decode_mutations, model, request, sse};
 
 fn m() -> Model {
     let mut m = model(Api::AnthropicMessages);
@@ -661,29 +661,5 @@ fn fixture_decodes() {
 
 #[test]
 fn mutated_streams_never_panic() {
-    let mut rng = fastrand::Rng::with_seed(11);
-    let base = FIXTURE.to_vec();
-    for _ in 0..1500 {
-        let mut input = base.clone();
-        for _ in 0..rng.usize(1..6) {
-            match rng.u8(0..3) {
-                0 if !input.is_empty() => {
-                    let i = rng.usize(0..input.len());
-                    input[i] = rng.u8(..);
-                }
-                1 if !input.is_empty() => {
-                    let i = rng.usize(0..input.len());
-                    input.truncate(i);
-                }
-                _ => {
-                    let i = rng.usize(0..=input.len());
-                    let noise = b"{}[]:\"\n,0";
-                    input.insert(i, noise[rng.usize(0..noise.len())]);
-                }
-            }
-        }
-        let cut = rng.usize(0..=input.len());
-        // Any outcome is fine as long as it is an outcome.
-        let _ = decode(fresh_decoder(), &[&input[..cut], &input[cut..]]);
-    }
+    decode_mutations(FIXTURE, fresh_decoder);
 }

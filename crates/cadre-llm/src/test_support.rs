@@ -107,6 +107,37 @@ pub fn decode_all_splits<D: Decoder>(make: impl Fn() -> D, input: &[u8]) -> Deco
     whole
 }
 
+/// Decode 1500 random mutations of `fixture` (bytes overwritten, cut short or sprinkled with
+/// JSON punctuation), each split at a random point: any outcome is fine as long as it is an
+/// outcome, never a panic. The seed is fixed so a failure reproduces.
+pub fn decode_mutations<D: Decoder>(fixture: &[u8], make: impl Fn() -> D) {
+    let mut rng = fastrand::Rng::with_seed(11);
+    let base = fixture.to_vec();
+    for _ in 0..1500 {
+        let mut input = base.clone();
+        for _ in 0..rng.usize(1..6) {
+            match rng.u8(0..3) {
+                0 if !input.is_empty() => {
+                    let i = rng.usize(0..input.len());
+                    input[i] = rng.u8(..);
+                }
+                1 if !input.is_empty() => {
+                    let i = rng.usize(0..input.len());
+                    input.truncate(i);
+                }
+                _ => {
+                    let i = rng.usize(0..=input.len());
+                    let noise = b"{}[]:\"\n,0";
+                    input.insert(i, noise[rng.usize(0..noise.len())]);
+                }
+            }
+        }
+        let cut = rng.usize(0..=input.len());
+        // Any outcome is fine as long as it is an outcome.
+        let _ = decode(make(), &[&input[..cut], &input[cut..]]);
+    }
+}
+
 fn strip_ts(m: &AssistantMessage) -> AssistantMessage {
     let mut m = m.clone();
     m.timestamp = 0;

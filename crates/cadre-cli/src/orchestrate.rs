@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
 use cadre_core::agent::{Agent, AgentError, RunOutcome};
@@ -20,6 +21,11 @@ use cadre_llm::{Model, ModelRegistry, Provider};
 use cadre_protocol::{AgentEvent, Message, ThinkingLevel};
 use cadre_tools::{Tool, ToolRegistry};
 use tokio::sync::mpsc;
+
+use crate::commands::task::STOP_REQUEST_FILE;
+
+/// How often a run looks for stop requests that `cadre task stop` left for its live tasks.
+const STOP_REQUEST_POLL: Duration = Duration::from_millis(200);
 
 /// Names of the orchestration tools, as the model sees them.
 pub const ORCHESTRATION_TOOLS: &[&str] = &["Agent", "SendMessage", "TaskOutput", "TaskStop"];
@@ -131,6 +137,45 @@ impl Orchestration {
         downstream: Option<mpsc::UnboundedSender<AgentEvent>>,
     ) -> mpsc::UnboundedSender<AgentEvent> {
         self.mirror.tap(downstream)
+    }
+
+    /// Honour `cadre task stop` run from another process: it cannot reach into this one, so it
+    /// leaves a stop request in the task's directory, which this watcher turns into a `TaskStop`
+    /// (partial output kept, the parent notified). A request older than the watcher was left for
+    /// a process that is gone; it is removed without effect, so continuing that task later does
+    /// not stop it at once. Abort the returned handle when the run ends.
+    pub fn watch_stop_requests(&self) -> tokio::task::JoinHandle<()> {
+        let manager = self.manager.clone();
+        let since = SystemTime::now();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(STOP_REQUEST_POLL);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                tick.tick().await;
+                for id in manager.live_tasks() {
+                    let Ok(dir) = manager.store().task_dir(manager.root_session_id(), &id) else {
+                        continue;
+                    };
+                    let request = dir.join(STOP_REQUEST_FILE);
+                    let Ok(meta) = std::fs::metadata(&request) else {
+                        continue;
+                    };
+                    // Removed first: a request is honoured once, and a failed removal must not
+                    // stop the task again at every tick.
+                    if std::fs::remove_file(&request).is_err() {
+                        continue;
+                    }
+                    if meta.modified().is_ok_and(|at| at < since) {
+                        continue;
+                    }
+                    let manager = manager.clone();
+                    // Each stop waits for its task to end; one slow task must not hold the others.
+                    tokio::spawn(async move {
+                        let _ = manager.stop(&id).await;
+                    });
+                }
+            }
+        })
     }
 
     /// Run `prompt`, then keep the parent answering task notifications until every task it

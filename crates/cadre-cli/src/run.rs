@@ -201,7 +201,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         agent.controller(),
         orchestration.manager.clone(),
     ));
+    let stop_requests = orchestration.watch_stop_requests();
     let outcome = orchestration.drive(&mut agent, prompt).await;
+    stop_requests.abort();
     interrupt.abort();
     // Nothing may outlive the parent: live children are stopped and recorded (L6).
     orchestration.manager.shutdown().await;

@@ -45,3 +45,5 @@ mod secrets;
 mod sessions;
 #[path = "cli/supervise.rs"]
 mod supervise;
+#[path = "cli/ux.rs"]
+mod ux;

@@ -1,0 +1,74 @@
+//! What a user meets at the command line: a `cadre task stop` from another terminal takes
+//! effect, interrupts and failures say what happened in one line, and reports do not repeat
+//! themselves.
+
+use cadre_testkit::{Fault, Match, Reply, Rule};
+use serde_json::json;
+
+use crate::harness::{Fixture, HANG_GUARD, Running, Wire, wait_until};
+use crate::orchestration::task_records;
+
+const CHILD: &str = "[child]";
+const NOTIFICATION: &str = "<task-notification>";
+
+/// The parent launches one background child that hangs in its first model request, answers at
+/// once, and answers again when the child's notification arrives.
+fn script_hanging_background_child(f: &Fixture) {
+    let s = &f.server;
+    let parent = || !Match::first_user(CHILD);
+    s.script(
+        Rule::new(parent().and(Match::last_user(NOTIFICATION)))
+            .reply(Reply::text("The slow task was stopped.")),
+    );
+    s.script(
+        Rule::new(parent().and(Match::AssistantTurns(0))).reply(Reply::tool_call(
+            "call_bg",
+            "Agent",
+            json!({"subagent_type": "Explore", "description": "Never answers",
+                   "name": "slow", "run_in_background": true,
+                   "prompt": format!("{CHILD} Read notes.txt.")}),
+        )),
+    );
+    s.script(Rule::new(parent()).reply(Reply::text("Launched; waiting for it.")));
+    s.script(
+        Rule::new(Match::first_user(CHILD))
+            .reply(Reply::text("never finished").fault(Fault::SilentAfter { events: 1 })),
+    );
+}
+
+#[test]
+fn task_stop_from_another_process_stops_a_live_task() {
+    let f = Fixture::new();
+    script_hanging_background_child(&f);
+    let running = Running::spawn(
+        f.command(&["-p", "--model", Wire::Anthropic.model(), "start it"]),
+        None,
+    );
+    wait_until("the child to be running", || {
+        task_records(&f).iter().any(|r| r["status"] == "running")
+            && f.server
+                .requests()
+                .iter()
+                .any(|r| r.first_user_text().is_some_and(|t| t.contains(CHILD)))
+    });
+
+    let stop = f.run(&["task", "stop", "slow"]);
+    stop.assert_success();
+    assert!(stop.stdout.contains("stop requested"), "{stop:#?}");
+
+    // The run notices the request, stops the child, answers its notification and exits.
+    let out = running.wait(HANG_GUARD);
+    out.assert_success();
+    assert_eq!(out.stdout, "The slow task was stopped.\n", "{out:#?}");
+    let records = task_records(&f);
+    assert_eq!(records.len(), 1, "{records:#?}");
+    assert_eq!(records[0]["status"], "stopped", "{:#}", records[0]);
+    let dir = f
+        .home
+        .join("tasks")
+        .join(records[0]["rootSessionId"].as_str().unwrap());
+    let request = dir
+        .join(records[0]["id"].as_str().unwrap())
+        .join("stop-requested");
+    assert!(!request.exists(), "the request is consumed");
+}

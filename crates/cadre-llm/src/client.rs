@@ -83,7 +83,7 @@ impl Provider for HttpProvider {
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 handle.spawn(async move {
-                    let last = drive(policy, &request, &cancel, &tx).await;
+                    let last = drive(policy, request, &cancel, &tx).await;
                     let _ = tx.send(last).await;
                 });
             }
@@ -111,7 +111,8 @@ struct Ctx<'a> {
     model: &'a Model,
     url: String,
     headers: HeaderMap,
-    body: Vec<u8>,
+    /// Shared, so each attempt's request takes it without copying.
+    body: bytes::Bytes,
     cancel: &'a CancellationToken,
     tx: &'a mpsc::Sender<StreamEvent>,
     idle: Duration,
@@ -120,24 +121,27 @@ struct Ctx<'a> {
 /// Run a request with retries; returns the terminal event.
 async fn drive(
     policy: RetryPolicy,
-    req: &CompletionRequest,
+    req: CompletionRequest,
     cancel: &CancellationToken,
     tx: &mpsc::Sender<StreamEvent>,
 ) -> StreamEvent {
-    let model = &req.model;
-    let wire = match model.api {
-        Api::OpenAiCompletions => openai::build_request(req),
-        Api::AnthropicMessages => anthropic::build_request(req),
+    let wire = match req.model.api {
+        Api::OpenAiCompletions => openai::build_request(&req),
+        Api::AnthropicMessages => anthropic::build_request(&req),
         Api::OpenAiResponses => {
             return failed(
                 LlmError::Fatal(format!(
                     "{}: the openai-responses API is not supported yet",
-                    model.full_name()
+                    req.model.full_name()
                 )),
-                empty_message(model),
+                empty_message(&req.model),
             );
         }
     };
+    // The conversation, tools and system prompt are in the encoded body now: free them rather
+    // than hold a second copy for as long as the reply streams.
+    let CompletionRequest { model, .. } = req;
+    let model = &model;
     let ctx = match prepare(policy, model, wire, cancel, tx) {
         Ok(ctx) => ctx,
         Err(e) => return failed(e, empty_message(model)),
@@ -204,7 +208,8 @@ fn prepare<'a>(
         ))
     })?;
     let body = serde_json::to_vec(&wire.body)
-        .map_err(|e| LlmError::Fatal(format!("cannot encode the request: {e}")))?;
+        .map_err(|e| LlmError::Fatal(format!("cannot encode the request: {e}")))?
+        .into();
     let mut headers = HeaderMap::new();
     let extra = model.headers.iter().map(|(k, v)| (k.as_str(), v.as_str()));
     let defaults = wire.headers.iter().map(|(k, v)| (k.as_str(), v.as_str()));

@@ -309,6 +309,20 @@ mod tests {
         dropped: &'static [(&'static str, DropReason)],
     }
 
+    /// A child of the root inheriting every tool: cases override what they test.
+    const BASE: Case = Case {
+        name: "",
+        parent: ROOT_PARENT,
+        role: None,
+        disallowed: &[],
+        readonly: false,
+        depth: 1,
+        allows_agent: false,
+        no_tools: false,
+        tools: &[],
+        dropped: &[],
+    };
+
     fn run(c: &Case) -> Result<CapabilitySet, CapabilityError> {
         let parent = names(c.parent);
         let role = c.role.map(names);
@@ -330,18 +344,6 @@ mod tests {
     #[test]
     fn s1_tool_set_table() {
         use DropReason::*;
-        let base = Case {
-            name: "",
-            parent: ROOT_PARENT,
-            role: None,
-            disallowed: &[],
-            readonly: false,
-            depth: 1,
-            allows_agent: false,
-            no_tools: false,
-            tools: &[],
-            dropped: &[],
-        };
         let cases = [
             Case {
                 name: "inherit all: denylist removes root tools and Agent",
@@ -352,7 +354,7 @@ mod tests {
                     ("TaskOutput", RootOnly),
                     ("TaskStop", RootOnly),
                 ],
-                ..base
+                ..BASE
             },
             Case {
                 name: "star equals inherit",
@@ -366,20 +368,20 @@ mod tests {
                     ("TaskOutput", RootOnly),
                     ("TaskStop", RootOnly),
                 ],
-                ..base
+                ..BASE
             },
             Case {
                 name: "star mixed with names still means all",
                 role: Some(&["read", "*"]),
                 parent: &["read", "bash"],
                 tools: &["read", "bash"],
-                ..base
+                ..BASE
             },
             Case {
                 name: "explicit list narrows, in parent order",
                 role: Some(&["ls", "read", "grep"]),
                 tools: &["read", "grep", "ls"],
-                ..base
+                ..BASE
             },
             Case {
                 name: "explicit list cannot widen beyond the parent",
@@ -387,7 +389,7 @@ mod tests {
                 role: Some(&["read", "bash", "edit"]),
                 tools: &["read"],
                 dropped: &[("bash", NotInParent), ("edit", NotInParent)],
-                ..base
+                ..BASE
             },
             Case {
                 name: "duplicates in the role list are harmless",
@@ -395,13 +397,13 @@ mod tests {
                 role: Some(&["read", "read", "bash", "bash"]),
                 tools: &["read"],
                 dropped: &[("bash", NotInParent)],
-                ..base
+                ..BASE
             },
             Case {
                 name: "empty explicit list = no tools",
                 role: Some(&[]),
                 tools: &[],
-                ..base
+                ..BASE
             },
             Case {
                 name: "disallowed removes",
@@ -409,7 +411,7 @@ mod tests {
                 parent: &["read", "bash", "write"],
                 tools: &["read"],
                 dropped: &[("bash", Disallowed), ("write", Disallowed)],
-                ..base
+                ..BASE
             },
             Case {
                 name: "disallowed star removes everything",
@@ -417,7 +419,7 @@ mod tests {
                 parent: &["read", "bash"],
                 tools: &[],
                 dropped: &[("read", Disallowed), ("bash", Disallowed)],
-                ..base
+                ..BASE
             },
             Case {
                 name: "readonly removes edit and write, keeps bash",
@@ -425,14 +427,14 @@ mod tests {
                 parent: &["read", "bash", "edit", "write"],
                 tools: &["read", "bash"],
                 dropped: &[("edit", ReadOnly), ("write", ReadOnly)],
-                ..base
+                ..BASE
             },
             Case {
                 name: "explicitly listed root tools are still removed",
                 role: Some(&["read", "SendMessage", "TaskStop"]),
                 tools: &["read"],
                 dropped: &[("SendMessage", RootOnly), ("TaskStop", RootOnly)],
-                ..base
+                ..BASE
             },
             Case {
                 name: "Agent kept below the depth limit",
@@ -440,7 +442,7 @@ mod tests {
                 allows_agent: true,
                 depth: 4,
                 tools: &["read", "Agent"],
-                ..base
+                ..BASE
             },
             Case {
                 name: "Agent removed at the depth limit",
@@ -449,7 +451,7 @@ mod tests {
                 depth: 5,
                 tools: &["read"],
                 dropped: &[("Agent", DepthLimit { max_depth: 5 })],
-                ..base
+                ..BASE
             },
             Case {
                 name: "Agent removed past the depth limit",
@@ -458,7 +460,7 @@ mod tests {
                 depth: 9,
                 tools: &[],
                 dropped: &[("Agent", DepthLimit { max_depth: 5 })],
-                ..base
+                ..BASE
             },
             Case {
                 name: "Agent listed but nesting disallowed",
@@ -466,7 +468,7 @@ mod tests {
                 allows_agent: false,
                 tools: &[],
                 dropped: &[("Agent", NestingNotAllowed)],
-                ..base
+                ..BASE
             },
             Case {
                 name: "Agent allowed but parent lacks it",
@@ -475,7 +477,7 @@ mod tests {
                 allows_agent: true,
                 tools: &["read"],
                 dropped: &[("Agent", NotInParent)],
-                ..base
+                ..BASE
             },
             Case {
                 name: "disallowed beats nesting",
@@ -484,7 +486,7 @@ mod tests {
                 allows_agent: true,
                 tools: &[],
                 dropped: &[("Agent", Disallowed)],
-                ..base
+                ..BASE
             },
             Case {
                 name: "no tools policy empties the set",
@@ -492,19 +494,19 @@ mod tests {
                 no_tools: true,
                 tools: &[],
                 dropped: &[("read", NoToolsPolicy), ("bash", NoToolsPolicy)],
-                ..base
+                ..BASE
             },
             Case {
                 name: "grep find ls are not implied by read",
                 role: Some(&["read"]),
                 tools: &["read"],
-                ..base
+                ..BASE
             },
             Case {
                 name: "known tool absent from parent and not listed is silent",
                 parent: &["read"],
                 tools: &["read"],
-                ..base
+                ..BASE
             },
         ];
         for c in &cases {
@@ -523,51 +525,25 @@ mod tests {
 
     #[test]
     fn s1_unknown_explicit_tools_fail_the_launch() {
-        let parent = names(ROOT_PARENT);
-        let known = names(KNOWN);
-        let role = names(&["read", "raed", "bsah", "raed"]);
-        let err = resolve_capabilities(CapabilityInput {
-            parent_active: &parent,
-            role_tools: Some(&role),
-            disallowed: &[],
-            readonly: false,
-            depth: 1,
-            max_depth: 5,
-            role_allows_agent: false,
-            tool_policy_no_tools: false,
-            known_tools: &known,
+        let err = run(&Case {
+            role: Some(&["read", "raed", "bsah", "raed"]),
+            ..BASE
         })
         .unwrap_err();
         assert_eq!(err, CapabilityError::UnknownTools(names(&["raed", "bsah"])));
         assert!(err.to_string().contains("raed, bsah"));
 
-        let disallowed = names(&["bahs"]);
-        let err = resolve_capabilities(CapabilityInput {
-            parent_active: &parent,
-            role_tools: None,
-            disallowed: &disallowed,
-            readonly: false,
-            depth: 1,
-            max_depth: 5,
-            role_allows_agent: false,
-            tool_policy_no_tools: false,
-            known_tools: &known,
+        let err = run(&Case {
+            disallowed: &["bahs"],
+            ..BASE
         })
         .unwrap_err();
         assert_eq!(err, CapabilityError::UnknownDisallowed(names(&["bahs"])));
 
         // Names are case-sensitive: `Read` is not `read`.
-        let role = names(&["Read"]);
-        let err = resolve_capabilities(CapabilityInput {
-            parent_active: &parent,
-            role_tools: Some(&role),
-            disallowed: &[],
-            readonly: false,
-            depth: 1,
-            max_depth: 5,
-            role_allows_agent: false,
-            tool_policy_no_tools: false,
-            known_tools: &known,
+        let err = run(&Case {
+            role: Some(&["Read"]),
+            ..BASE
         })
         .unwrap_err();
         assert_eq!(err, CapabilityError::UnknownTools(names(&["Read"])));
@@ -575,19 +551,10 @@ mod tests {
 
     #[test]
     fn s1_unknown_tools_fail_even_with_no_tools_policy() {
-        let parent = names(ROOT_PARENT);
-        let known = names(KNOWN);
-        let role = names(&["nope"]);
-        let r = resolve_capabilities(CapabilityInput {
-            parent_active: &parent,
-            role_tools: Some(&role),
-            disallowed: &[],
-            readonly: false,
-            depth: 1,
-            max_depth: 5,
-            role_allows_agent: false,
-            tool_policy_no_tools: true,
-            known_tools: &known,
+        let r = run(&Case {
+            role: Some(&["nope"]),
+            no_tools: true,
+            ..BASE
         });
         assert!(matches!(r, Err(CapabilityError::UnknownTools(_))));
     }

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 use super::Inner;
 use super::digest::Sha256Tool;
-use super::handle::{RunState, lock};
+use super::handle::lock;
 use super::prompt::{child_system_prompt, task_message};
 use super::structured::{
     STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, StructuredOutputTool, StructuredSlot,
@@ -228,13 +228,7 @@ fn child_sink(inner: &Arc<Inner>, task_id: &str) -> mpsc::UnboundedSender<Parent
     tokio::spawn(async move {
         while let Some(notice) = rx.recv().await {
             let Some(inner) = weak.upgrade() else { return };
-            if let Some(h) = inner.handle(&id) {
-                if h.state() != RunState::Ended && h.deliver(notice.text()) {
-                    continue;
-                }
-                h.wait(false).await;
-            }
-            let _ = super::reopen::reopen_with(&inner, &id, notice.text(), true).await;
+            let _ = super::reopen::steer_or_reopen(&inner, &id, notice.text(), true).await;
             drop(notice);
         }
     });

@@ -148,6 +148,9 @@ pub(crate) struct Inner {
     pub runs: Mutex<HashMap<String, RunInfo>>,
     /// Each nesting parent task's own notice channel, by task id.
     pub sinks: Mutex<HashMap<String, mpsc::UnboundedSender<ParentNotice>>>,
+    /// Per task id: held while a message is steered into the task or reopens it, so two
+    /// messages never both reopen it (the second reaches the run the first started).
+    pub continuing: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     pub me: Weak<Inner>,
 }
 
@@ -207,6 +210,7 @@ impl TaskManager {
             tasks: Mutex::new(HashMap::new()),
             runs: Mutex::new(HashMap::new()),
             sinks: Mutex::new(HashMap::new()),
+            continuing: Mutex::new(HashMap::new()),
             me: me.clone(),
         });
         TaskManager { inner }

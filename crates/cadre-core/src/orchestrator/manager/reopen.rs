@@ -29,16 +29,10 @@ pub(crate) async fn send_message(
         return Err(LaunchError::Invalid("`message` must not be empty".into()));
     }
     let id = TaskManager::from_inner(Arc::clone(inner)).resolve(to)?;
-    if let Some(h) = inner.handle(&id)
-        && h.state() != RunState::Ended
-    {
-        if h.deliver(message) {
-            return Ok(SendOutcome::Steered { task_id: id });
-        }
-        // The run is finishing: wait for its record, then reopen.
-        h.wait(false).await;
-    }
-    let h = reopen_with(inner, &id, message, false).await?;
+    let h = match steer_or_reopen(inner, &id, message, false).await? {
+        Continued::Steered => return Ok(SendOutcome::Steered { task_id: id }),
+        Continued::Reopened(h) => h,
+    };
     if h.is_background() {
         return Ok(SendOutcome::ResumedInBackground { task_id: id });
     }
@@ -51,9 +45,42 @@ pub(crate) async fn send_message(
     ))))
 }
 
+/// Where a message to a task went.
+pub(crate) enum Continued {
+    /// Into its live run.
+    Steered,
+    /// It reopened the finished task: its new run.
+    Reopened(Arc<TaskHandle>),
+}
+
+/// Steer `message` into task `id`'s live run, or reopen the task with it once its run has
+/// ended. One message at a time per task: a second message that waited for a finishing run
+/// must reach the run the first one started, not reopen the task again.
+pub(crate) async fn steer_or_reopen(
+    inner: &Arc<Inner>,
+    id: &str,
+    message: &str,
+    force_background: bool,
+) -> Result<Continued, LaunchError> {
+    let turn = Arc::clone(lock(&inner.continuing).entry(id.to_string()).or_default());
+    let _turn = turn.lock().await;
+    if let Some(h) = inner.handle(id)
+        && h.state() != RunState::Ended
+    {
+        if h.deliver(message) {
+            return Ok(Continued::Steered);
+        }
+        // The run is finishing: wait for its record, then reopen.
+        h.wait(false).await;
+    }
+    reopen_with(inner, id, message, force_background)
+        .await
+        .map(Continued::Reopened)
+}
+
 /// Reopen finished task `id` with `message` and start its next run. `force_background` makes
 /// its end a notification to its parent (used when a nested child's notice wakes it).
-pub(crate) async fn reopen_with(
+async fn reopen_with(
     inner: &Arc<Inner>,
     id: &str,
     message: &str,

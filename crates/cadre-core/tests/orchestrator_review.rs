@@ -13,11 +13,11 @@ use cadre_core::orchestrator::manager::{
 };
 use cadre_core::orchestrator::tools::{TaskOutputTool, format_outcome};
 use cadre_core::roles::{RoleDef, ToolList, builtin_roles};
-use cadre_llm::{CompletionRequest, Provider};
+use cadre_llm::{CompletionRequest, Provider, StreamEvent};
 use cadre_protocol::{TaskStatus, WorktreeInfo};
 use cadre_tools::{Tool, ToolContext};
 use common::{
-    Models, Reply, Scripted, all_text, call, first_user, hang, last_text,
+    Models, ROOT_SESSION_ID, Reply, Scripted, all_text, call, first_user, hang, last_text,
     manager_config, manager_options, root_parent, settings, text, turn,
 };
 use serde_json::{Value, json};
@@ -271,4 +271,80 @@ async fn two_messages_to_a_finishing_task_reopen_it_once() {
         }),
         "one run saw both messages"
     );
+}
+
+// ------------------------------------------------------------------ Z1, O6: a run that panics
+
+/// A provider with a bug: it panics on the conversation whose first user message is `BOOM`.
+struct Panicky(Arc<Scripted>);
+
+impl Provider for Panicky {
+    fn stream(
+        &self,
+        request: CompletionRequest,
+        cancel: CancellationToken,
+    ) -> mpsc::Receiver<StreamEvent> {
+        if first_user(&request).starts_with("BOOM") {
+            panic!("provider bug");
+        }
+        self.0.stream(request, cancel)
+    }
+}
+
+fn panicky() -> Harness {
+    harness_with(
+        json!({"maxConcurrentTasks": 1}),
+        |p| Arc::new(Panicky(p)),
+        |r| text(&first_user(r)),
+    )
+}
+
+/// A run whose task panics still ends: the launcher gets a failed task, task.json is not left
+/// `running`, and its quota slot is free for the next task.
+#[tokio::test]
+async fn a_panicking_foreground_run_ends_failed_and_frees_its_slot() {
+    let h = panicky();
+    let o = single(
+        guarded(h.manager.launch(&h.root, spec("lister", "BOOM fg"), None))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(o.status, TaskStatus::Failed, "{o:?}");
+    assert!(o.error.is_some());
+    let r = h.manager.store().load(ROOT_SESSION_ID, &o.task_id).unwrap();
+    assert_eq!(r.status, TaskStatus::Failed);
+    assert!(r.ended_at.is_some() && r.owner_pid.is_none());
+    assert!(h.manager.live_tasks().is_empty());
+    // The slot came back: a task after it runs under a quota of one.
+    let next = single(
+        guarded(
+            h.manager
+                .launch(&h.root, spec("lister", "CHILD after"), None),
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(next.result, "CHILD after");
+}
+
+/// A background run that panics still notifies its parent, exactly once (O6: no result is lost).
+#[tokio::test]
+async fn a_panicking_background_run_notifies_its_parent_once() {
+    let mut h = panicky();
+    let mut s = spec("lister", "BOOM bg");
+    s.task.run_in_background = Some(true);
+    let o = single(guarded(h.manager.launch(&h.root, s, None)).await.unwrap());
+    assert_eq!(o.delivery, Delivery::Background);
+    let n = guarded(h.notices.recv()).await.unwrap();
+    assert_eq!(n.task_id, o.task_id);
+    assert!(n.text().contains("<status>failed</status>"), "{}", n.text());
+    assert!(
+        h.manager.has_pending(),
+        "the notice is owed until it is taken"
+    );
+    drop(n);
+    guarded(h.manager.wait_idle()).await;
+    assert!(h.notices.try_recv().is_err(), "exactly one notice");
+    let r = h.manager.store().load(ROOT_SESSION_ID, &o.task_id).unwrap();
+    assert_eq!(r.status, TaskStatus::Failed);
 }

@@ -15,6 +15,7 @@ use super::prepare::{Prepared, prepare};
 use super::review::ReviewSetup;
 use super::run::{RebuildAgent, Retry, Slot, drive, outcome_of};
 use super::scope::ProbeScope;
+use super::spawn::spawn_run;
 use super::structured::StructuredSlot;
 use super::types::{Delivery, EntryOutcome, LaunchError, LaunchSpec, ParentRef, TaskSpec};
 use super::{Inner, RunInfo, TaskManager};
@@ -409,19 +410,23 @@ pub(crate) async fn start(
     });
     lock(&inner.tasks).insert(id.clone(), Arc::clone(&handle));
     let guard = inner.pending.guard();
-    tokio::spawn(drive(
-        Arc::clone(inner),
-        Arc::clone(&handle),
-        agent,
-        events,
-        vec![Message::user(first)],
-        guard,
-        slot,
-        worktree,
-        false,
-        retry,
-        review,
-    ));
+    spawn_run(
+        inner,
+        &handle,
+        drive(
+            Arc::clone(inner),
+            Arc::clone(&handle),
+            agent,
+            events,
+            vec![Message::user(first)],
+            guard,
+            slot,
+            worktree,
+            false,
+            retry,
+            review,
+        ),
+    );
     Ok(handle)
 }
 

@@ -38,6 +38,7 @@ mod reopen;
 mod review;
 mod run;
 mod scope;
+mod spawn;
 mod structured;
 mod types;
 

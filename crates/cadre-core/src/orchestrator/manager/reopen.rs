@@ -11,6 +11,7 @@ use super::child::{ChildBuild, build_child_agent, parse_shell_policy};
 use super::handle::{ChildGate, RunState, TaskHandle, lock};
 use super::run::{Slot, drive, outcome_of};
 use super::scope::ProbeScope;
+use super::spawn::spawn_run;
 use super::types::{Delivery, LaunchError, ParentRef, SendOutcome};
 use super::{Inner, RunInfo, TaskManager};
 use crate::orchestrator::capability::CapabilitySet;
@@ -220,18 +221,22 @@ async fn reopen_with(
     );
     lock(&inner.tasks).insert(id.to_string(), Arc::clone(&handle));
     let guard = inner.pending.guard();
-    tokio::spawn(drive(
-        Arc::clone(inner),
-        Arc::clone(&handle),
-        agent,
-        events,
-        vec![Message::user(message)],
-        guard,
-        Slot::queue(&inner.quota),
-        None,
-        true,
-        None,
-        None,
-    ));
+    spawn_run(
+        inner,
+        &handle,
+        drive(
+            Arc::clone(inner),
+            Arc::clone(&handle),
+            agent,
+            events,
+            vec![Message::user(message)],
+            guard,
+            Slot::queue(&inner.quota),
+            None,
+            true,
+            None,
+            None,
+        ),
+    );
     Ok(handle)
 }

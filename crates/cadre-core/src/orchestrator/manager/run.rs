@@ -568,7 +568,11 @@ async fn finish(
 }
 
 /// The `<task-notification>` of a finished run (O6).
-fn completion_text(inner: &Inner, h: &TaskHandle, record: &cadre_protocol::TaskRecord) -> String {
+pub(crate) fn completion_text(
+    inner: &Inner,
+    h: &TaskHandle,
+    record: &cadre_protocol::TaskRecord,
+) -> String {
     let outcome = outcome_of(inner, h, Delivery::Finished);
     let summary = summary_line(&record.agent, &record.description, record.status);
     notification_text(&NotificationFacts {

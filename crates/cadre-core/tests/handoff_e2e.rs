@@ -18,7 +18,7 @@ use cadre_llm::CompletionRequest;
 use cadre_protocol::{Message, TaskRecord, TaskStatus, TerminationKind};
 use common::{
     Models, ROOT_SESSION_ID as ROOT, Reply, Scripted, call, first_user, git, last_text,
-    manager_config, manager_options, message_text, root_parent, settings, text, turn,
+    message_text, start_manager, text, turn,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -111,21 +111,15 @@ fn harness_full(
         defs.retain(|d| d.name != e.name);
         defs.push(e);
     }
-    let (tx, rx) = mpsc::unbounded_channel();
     let work = dir.path().join("work");
     project(&work);
-    let manager = TaskManager::with_options(
-        manager_config(
-            dir.path(),
-            provider.clone(),
-            Models(&["scripted"]),
-            common::roster(defs),
-            settings(&settings_value),
-            tx,
-        ),
-        manager_options(),
+    let (manager, root, rx) = start_manager(
+        dir.path(),
+        provider.clone(),
+        Models(&["scripted"]),
+        defs,
+        &settings_value,
     );
-    let root = root_parent(&manager);
     Harness {
         manager,
         provider,

@@ -20,8 +20,8 @@ use cadre_llm::CompletionRequest;
 use cadre_protocol::{AgentEvent, Message, TaskRecord, TaskStatus, TerminationKind, ThinkingLevel};
 use common::{
     Models, ROOT_SESSION_ID, Reply, Scripted, all_text, call, fail, first_user, git, hang,
-    last_text, manager_config, manager_options, message_text, model, root_parent,
-    root_session_file, settings, text, turn,
+    last_text, manager_config, manager_options, message_text, model, root_session_file, settings,
+    start_manager, text, turn,
 };
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
@@ -107,20 +107,9 @@ fn harness(
     let provider = Scripted::new(handler);
     let mut defs: Vec<RoleDef> = builtin_roles().into_iter().chain(test_roles()).collect();
     defs.dedup_by(|a, b| a.name == b.name);
-    let (tx, rx) = mpsc::unbounded_channel();
     std::fs::create_dir_all(dir.path().join("work")).unwrap();
-    let manager = TaskManager::with_options(
-        manager_config(
-            dir.path(),
-            provider.clone(),
-            MODELS,
-            common::roster(defs),
-            settings(&settings_value),
-            tx,
-        ),
-        manager_options(),
-    );
-    let root = root_parent(&manager);
+    let (manager, root, rx) =
+        start_manager(dir.path(), provider.clone(), MODELS, defs, &settings_value);
     Harness {
         manager,
         provider,
@@ -178,13 +167,16 @@ impl Harness {
                 ..TaskSpec::default()
             })
             .collect();
+        self.launch_tasks(tasks).await.unwrap()
+    }
+
+    /// Launches `tasks` at once from the root.
+    async fn launch_tasks(&self, tasks: Vec<TaskSpec>) -> Result<Vec<EntryOutcome>, LaunchError> {
         let spec = LaunchSpec {
             tasks,
             ..LaunchSpec::default()
         };
-        guarded(self.manager.launch(&self.root, spec, None))
-            .await
-            .unwrap()
+        guarded(self.manager.launch(&self.root, spec, None)).await
     }
 
     async fn next_notice(&mut self) -> ParentNotice {
@@ -298,16 +290,7 @@ async fn fan_out_of_eight_settles_each_entry_even_when_one_fails() {
             ..TaskSpec::default()
         })
         .collect();
-    let entries = guarded(h.manager.launch(
-        &h.root,
-        LaunchSpec {
-            tasks,
-            ..LaunchSpec::default()
-        },
-        None,
-    ))
-    .await
-    .unwrap();
+    let entries = h.launch_tasks(tasks).await.unwrap();
     assert_eq!(entries.len(), 8);
     let summary = format_entries(&entries);
     assert!(
@@ -345,16 +328,7 @@ async fn too_many_tasks_are_refused() {
         };
         3
     ];
-    let e = guarded(h.manager.launch(
-        &h.root,
-        LaunchSpec {
-            tasks,
-            ..LaunchSpec::default()
-        },
-        None,
-    ))
-    .await
-    .unwrap_err();
+    let e = h.launch_tasks(tasks).await.unwrap_err();
     assert!(matches!(e, LaunchError::TooManyTasks { given: 3, max: 2 }));
 }
 

@@ -296,6 +296,35 @@ pub fn manager_options() -> ManagerOptions {
     }
 }
 
+/// A manager over `manager_config(dir, …)` with `defs` as its roster and the default options,
+/// with its root parent and the channel of the root's notices.
+pub fn start_manager(
+    dir: &Path,
+    provider: Arc<Scripted>,
+    models: Models,
+    defs: Vec<RoleDef>,
+    settings_value: &Value,
+) -> (
+    TaskManager,
+    ParentRef,
+    mpsc::UnboundedReceiver<ParentNotice>,
+) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let manager = TaskManager::with_options(
+        manager_config(
+            dir,
+            provider,
+            models,
+            roster(defs),
+            settings(settings_value),
+            tx,
+        ),
+        manager_options(),
+    );
+    let root = root_parent(&manager);
+    (manager, root, rx)
+}
+
 /// The root agent as a parent: every built-in tool plus the orchestration tools.
 pub fn root_parent(manager: &TaskManager) -> ParentRef {
     let mut active: Vec<String> = cadre_tools::BUILTIN_TOOL_NAMES

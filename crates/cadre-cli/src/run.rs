@@ -4,6 +4,7 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -196,10 +197,12 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
 
     // Registered before the run starts, so no signal slips through to the default handler.
     let signals = Signals::new().ok();
+    let interrupted = Arc::new(AtomicI32::new(0));
     let interrupt = tokio::spawn(abort_on_signal(
         signals,
         agent.controller(),
         orchestration.manager.clone(),
+        interrupted.clone(),
     ));
     let stop_requests = orchestration.watch_stop_requests();
     let outcome = orchestration.drive(&mut agent, prompt).await;
@@ -216,7 +219,11 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     }
     let outcome = outcome?;
     closed?;
-    finish(args.mode, &outcome, session_path.as_deref())
+    let signal = match interrupted.load(Ordering::SeqCst) {
+        0 => None,
+        n => Some(n),
+    };
+    finish(args.mode, &outcome, session_path.as_deref(), signal)
 }
 
 /// Split `--tools` into built-in and orchestration tool names. Without `--tools`, every tool is
@@ -315,24 +322,39 @@ fn env_millis(env: &dyn cadre_llm::registry::Env, name: &str) -> Result<Option<D
 
 /// The first SIGINT or SIGTERM aborts the run: tools are killed, every tool call gets a result and
 /// the session is closed properly (a supervisor stopping a subagent sends SIGTERM). A second signal
-/// exits at once, for when the abort itself is stuck.
+/// exits at once, for when the abort itself is stuck. The first signal's number is stored in
+/// `received`, so the run can say it was interrupted and exit as a shell expects (128 + signal).
 async fn abort_on_signal(
     signals: Option<Signals>,
     controller: AgentController,
     manager: TaskManager,
+    received: Arc<AtomicI32>,
 ) {
     let Some(mut signals) = signals else {
         return;
     };
-    if !signals.next().await {
+    let Some(signal) = signals.next().await else {
         return;
-    }
+    };
+    received.store(signal, Ordering::SeqCst);
     controller.abort();
     // Children stop with `parent_shutdown` (L6); the run then ends without waiting for them.
     tokio::spawn(async move { manager.shutdown().await });
-    if signals.next().await {
+    if let Some(again) = signals.next().await {
         errln!("cadre: error: interrupted again; exiting without waiting for the abort");
-        std::process::exit(130);
+        std::process::exit(128 + again);
+    }
+}
+
+const SIGINT: i32 = 2;
+const SIGTERM: i32 = 15;
+
+/// The signal's name for messages.
+fn signal_name(signal: i32) -> String {
+    match signal {
+        SIGINT => "SIGINT".to_string(),
+        SIGTERM => "SIGTERM".to_string(),
+        n => format!("signal {n}"),
     }
 }
 
@@ -358,22 +380,30 @@ impl Signals {
         Ok(Signals {})
     }
 
-    /// Waits for the next signal; `false` if signals can no longer be received.
-    async fn next(&mut self) -> bool {
+    /// Waits for the next signal and returns its number; `None` if signals can no longer be
+    /// received.
+    async fn next(&mut self) -> Option<i32> {
         #[cfg(unix)]
         {
             tokio::select! {
-                got = self.interrupt.recv() => got.is_some(),
-                got = self.terminate.recv() => got.is_some(),
+                got = self.interrupt.recv() => got.map(|()| SIGINT),
+                got = self.terminate.recv() => got.map(|()| SIGTERM),
             }
         }
         #[cfg(not(unix))]
-        tokio::signal::ctrl_c().await.is_ok()
+        tokio::signal::ctrl_c().await.ok().map(|()| SIGINT)
     }
 }
 
-/// Output the result and choose the exit code.
-fn finish(mode: Mode, outcome: &RunOutcome, session: Option<&Path>) -> Result<ExitCode> {
+/// Output the result and choose the exit code. `signal` is the signal that interrupted the run,
+/// if one did: an interrupted run says so (not the provider client's "Request was aborted")
+/// and exits 128 + the signal, as shells and supervisors expect.
+fn finish(
+    mode: Mode,
+    outcome: &RunOutcome,
+    session: Option<&Path>,
+    signal: Option<i32>,
+) -> Result<ExitCode> {
     match &outcome.error {
         None => {
             let text = outcome.final_message.as_ref().map(|m| m.text());
@@ -388,6 +418,13 @@ fn finish(mode: Mode, outcome: &RunOutcome, session: Option<&Path>) -> Result<Ex
             let hint = session
                 .map(|p| format!(" (session: {})", p.display()))
                 .unwrap_or_default();
+            if let Some(signal) = signal {
+                errln!(
+                    "cadre: error: interrupted by {}; the run was aborted{hint}",
+                    signal_name(signal)
+                );
+                return Ok(ExitCode::from(u8::try_from(128 + signal).unwrap_or(1)));
+            }
             errln!(
                 "cadre: error: {}{hint}",
                 error.lines().next().unwrap_or(error)

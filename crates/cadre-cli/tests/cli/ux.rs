@@ -72,3 +72,29 @@ fn task_stop_from_another_process_stops_a_live_task() {
         .join("stop-requested");
     assert!(!request.exists(), "the request is consumed");
 }
+
+#[test]
+fn an_interrupted_run_says_so_and_exits_128_plus_the_signal() {
+    for (signal, code) in [("INT", 130), ("TERM", 143)] {
+        let f = Fixture::new();
+        f.server.script(
+            Rule::new(Match::Always)
+                .reply(Reply::text("never finished").fault(Fault::SilentAfter { events: 1 })),
+        );
+        let running = Running::spawn(
+            f.command(&["-p", "--model", Wire::Anthropic.model(), "talk"]),
+            None,
+        );
+        wait_until("the request", || !f.server.requests().is_empty());
+        running.signal(signal);
+        let out = running.wait(HANG_GUARD);
+        assert_eq!(out.code, Some(code), "{signal}: {out:#?}");
+        let line = out.assert_one_line_error();
+        assert!(
+            line.starts_with(&format!(
+                "cadre: error: interrupted by SIG{signal}; the run was aborted (session: "
+            )),
+            "{line}"
+        );
+    }
+}

@@ -43,10 +43,7 @@ async fn multi_turn_with_concurrent_tools_answers_every_call_in_order() {
         provider.clone(),
         vec![meet_tool(Arc::new(Barrier::new(2))), echo_tool()],
     );
-    let outcome = timeout(HANG_GUARD, h.agent.prompt("go"))
-        .await
-        .unwrap()
-        .unwrap();
+    let outcome = h.prompt("go").await;
 
     assert_eq!(outcome.turns, 2);
     assert_eq!(outcome.stop_reason, StopReason::Stop);
@@ -167,10 +164,7 @@ async fn mutations_on_one_target_are_serialised_in_call_order() {
         _ => text_reply("ok"),
     });
     let mut h = simple(provider.clone(), vec![write]);
-    timeout(HANG_GUARD, h.agent.prompt("go"))
-        .await
-        .unwrap()
-        .unwrap();
+    h.prompt("go").await;
     let log = log.lock().unwrap().clone();
     let pos = |s: &str| log.iter().position(|e| e == s).unwrap();
     assert!(pos("end a1") < pos("start a2"), "{log:?}");
@@ -202,10 +196,7 @@ async fn steer_is_delivered_after_the_tool_batch() {
     });
     let mut h = simple(provider.clone(), vec![steerer, echo_tool()]);
     controller.set(h.agent.controller()).ok().unwrap();
-    let outcome = timeout(HANG_GUARD, h.agent.prompt("go"))
-        .await
-        .unwrap()
-        .unwrap();
+    let outcome = h.prompt("go").await;
     assert_eq!(outcome.final_message.unwrap().text(), "changed");
     let requests = provider.requests();
     let second = &requests[1].messages;
@@ -247,10 +238,7 @@ async fn follow_up_is_delivered_when_the_agent_would_stop() {
     controller.follow_up("and then?");
     controller.follow_up("finally");
     assert_eq!(controller.queued().1.len(), 2);
-    let outcome = timeout(HANG_GUARD, h.agent.prompt("first"))
-        .await
-        .unwrap()
-        .unwrap();
+    let outcome = h.prompt("first").await;
     assert_eq!(outcome.turns, 3);
     assert_eq!(outcome.final_message.unwrap().text(), "re: finally");
     let n = names(&drain(&mut h.events));
@@ -297,10 +285,7 @@ async fn abort_while_streaming_records_the_partial_and_answers_its_calls() {
         assert!(controller.is_running());
         controller.abort();
     });
-    let outcome = timeout(HANG_GUARD, h.agent.prompt("go"))
-        .await
-        .unwrap()
-        .unwrap();
+    let outcome = h.prompt("go").await;
     aborter.await.unwrap();
     assert_eq!(outcome.stop_reason, StopReason::Aborted);
     assert!(outcome.error.is_some());
@@ -315,10 +300,7 @@ async fn abort_while_streaming_records_the_partial_and_answers_its_calls() {
     assert!(n.contains(&"message_end:assistant".to_string()));
     assert_eq!(n.last().unwrap(), "agent_end");
 
-    let next = timeout(HANG_GUARD, h.agent.prompt("again"))
-        .await
-        .unwrap()
-        .unwrap();
+    let next = h.prompt("again").await;
     assert_eq!(next.final_message.unwrap().text(), "fresh again");
     provider.assert_valid();
 }
@@ -362,10 +344,7 @@ async fn abort_during_long_tools_returns_promptly_with_every_call_answered() {
         started.recv().await.unwrap();
         controller.abort();
     });
-    let outcome = timeout(HANG_GUARD, h.agent.prompt("go"))
-        .await
-        .unwrap()
-        .unwrap();
+    let outcome = h.prompt("go").await;
     aborter.await.unwrap();
     assert_eq!(outcome.stop_reason, StopReason::Aborted);
     assert_eq!(outcome.turns, 1);
@@ -383,10 +362,7 @@ async fn abort_during_long_tools_returns_promptly_with_every_call_answered() {
     assert_eq!(n.iter().filter(|e| *e == "tool_execution_end").count(), 3);
     assert_eq!(n.last().unwrap(), "agent_end");
 
-    let next = timeout(HANG_GUARD, h.agent.prompt("again"))
-        .await
-        .unwrap()
-        .unwrap();
+    let next = h.prompt("again").await;
     assert_eq!(next.final_message.unwrap().text(), "fresh again");
     assert_eq!(next.error, None);
     provider.assert_valid();
@@ -444,10 +420,7 @@ async fn provider_failure_is_an_outcome_and_history_stays_valid() {
     );
 
     // A stream that closes without its terminal event is a failure, never an empty answer.
-    let outcome = timeout(HANG_GUARD, h.agent.prompt("cut"))
-        .await
-        .unwrap()
-        .unwrap();
+    let outcome = h.prompt("cut").await;
     assert_eq!(outcome.stop_reason, StopReason::Error);
     assert_eq!(outcome.final_message.unwrap().text(), "partial answer");
     assert!(outcome.error.unwrap().contains("without a final message"));
@@ -592,10 +565,7 @@ async fn tool_updates_become_events_and_a_panicking_tool_still_gets_a_result() {
         _ => text_reply("ok"),
     });
     let mut h = simple(provider.clone(), vec![progress, boom]);
-    let outcome = timeout(HANG_GUARD, h.agent.prompt("go"))
-        .await
-        .unwrap()
-        .unwrap();
+    let outcome = h.prompt("go").await;
     assert_eq!(outcome.error, None);
     let results = result_texts(h.agent.messages());
     assert_eq!(results[0], ("p".into(), "done".into(), false));
@@ -675,10 +645,7 @@ async fn abort_while_waiting_for_the_first_event() {
         waiting.notified().await;
         controller.abort();
     });
-    let outcome = timeout(HANG_GUARD, h.agent.prompt("go"))
-        .await
-        .unwrap()
-        .unwrap();
+    let outcome = h.prompt("go").await;
     aborter.await.unwrap();
     assert_eq!(outcome.stop_reason, StopReason::Aborted);
     let last = outcome.final_message.unwrap();
@@ -694,10 +661,7 @@ async fn abort_while_waiting_for_the_first_event() {
             "agent_end"
         ]
     );
-    let next = timeout(HANG_GUARD, h.agent.prompt("again"))
-        .await
-        .unwrap()
-        .unwrap();
+    let next = h.prompt("again").await;
     assert_eq!(next.final_message.unwrap().text(), "fresh again");
 }
 

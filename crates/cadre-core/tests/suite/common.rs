@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cadre_core::agent::{Agent, AgentConfig};
+use cadre_core::agent::{Agent, AgentConfig, RunOutcome};
 use cadre_core::session::SessionWriter;
 use cadre_llm::{
     Api, Compat, CompletionRequest, LlmError, Model, ModelCost, Provider, StreamEvent,
@@ -329,6 +329,16 @@ pub struct Harness {
     pub provider: Arc<Scripted>,
     pub events: mpsc::UnboundedReceiver<AgentEvent>,
     pub dir: tempfile::TempDir,
+}
+
+impl Harness {
+    /// Prompts the agent to the end of its run; a hang fails the test instead of hanging it.
+    pub async fn prompt(&mut self, text: &str) -> RunOutcome {
+        tokio::time::timeout(HANG_GUARD, self.agent.prompt(text))
+            .await
+            .expect("hang guard")
+            .unwrap()
+    }
 }
 
 pub fn harness(

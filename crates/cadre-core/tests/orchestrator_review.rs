@@ -348,3 +348,63 @@ async fn a_panicking_background_run_notifies_its_parent_once() {
     let r = h.manager.store().load(ROOT_SESSION_ID, &o.task_id).unwrap();
     assert_eq!(r.status, TaskStatus::Failed);
 }
+
+// ------------------------------------------------------------------ O7: quota under nesting
+
+/// A nested implementer with `review: true` under a quota of one: its parent task holds the
+/// only slot and lends it to its blocked foreground child. The reviewer borrows it next; the
+/// fix round must borrow it again rather than queue for a slot its own parent holds.
+#[tokio::test]
+async fn a_nested_fix_round_under_a_quota_of_one_borrows_its_parent_s_slot() {
+    let h = harness_with(
+        json!({"maxConcurrentTasks": 1, "maxAgentDepth": 3}),
+        |p| p,
+        |r| {
+            let first = first_user(r);
+            if first.starts_with("Review packet: ") {
+                return text("VERDICT: NEEDS_FIX\nFINDINGS:\n- impl.txt must say three");
+            }
+            if first.starts_with("IMPL") {
+                return if last_text(r).contains("An independent review") {
+                    text("fixed")
+                } else {
+                    text("implemented")
+                };
+            }
+            match turn(r) {
+                0 => call(
+                    "Agent",
+                    json!({"description": "implement it", "prompt": "IMPL",
+                           "subagent_type": "code", "review": true}),
+                ),
+                _ => text("nester done"),
+            }
+        },
+    );
+    let o = single(
+        guarded(h.manager.launch(&h.root, spec("nester", "NEST"), None))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(o.status, TaskStatus::Completed, "{o:?}");
+    let implementer = h
+        .manager
+        .tasks()
+        .into_iter()
+        .find(|t| t.agent == "code")
+        .unwrap();
+    assert_eq!(
+        implementer.status,
+        TaskStatus::Failed,
+        "two NEEDS_FIX reviews"
+    );
+    assert_eq!(
+        h.manager
+            .tasks()
+            .iter()
+            .filter(|t| t.agent == "review")
+            .count(),
+        2,
+        "the fix round ran and was reviewed again"
+    );
+}

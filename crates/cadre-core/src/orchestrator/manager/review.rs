@@ -201,9 +201,20 @@ async fn run_reviewer(
 /// Take a quota slot again for the implementer's fix round (its slot went to the reviewer).
 /// `false` when the task was stopped while it waited.
 pub(crate) async fn reacquire_slot(inner: &Inner, h: &TaskHandle) -> bool {
-    let permit = tokio::select! {
-        p = inner.quota.acquire() => p,
-        _ = h.aborted() => return false,
+    // A foreground child of a task borrows its blocked parent's slot again, as at its start:
+    // under a full quota that parent may hold the very slot the queue would wait for (O7).
+    let parent = (!h.is_background())
+        .then(|| lock(&h.record).parent_task_id.clone())
+        .flatten();
+    let lent = parent
+        .and_then(|pid| inner.handle(&pid))
+        .and_then(|ph| lock(&ph.permit).as_ref().and_then(|permit| permit.lend()));
+    let permit = match lent {
+        Some(p) => p,
+        None => tokio::select! {
+            p = inner.quota.acquire() => p,
+            _ = h.aborted() => return false,
+        },
     };
     *lock(&h.permit) = Some(Arc::new(permit));
     true

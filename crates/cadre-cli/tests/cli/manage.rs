@@ -71,6 +71,17 @@ fn running(mut r: TaskRecord, owner: Option<(u32, Option<u64>)>) -> TaskRecord {
     r
 }
 
+/// `r` running under this test process, which is alive.
+fn running_here(r: TaskRecord) -> TaskRecord {
+    let me = std::process::id();
+    running(r, Some((me, process_start_time(me))))
+}
+
+/// `r` running under a process that has exited: an orphan.
+fn orphaned(r: TaskRecord) -> TaskRecord {
+    running(r, Some((dead_pid(), Some(1))))
+}
+
 fn load(f: &Fixture, id: &str) -> TaskRecord {
     store(f).load(ROOT, id).expect("load the record")
 }
@@ -295,21 +306,8 @@ fn doctor_reports_credentials_by_variable_trust_sandbox_and_settings() {
 #[test]
 fn doctor_counts_running_and_orphaned_tasks_without_changing_them() {
     let f = Fixture::new();
-    let me = std::process::id();
-    create(
-        &f,
-        running(
-            record(ID_A, "live", &f.project),
-            Some((me, process_start_time(me))),
-        ),
-    );
-    create(
-        &f,
-        running(
-            record(ID_C, "dead", &f.project),
-            Some((dead_pid(), Some(1))),
-        ),
-    );
+    create(&f, running_here(record(ID_A, "live", &f.project)));
+    create(&f, orphaned(record(ID_C, "dead", &f.project)));
     let out = f.run(&["doctor"]);
     out.assert_success();
     assert!(
@@ -345,13 +343,7 @@ fn tasks_lists_this_projects_tasks_and_recovers_orphans_first() {
     let mut alpha = record(ID_A, "alpha", &f.project.join("src"));
     alpha.created_at = timestamp(SystemTime::now() - Duration::from_secs(180));
     create(&f, alpha);
-    create(
-        &f,
-        running(
-            record(ID_B, "beta", &f.project),
-            Some((dead_pid(), Some(1))),
-        ),
-    );
+    create(&f, orphaned(record(ID_B, "beta", &f.project)));
     create(&f, record(ID_C, "gamma", Path::new("/somewhere/else")));
 
     let out = f.run(&["tasks"]);
@@ -486,21 +478,8 @@ fn an_ambiguous_or_unknown_target_lists_candidates_and_picks_none() {
 #[test]
 fn task_stop_asks_a_live_owner_and_stops_a_dead_owners_task() {
     let f = Fixture::new();
-    let me = std::process::id();
-    create(
-        &f,
-        running(
-            record(ID_A, "live", &f.project),
-            Some((me, process_start_time(me))),
-        ),
-    );
-    create(
-        &f,
-        running(
-            record(ID_B, "dead", &f.project),
-            Some((dead_pid(), Some(1))),
-        ),
-    );
+    create(&f, running_here(record(ID_A, "live", &f.project)));
+    create(&f, orphaned(record(ID_B, "dead", &f.project)));
     create(&f, record(ID_C, "done", &f.project));
 
     // Live owner: a stop request it polls for; the record is its to change.

@@ -58,6 +58,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         &registry,
         args.model.as_deref(),
         settings.default_model_name(),
+        &home,
     )?;
     let requested = match args.thinking.as_deref() {
         Some(s) => ThinkingLevel::parse(s).ok_or_else(|| {
@@ -473,25 +474,58 @@ fn read_prompt(args: &RunArgs) -> Result<String> {
 }
 
 /// `--model`, else the settings' default, else the first built-in default with credentials.
-fn pick_model(
+pub fn pick_model(
     registry: &ModelRegistry,
     flag: Option<&str>,
     from_settings: Option<String>,
+    home: &CadreHome,
 ) -> Result<Model> {
     if let Some(name) = flag.map(str::to_string).or(from_settings) {
         return Ok(registry.resolve(&name)?);
     }
-    let mut last_err = None;
     for name in DEFAULT_MODELS {
-        match registry.resolve(name) {
-            Ok(model) => return Ok(model),
-            Err(e) => last_err = Some(e),
+        if let Ok(model) = registry.resolve(name) {
+            return Ok(model);
         }
     }
-    let detail = last_err.map(|e| e.to_string()).unwrap_or_default();
-    bail!(
-        "no model configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, \
-         or pass --model provider/id ({detail})"
+    bail!("{}", no_default_model(registry, home))
+}
+
+/// Most models named in the "no model configured" error.
+const READY_MODELS_SHOWN: usize = 5;
+
+/// Why no model was picked and what would fix it. Models that could be called (a models.json
+/// provider with a key) are named, since `--model` with one of them is the quickest fix; the
+/// last built-in default's own error (about OpenRouter's key) would only mislead.
+fn no_default_model(registry: &ModelRegistry, home: &CadreHome) -> String {
+    let ready: Vec<String> = registry
+        .list()
+        .into_iter()
+        .filter(|m| m.has_credentials && m.unsupported.is_none())
+        .map(|m| m.full_name)
+        .collect();
+    if ready.is_empty() {
+        return format!(
+            "no model configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, \
+             or add a provider to {} and pass --model provider/id (`cadre --list-models` shows \
+             the known models)",
+            home.models_json().display()
+        );
+    }
+    let mut shown = ready
+        .iter()
+        .take(READY_MODELS_SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ready.len() > READY_MODELS_SHOWN {
+        shown.push_str(", …");
+    }
+    format!(
+        "no model configured: pass --model provider/id (with credentials: {shown}), set \
+         defaultProvider and defaultModel in {}, or set ANTHROPIC_API_KEY, OPENAI_API_KEY or \
+         OPENROUTER_API_KEY",
+        home.settings_json().display()
     )
 }
 

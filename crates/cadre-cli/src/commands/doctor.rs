@@ -103,8 +103,8 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode> {
 
     // Trust first: settings and roles depend on it.
     let trust = trust_section(&mut r, &place, args.trust);
-    config_section(&mut r, &place, &trust, &short);
-    providers_section(&mut r, home);
+    let default_model = config_section(&mut r, &place, &trust, &short);
+    providers_section(&mut r, &place, default_model);
     sandbox_section(&mut r);
     roles_section(&mut r, &place, &trust, &short);
     tasks_section(&mut r, &place);
@@ -169,12 +169,13 @@ fn trust_section(r: &mut Report, place: &Place, flag: bool) -> ProjectTrust {
     }
 }
 
+/// The settings section; returns the default model the settings name, if any.
 fn config_section(
     r: &mut Report,
     place: &Place,
     trust: &ProjectTrust,
     short: &dyn Fn(&Path) -> String,
-) {
+) -> Option<String> {
     r.section("Settings");
     match load_settings(&place.home, Some(&place.root), trust.is_trusted()) {
         Ok(loaded) => {
@@ -201,14 +202,18 @@ fn config_section(
                 }
                 Err(e) => r.error(format!("{e}; launches fail until it is fixed")),
             }
+            loaded.settings.default_model_name()
         }
-        Err(e) => r.error(e.to_string()),
+        Err(e) => {
+            r.error(e.to_string());
+            None
+        }
     }
 }
 
-fn providers_section(r: &mut Report, home: &Path) {
+fn providers_section(r: &mut Report, place: &Place, default_model: Option<String>) {
     r.section("Models and providers");
-    let registry = match ModelRegistry::load(home, &ProcessEnv) {
+    let registry = match ModelRegistry::load(place.home.root(), &ProcessEnv) {
         Ok(registry) => registry,
         Err(e) => {
             r.error(format!("{e}; no model can be called until it is fixed"));
@@ -261,6 +266,19 @@ fn providers_section(r: &mut Report, home: &Path) {
             "no provider has credentials, so no model can be called; set one of {} (or try `cadre demo`)",
             vars.join(", ")
         ));
+        return;
+    }
+    // What `cadre -p` without --model would run, by the same rule it uses, so a configuration
+    // where only `--model` works is not reported as problem-free.
+    let from_settings = default_model.is_some();
+    match crate::run::pick_model(&registry, None, default_model, &place.home) {
+        Ok(model) => r.line(format!(
+            "default model: {}/{}{}",
+            model.provider,
+            model.id,
+            if from_settings { " (settings)" } else { "" }
+        )),
+        Err(e) => r.warn(format!("`cadre -p` without --model fails: {e}")),
     }
 }
 

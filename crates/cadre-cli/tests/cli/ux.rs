@@ -98,3 +98,56 @@ fn an_interrupted_run_says_so_and_exits_128_plus_the_signal() {
         );
     }
 }
+
+#[test]
+fn no_default_model_names_the_models_that_would_work() {
+    let f = Fixture::new();
+    // The fixture's models.json has two providers with keys, but no default is configured.
+    let out = f.run(&["-p", "hi"]);
+    let line = out.assert_one_line_error();
+    assert!(line.contains("no model configured"), "{line}");
+    assert!(line.contains("--model provider/id"), "{line}");
+    assert!(
+        line.contains("fake/m1") && line.contains("fakeoai/m1"),
+        "{line}"
+    );
+    assert!(line.contains("defaultModel"), "{line}");
+    // Not the last built-in default's own complaint, which reads as if OpenRouter were wanted.
+    assert!(!line.contains("no API key for provider"), "{line}");
+
+    // doctor says the same instead of "No problems found".
+    let out = f.run(&["doctor"]);
+    out.assert_success();
+    assert!(
+        out.stdout
+            .contains("warning: `cadre -p` without --model fails: no model configured"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("No problems found"), "{}", out.stdout);
+
+    // With a default in settings.json, doctor names it.
+    std::fs::write(
+        f.home.join("settings.json"),
+        r#"{"defaultProvider": "fake", "defaultModel": "m1"}"#,
+    )
+    .unwrap();
+    let out = f.run(&["doctor"]);
+    assert!(
+        out.stdout.contains("default model: fake/m1 (settings)"),
+        "{}",
+        out.stdout
+    );
+
+    // Nothing with credentials at all: say where a provider would go.
+    std::fs::remove_file(f.home.join("settings.json")).unwrap();
+    std::fs::remove_file(f.models_path()).unwrap();
+    let out = f.run(&["-p", "hi"]);
+    let line = out.assert_one_line_error();
+    assert!(line.contains("ANTHROPIC_API_KEY"), "{line}");
+    assert!(
+        line.contains(&f.models_path().display().to_string()),
+        "{line}"
+    );
+    assert!(line.contains("cadre --list-models"), "{line}");
+}

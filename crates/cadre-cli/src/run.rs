@@ -37,6 +37,8 @@ const DEFAULT_MODELS: &[&str] = &[
 ];
 
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
+    // Flags that contradict each other are reported before anything else can fail.
+    check_session_flags(&args)?;
     let home = CadreHome::from_env().context("cannot locate CADRE_HOME")?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let root = project_root(&cwd);
@@ -542,21 +544,29 @@ fn unsaved_header(cwd: &Path) -> SessionHeader {
     }
 }
 
-/// Open the session to write to and the history to continue from.
+/// `--no-session`, `--session` and `--continue` exclude each other.
+fn check_session_flags(args: &RunArgs) -> Result<()> {
+    if args.no_session && (args.session.is_some() || args.continue_latest) {
+        bail!("--no-session cannot be combined with --session or --continue");
+    }
+    if args.session.is_some() && args.continue_latest {
+        bail!("--session and --continue cannot be combined");
+    }
+    Ok(())
+}
+
+/// Open the session to write to and the history to continue from (the flags were checked by
+/// [`check_session_flags`]).
 async fn open_session(
     args: &RunArgs,
     home: &CadreHome,
     cwd: &Path,
 ) -> Result<(Option<SessionWriter>, Vec<Message>)> {
     if args.no_session {
-        if args.session.is_some() || args.continue_latest {
-            bail!("--no-session cannot be combined with --session or --continue");
-        }
         return Ok((None, Vec::new()));
     }
     let existing: Option<PathBuf> = match (&args.session, args.continue_latest) {
-        (Some(_), true) => bail!("--session and --continue cannot be combined"),
-        (Some(path), false) => {
+        (Some(path), _) => {
             // An empty file (e.g. made with mktemp by whoever runs us) starts a new session
             // there, as in Pi; a file with content that is not a session is refused below.
             let empty = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0);

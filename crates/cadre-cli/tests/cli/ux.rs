@@ -151,3 +151,18 @@ fn no_default_model_names_the_models_that_would_work() {
     );
     assert!(line.contains("cadre --list-models"), "{line}");
 }
+
+#[test]
+fn conflicting_session_flags_are_reported_before_the_model_is_picked() {
+    let f = Fixture::new();
+    // No --model and no default: the flags, not the model, are what the user got wrong first.
+    for args in [
+        &["-p", "--continue", "--session", "x.jsonl", "hi"][..],
+        &["-p", "--no-session", "--continue", "hi"],
+    ] {
+        let out = f.run(args);
+        let line = out.assert_one_line_error();
+        assert!(line.contains("cannot be combined"), "{args:?}: {line}");
+    }
+    assert!(f.session_files().is_empty());
+}

@@ -30,13 +30,7 @@ async fn text_reply_exact_framing() {
         "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":3}}\n\n",
         "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
     ];
-    assert_eq!(r.text(), frames.concat());
-    let chunked: String = frames
-        .iter()
-        .map(|f| format!("{:x}\r\n{f}\r\n", f.len()))
-        .chain(["0\r\n\r\n".to_string()])
-        .collect();
-    assert_eq!(String::from_utf8(r.raw_body.clone()).unwrap(), chunked);
+    r.assert_chunk_per_frame(&frames);
 }
 
 #[tokio::test]

@@ -38,6 +38,19 @@ impl RawResponse {
         String::from_utf8(self.body.clone()).unwrap()
     }
 
+    /// The body is exactly `frames`, each sent as its own HTTP chunk, then the terminating
+    /// chunk.
+    pub fn assert_chunk_per_frame<S: AsRef<str>>(&self, frames: &[S]) {
+        let frames: Vec<&str> = frames.iter().map(AsRef::as_ref).collect();
+        assert_eq!(self.text(), frames.concat());
+        let chunked: String = frames
+            .iter()
+            .map(|f| format!("{:x}\r\n{f}\r\n", f.len()))
+            .chain(["0\r\n\r\n".to_string()])
+            .collect();
+        assert_eq!(String::from_utf8(self.raw_body.clone()).unwrap(), chunked);
+    }
+
     pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap()
     }
@@ -53,6 +66,19 @@ impl RawResponse {
             .into_iter()
             .filter(|(_, d)| d != "[DONE]")
             .map(|(_, d)| serde_json::from_str(&d).unwrap())
+            .collect()
+    }
+
+    /// The streamed text of either format (OpenAI `content` or Anthropic `text` deltas).
+    pub fn streamed_text(&self) -> String {
+        self.data_json()
+            .iter()
+            .filter_map(|v| {
+                v["choices"][0]["delta"]["content"]
+                    .as_str()
+                    .or(v["delta"]["text"].as_str())
+                    .map(str::to_string)
+            })
             .collect()
     }
 }

@@ -200,17 +200,7 @@ async fn no_terminal_sends_everything_but_the_end_marker() {
         assert!(r.complete);
         let events = r.events();
         assert!(!events.iter().any(|e| is_terminal(api, e)));
-        let text: String = r
-            .data_json()
-            .iter()
-            .filter_map(|v| {
-                v["choices"][0]["delta"]["content"]
-                    .as_str()
-                    .or(v["delta"]["text"].as_str())
-                    .map(str::to_string)
-            })
-            .collect();
-        assert_eq!(text, "complete content");
+        assert_eq!(r.streamed_text(), "complete content");
         // The stop reason is still delivered.
         let last =
             r.data_json().into_iter().rev().find(|v| {

@@ -30,12 +30,14 @@ async fn exchange(stream: &mut TcpStream, body: &Value, headers: &[(&str, &str)]
     .expect("response within the hang guard")
 }
 
-/// The text of an Anthropic stream's deltas.
-fn streamed_text(r: &RawResponse) -> String {
-    r.data_json()
-        .iter()
-        .filter_map(|v| v["delta"]["text"].as_str().map(str::to_string))
-        .collect()
+/// The whole response on `stream`, once the server has closed it.
+async fn read_until_close(stream: &mut TcpStream) -> RawResponse {
+    let mut raw = Vec::new();
+    tokio::time::timeout(GUARD, stream.read_to_end(&mut raw))
+        .await
+        .expect("the server closes within the hang guard")
+        .unwrap();
+    parse_response(&raw)
 }
 
 /// True once the server has closed `stream` (reads end).
@@ -64,7 +66,7 @@ async fn one_connection_serves_requests_until_the_client_asks_to_close() {
     let a = exchange(&mut stream, &anthropic_body("hi"), KEEP).await;
     assert_eq!(a.status(), 200);
     assert_eq!(a.header("connection"), None);
-    assert_eq!(streamed_text(&a), "first");
+    assert_eq!(a.streamed_text(), "first");
 
     let b = exchange(&mut stream, &whole, KEEP).await;
     assert_eq!(b.header("connection"), None);
@@ -77,7 +79,7 @@ async fn one_connection_serves_requests_until_the_client_asks_to_close() {
     )
     .await;
     assert_eq!(c.header("connection"), Some("close"));
-    assert_eq!(streamed_text(&c), "third");
+    assert_eq!(c.streamed_text(), "third");
     assert!(closed(&mut stream).await);
     assert_eq!(server.requests().len(), 3);
     assert_eq!(server.connections(), 1);
@@ -97,7 +99,7 @@ async fn error_statuses_keep_the_connection() {
     assert_eq!(a.header("connection"), None);
     let b = exchange(&mut stream, &anthropic_body("hi"), KEEP).await;
     assert_eq!(b.status(), 200);
-    assert_eq!(streamed_text(&b), "after the retry");
+    assert_eq!(b.streamed_text(), "after the retry");
 }
 
 #[tokio::test]
@@ -109,12 +111,7 @@ async fn a_cut_stream_says_close_and_closes() {
     let mut stream = TcpStream::connect(server.addr()).await.unwrap();
     let request = request_bytes(ANTHROPIC_PATH, &anthropic_body("hi").to_string(), KEEP);
     stream.write_all(&request).await.unwrap();
-    let mut raw = Vec::new();
-    tokio::time::timeout(GUARD, stream.read_to_end(&mut raw))
-        .await
-        .expect("the server closes within the hang guard")
-        .unwrap();
-    let r = parse_response(&raw);
+    let r = read_until_close(&mut stream).await;
     assert_eq!(r.header("connection"), Some("close"));
     assert!(!r.complete);
 }
@@ -127,12 +124,7 @@ async fn a_malformed_request_gets_400_and_a_close() {
         .write_all(b"POST /v1/messages HTTP/1.1\r\nbroken header\r\n\r\n")
         .await
         .unwrap();
-    let mut raw = Vec::new();
-    tokio::time::timeout(GUARD, stream.read_to_end(&mut raw))
-        .await
-        .expect("the server closes within the hang guard")
-        .unwrap();
-    let r = parse_response(&raw);
+    let r = read_until_close(&mut stream).await;
     assert_eq!(r.status(), 400);
     assert_eq!(r.header("connection"), Some("close"));
 }

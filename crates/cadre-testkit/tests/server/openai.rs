@@ -35,14 +35,7 @@ async fn text_reply_exact_framing() {
     .map(|tail| format!("{head}{tail}\n\n"))
     .chain(["data: [DONE]\n\n".to_string()])
     .collect();
-    assert_eq!(r.text(), frames.concat());
-    // One SSE frame per HTTP chunk, then the terminating chunk.
-    let chunked: String = frames
-        .iter()
-        .map(|f| format!("{:x}\r\n{f}\r\n", f.len()))
-        .chain(["0\r\n\r\n".to_string()])
-        .collect();
-    assert_eq!(String::from_utf8(r.raw_body.clone()).unwrap(), chunked);
+    r.assert_chunk_per_frame(&frames);
 }
 
 #[tokio::test]

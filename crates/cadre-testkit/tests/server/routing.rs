@@ -56,19 +56,6 @@ fn conversation(api: WireApi, answered: bool) -> (&'static str, Value) {
     }
 }
 
-/// Streamed text from either format.
-fn streamed_text(r: &crate::client::RawResponse) -> String {
-    r.data_json()
-        .iter()
-        .filter_map(|v| {
-            v["choices"][0]["delta"]["content"]
-                .as_str()
-                .or(v["delta"]["text"].as_str())
-                .map(str::to_string)
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn each_match_variant_routes() {
     let cases = [
@@ -117,7 +104,7 @@ async fn each_match_variant_routes() {
             server.script(Rule::new(hit.clone()).reply(Reply::text("HIT")));
             server.script(Rule::always().reply(Reply::text("FALLBACK")));
             let r = post(server.addr(), path, &body).await;
-            assert_eq!(streamed_text(&r), "HIT", "{api:?}: {hit:?} vs {miss:?}");
+            assert_eq!(r.streamed_text(), "HIT", "{api:?}: {hit:?} vs {miss:?}");
         }
     }
 }
@@ -134,7 +121,7 @@ async fn first_matching_rule_wins_and_replies_repeat_last() {
     let (path, body) = conversation(WireApi::OpenAi, true);
     let mut seen = Vec::new();
     for _ in 0..4 {
-        seen.push(streamed_text(&post(server.addr(), path, &body).await));
+        seen.push(post(server.addr(), path, &body).await.streamed_text());
     }
     assert_eq!(seen, ["one", "two", "two", "two"]);
 }
@@ -267,7 +254,7 @@ async fn many_concurrent_connections() {
     for task in tasks {
         let r = task.await.unwrap();
         assert!(r.complete);
-        assert_eq!(streamed_text(&r), "concurrent reply");
+        assert_eq!(r.streamed_text(), "concurrent reply");
     }
     assert_eq!(server.requests().len(), 24);
 }
@@ -284,7 +271,7 @@ fn blocking_server_serves_without_an_ambient_runtime() {
         .unwrap();
     let (path, body) = conversation(WireApi::Anthropic, true);
     let r = runtime.block_on(post(server.addr(), path, &body));
-    assert_eq!(streamed_text(&r), "from a thread");
+    assert_eq!(r.streamed_text(), "from a thread");
 }
 
 #[tokio::test]

@@ -20,6 +20,17 @@ fn alive(pid: u32) -> bool {
     }
 }
 
+/// Whether `pid` is gone within about two seconds (the reaper may need a moment after a kill).
+async fn exits_soon(pid: u32) -> bool {
+    for _ in 0..100 {
+        if !alive(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
 #[tokio::test]
 async fn runs_in_cwd_and_reports_output() {
     let env = Env::new();
@@ -66,15 +77,10 @@ async fn timeout_kills_the_whole_group() {
     assert!(t.ends_with("Command timed out after 1 seconds"), "{t}");
     let pid: u32 = t.lines().next().unwrap().trim().parse().unwrap();
     // The background sleep was in the group and got SIGKILL; give the reaper a moment.
-    let mut gone = false;
-    for _ in 0..100 {
-        if !alive(pid) {
-            gone = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(gone, "grandchild {pid} survived the timeout");
+    assert!(
+        exits_soon(pid).await,
+        "grandchild {pid} survived the timeout"
+    );
 }
 
 #[tokio::test]
@@ -190,13 +196,8 @@ async fn dropping_the_call_kills_the_group() {
     // The caller gives up on the call (its future is dropped), as an agent loop does on abort.
     call.abort();
     let _ = call.await;
-    let mut gone = false;
-    for _ in 0..100 {
-        if !alive(pid) {
-            gone = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(gone, "background process {pid} survived the dropped call");
+    assert!(
+        exits_soon(pid).await,
+        "background process {pid} survived the dropped call"
+    );
 }

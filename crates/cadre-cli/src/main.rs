@@ -108,9 +108,11 @@ fn usage_error(e: &clap::Error) -> ExitCode {
 }
 
 /// clap's rendered error on one line: the message and its tips, without the usage block and
-/// the "try --help" footer.
+/// the "try --help" footer. A line that continues the one before (the list after "were not
+/// provided:", the "[possible values: …]" of an invalid value) is joined with a space, other
+/// lines (tips) with "; ".
 fn usage_line(rendered: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
+    let mut out = String::new();
     let mut in_usage = false;
     for line in rendered.lines().map(str::trim) {
         if line.is_empty() {
@@ -123,9 +125,14 @@ fn usage_line(rendered: &str) -> String {
         if in_usage || line.starts_with("For more information") {
             continue;
         }
-        parts.push(line.strip_prefix("error:").map(str::trim).unwrap_or(line));
+        let part = line.strip_prefix("error:").map(str::trim).unwrap_or(line);
+        if !out.is_empty() {
+            let continues = out.ends_with(':') || part.starts_with('[');
+            out.push_str(if continues { " " } else { "; " });
+        }
+        out.push_str(part);
     }
-    parts.join("; ")
+    out
 }
 
 /// The error and its causes on one line: "what failed: why".
@@ -183,5 +190,21 @@ mod tests {
             "a; tip: b"
         );
         assert_eq!(usage_line(""), "");
+    }
+
+    #[test]
+    fn usage_line_joins_continuations_with_a_space() {
+        let line = rendered(&["cadre", "task", "show"]);
+        assert_eq!(
+            line,
+            "the following required arguments were not provided: <TARGET>"
+        );
+        let line = rendered(&["cadre", "--mode", "xml"]);
+        assert!(
+            line.ends_with("'--mode <MODE>' [possible values: text, json]"),
+            "{line}"
+        );
+        let line = rendered(&["cadre", "--frobnicate"]);
+        assert!(line.contains("found; tip: "), "{line}");
     }
 }

@@ -166,3 +166,15 @@ fn conflicting_session_flags_are_reported_before_the_model_is_picked() {
     }
     assert!(f.session_files().is_empty());
 }
+
+#[test]
+fn a_missing_argument_reads_as_one_sentence() {
+    let f = Fixture::new();
+    let out = f.run(&["task", "show"]);
+    let line = out.assert_one_line_error();
+    assert_eq!(
+        line,
+        "cadre: error: the following required arguments were not provided: <TARGET>"
+    );
+    assert_eq!(out.code, Some(2));
+}

@@ -117,12 +117,7 @@ impl Args {
         let Some(value) = self.get(name) else {
             return Ok(None);
         };
-        let number = match value {
-            Value::Number(n) => n.as_f64(),
-            Value::String(s) => s.trim().parse::<f64>().ok(),
-            _ => None,
-        };
-        match number {
+        match loose_number(value) {
             Some(n) if n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= u64::MAX as f64 => {
                 Ok(Some(n as u64))
             }
@@ -136,12 +131,7 @@ impl Args {
         let Some(value) = self.get(name) else {
             return Ok(None);
         };
-        let number = match value {
-            Value::Number(n) => n.as_f64(),
-            Value::String(s) => s.trim().parse::<f64>().ok(),
-            _ => None,
-        };
-        match number {
+        match loose_number(value) {
             Some(n) if n.is_finite() && n >= 0.0 => Ok(Some(n)),
             _ => Err(ArgError::wrong(name, EXPECTED, value)),
         }
@@ -169,6 +159,15 @@ impl Args {
             }),
             Some(n) => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
         }
+    }
+}
+
+/// A number sent as a JSON number or as a numeric string (models send both).
+fn loose_number(value: &Value) -> Option<f64> {
+    match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
     }
 }
 

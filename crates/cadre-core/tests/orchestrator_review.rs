@@ -408,3 +408,48 @@ async fn a_nested_fix_round_under_a_quota_of_one_borrows_its_parent_s_slot() {
         "the fix round ran and was reviewed again"
     );
 }
+
+// ------------------------------------------------------------------ L6: nothing after shutdown
+
+/// A finished nesting task whose background child is stopped by `shutdown` gets that child's
+/// notice after the shutdown began: it must not be reopened into a new model run, and no task
+/// may be left running once `shutdown` returned.
+#[tokio::test]
+async fn shutdown_does_not_reopen_a_nested_parent_with_its_stopped_child_s_notice() {
+    let started = Arc::new(Notify::new());
+    let s2 = started.clone();
+    let h = harness(move |r| {
+        let first = first_user(r);
+        if first.starts_with("GRAND") {
+            return hang(&s2);
+        }
+        match turn(r) {
+            0 => call(
+                "Agent",
+                json!({"description": "grandchild", "prompt": "GRAND",
+                       "subagent_type": "lister", "run_in_background": true}),
+            ),
+            _ => text("nester done"),
+        }
+    });
+    let o = single(
+        guarded(h.manager.launch(&h.root, spec("nester", "NEST"), None))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(o.status, TaskStatus::Completed);
+    guarded(started.notified()).await;
+    let before = h.provider.requests_of("NEST").len();
+
+    guarded(h.manager.shutdown()).await;
+    let mut notices = h.notices;
+    guarded(settle(&h.manager, &mut notices)).await;
+    assert_eq!(
+        h.provider.requests_of("NEST").len(),
+        before,
+        "the nesting task ran again after the shutdown"
+    );
+    assert!(h.manager.live_tasks().is_empty());
+    let nester = h.manager.store().load(ROOT_SESSION_ID, &o.task_id).unwrap();
+    assert_eq!(nester.status, TaskStatus::Completed);
+}

@@ -152,6 +152,8 @@ pub(crate) struct Inner {
     /// Per task id: held while a message is steered into the task or reopens it, so two
     /// messages never both reopen it (the second reaches the run the first started).
     pub continuing: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Set by [`TaskManager::shutdown`]: the parent is ending, so no run starts any more (L6).
+    pub closed: std::sync::atomic::AtomicBool,
     pub me: Weak<Inner>,
 }
 
@@ -212,6 +214,7 @@ impl TaskManager {
             runs: Mutex::new(HashMap::new()),
             sinks: Mutex::new(HashMap::new()),
             continuing: Mutex::new(HashMap::new()),
+            closed: std::sync::atomic::AtomicBool::new(false),
             me: me.clone(),
         });
         TaskManager { inner }
@@ -272,6 +275,7 @@ impl TaskManager {
         spec: LaunchSpec,
         cancel: Option<CancellationToken>,
     ) -> Result<Vec<EntryOutcome>, LaunchError> {
+        self.inner.refuse_if_closed()?;
         launch::launch(&self.inner, parent, spec, cancel).await
     }
 
@@ -321,19 +325,29 @@ impl TaskManager {
     }
 
     /// Stop every live task with `parent_shutdown` and wait until their records are final (L6).
+    /// The manager is closed from then on: launches and continuations are refused, and a
+    /// notice that would reopen a finished nesting task (a child stopped here) is dropped.
     pub async fn shutdown(&self) {
-        let live: Vec<Arc<TaskHandle>> = lock(&self.inner.tasks)
-            .values()
-            .filter(|h| h.state() != RunState::Ended)
-            .cloned()
-            .collect();
-        for h in &live {
-            let actions = lock(&h.lifecycle).on_parent_shutdown();
-            run::apply_actions(&self.inner, h, actions);
-            h.abort();
-        }
-        for h in &live {
-            h.wait(false).await;
+        self.inner
+            .closed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        loop {
+            let live: Vec<Arc<TaskHandle>> = lock(&self.inner.tasks)
+                .values()
+                .filter(|h| h.state() != RunState::Ended)
+                .cloned()
+                .collect();
+            if live.is_empty() {
+                return;
+            }
+            for h in &live {
+                let actions = lock(&h.lifecycle).on_parent_shutdown();
+                run::apply_actions(&self.inner, h, actions);
+                h.abort();
+            }
+            for h in &live {
+                h.wait(false).await;
+            }
         }
     }
 
@@ -417,6 +431,20 @@ impl TaskManager {
 }
 
 impl Inner {
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// No run starts once the parent is shutting down (L6).
+    pub(crate) fn refuse_if_closed(&self) -> Result<(), LaunchError> {
+        if self.is_closed() {
+            return Err(LaunchError::NotAllowed(
+                "the parent session is shutting down: no task starts or continues".into(),
+            ));
+        }
+        Ok(())
+    }
+
     pub(crate) fn handle(&self, id: &str) -> Option<Arc<TaskHandle>> {
         lock(&self.tasks).get(id).cloned()
     }

@@ -65,6 +65,7 @@ pub(crate) async fn steer_or_reopen(
 ) -> Result<Continued, LaunchError> {
     let turn = Arc::clone(lock(&inner.continuing).entry(id.to_string()).or_default());
     let _turn = turn.lock().await;
+    inner.refuse_if_closed()?;
     if let Some(h) = inner.handle(id)
         && h.state() != RunState::Ended
     {
@@ -73,6 +74,7 @@ pub(crate) async fn steer_or_reopen(
         }
         // The run is finishing: wait for its record, then reopen.
         h.wait(false).await;
+        inner.refuse_if_closed()?;
     }
     reopen_with(inner, id, message, force_background)
         .await

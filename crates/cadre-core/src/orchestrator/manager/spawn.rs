@@ -25,6 +25,13 @@ pub(crate) fn spawn_run<F>(inner: &Arc<Inner>, h: &Arc<TaskHandle>, run: F)
 where
     F: Future<Output = ()> + Send + 'static,
 {
+    // A run that got past the launch checks as the parent began shutting down is stopped
+    // before it calls a model. Its handle is already listed, so either this sees the flag or
+    // the shutdown sees the handle (L6).
+    if inner.is_closed() {
+        let _ = lock(&h.lifecycle).on_parent_shutdown();
+        h.abort();
+    }
     // Held until the watcher is done: a panic drops the run's own pending guard, and the count
     // must not reach zero before the task's notice exists.
     let watching = inner.pending.guard();

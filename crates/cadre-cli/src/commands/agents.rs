@@ -176,16 +176,19 @@ impl View<'_> {
             ),
             ProjectTrust::Untrusted { reason } => {
                 let mut out = format!(
-                    "Project {}: not trusted; its agents are not loaded.\n  {}\n",
-                    self.root.display(),
-                    one_line(reason)
+                    "Project {}: not trusted; its agents are not loaded.\n",
+                    self.root.display()
                 );
-                if !reason.contains("cadre trust") {
-                    out.push_str(&format!(
-                        "  Trust it with `cadre trust {}` (or pass --trust for one run).\n",
-                        self.root.display()
-                    ));
+                // The plain "is not trusted" reason only repeats the line above; another one
+                // (an unreadable trust store) is news.
+                let plain = format!("project {} is not trusted", self.root.display());
+                if !reason.starts_with(&plain) {
+                    out.push_str(&format!("  {}\n", one_line(reason)));
                 }
+                out.push_str(&format!(
+                    "  Trust it with `cadre trust {}` (or pass --trust for one run).\n",
+                    self.root.display()
+                ));
                 out
             }
         }
@@ -232,7 +235,10 @@ mod tests {
     fn builtins_only_lists_every_role_and_the_untrusted_hint() {
         let tmp = tempfile::tempdir().unwrap();
         let trust = ProjectTrust::Untrusted {
-            reason: "project /x is not trusted".into(),
+            reason: format!(
+                "project {} is not trusted (run `cadre trust`); ignored",
+                tmp.path().join("project").display()
+            ),
         };
         let (roster, project) = roster_in(tmp.path(), trust.clone());
         let view = View {
@@ -246,6 +252,8 @@ mod tests {
         assert!(out.contains("not trusted"), "{out}");
         assert!(out.contains("cadre trust"), "{out}");
         assert!(!out.contains("Overrides:"), "{out}");
+        // Said once, not once more in the reason's words.
+        assert_eq!(out.matches("not trusted").count(), 1, "{out}");
         assert!(!out.contains("Blocked"), "{out}");
     }
 

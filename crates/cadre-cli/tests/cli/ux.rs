@@ -178,3 +178,32 @@ fn a_missing_argument_reads_as_one_sentence() {
     );
     assert_eq!(out.code, Some(2));
 }
+
+#[test]
+fn agents_says_an_untrusted_project_is_not_trusted_once() {
+    let f = Fixture::new();
+    let out = f.run(&["agents"]);
+    out.assert_success();
+    let tail: Vec<&str> = out.stdout.lines().rev().take(2).collect();
+    assert_eq!(
+        tail,
+        [
+            format!(
+                "  Trust it with `cadre trust {}` (or pass --trust for one run).",
+                f.project.display()
+            ),
+            format!(
+                "Project {}: not trusted; its agents are not loaded.",
+                f.project.display()
+            ),
+        ],
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        out.stdout.matches("not trusted").count(),
+        1,
+        "{}",
+        out.stdout
+    );
+}

@@ -207,3 +207,28 @@ fn agents_says_an_untrusted_project_is_not_trusted_once() {
         out.stdout
     );
 }
+
+#[test]
+fn demo_json_keep_says_where_the_directory_is() {
+    let f = Fixture::new();
+    let tmp = f.home.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut cmd = f.command(&["demo", "--json", "--keep"]);
+    cmd.env("TMPDIR", &tmp);
+    let out = Running::spawn(cmd, None).wait(HANG_GUARD);
+    out.assert_success();
+    let kept: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(
+        out.stderr,
+        format!("cadre: demo directory kept: {}\n", kept[0].display())
+    );
+    // stdout stays pure JSON lines.
+    for line in out.stdout.lines() {
+        serde_json::from_str::<serde_json::Value>(line)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+    }
+}

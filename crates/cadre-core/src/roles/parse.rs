@@ -59,36 +59,9 @@ pub enum Dialect {
     ClaudeCode,
 }
 
-/// How a child's bash commands are screened before the sandbox runs them (S3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ShellPolicy {
-    #[default]
-    Unrestricted,
-    Inspect,
-    Verify,
-    None,
-}
-
-impl ShellPolicy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ShellPolicy::Unrestricted => "unrestricted",
-            ShellPolicy::Inspect => "inspect",
-            ShellPolicy::Verify => "verify",
-            ShellPolicy::None => "none",
-        }
-    }
-
-    fn parse(s: &str) -> Option<ShellPolicy> {
-        match s {
-            "unrestricted" => Some(ShellPolicy::Unrestricted),
-            "inspect" => Some(ShellPolicy::Inspect),
-            "verify" => Some(ShellPolicy::Verify),
-            "none" => Some(ShellPolicy::None),
-            _ => None,
-        }
-    }
-}
+/// How a child's bash commands are screened before the sandbox runs them (S3): the bash
+/// tool's own policy type, so a role's choice reaches the tool unchanged.
+pub use cadre_tools::shell_policy::ShellPolicy;
 
 /// What the child starts from (T8, O9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -368,8 +341,9 @@ pub fn parse_role(text: &str, stem: &str, dialect: Dialect) -> Result<RoleDef, R
             "readonly" => def.readonly = boolean(key, value)?,
             "shellPolicy" => {
                 let s = string(key, value)?;
-                def.shell_policy = ShellPolicy::parse(&s)
-                    .ok_or_else(|| one_of(key, &s, "unrestricted, inspect, verify, none"))?;
+                def.shell_policy = s
+                    .parse::<ShellPolicy>()
+                    .map_err(|_| one_of(key, &s, "unrestricted, inspect, verify, none"))?;
             }
             "background" => def.background = Some(boolean(key, value)?),
             "context" => {

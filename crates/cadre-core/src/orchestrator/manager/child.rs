@@ -8,7 +8,6 @@ use std::sync::Arc;
 use cadre_llm::Model;
 use cadre_protocol::{Message, ThinkingLevel};
 use cadre_tools::sandbox::{SandboxConfig, create_scratch_dir};
-use cadre_tools::shell_policy::ShellPolicy as ToolShellPolicy;
 use cadre_tools::{BashTool, ToolRegistry};
 use tokio::sync::mpsc;
 
@@ -149,7 +148,7 @@ fn child_bash(
     inner: &Inner,
     b: &ChildBuild<'_>,
 ) -> Result<Arc<dyn cadre_tools::Tool>, LaunchError> {
-    let policy = tool_shell_policy(b.shell_policy);
+    let policy = b.shell_policy;
     if !b.readonly {
         return Ok(Arc::new(BashTool::new().with_policy(policy)));
     }
@@ -172,27 +171,9 @@ fn child_bash(
     })))
 }
 
-/// The role's shell policy in the bash tool's terms.
-fn tool_shell_policy(p: ShellPolicy) -> ToolShellPolicy {
-    match p {
-        ShellPolicy::Unrestricted => ToolShellPolicy::Unrestricted,
-        ShellPolicy::Inspect => ToolShellPolicy::Inspect,
-        ShellPolicy::Verify => ToolShellPolicy::Verify,
-        ShellPolicy::None => ToolShellPolicy::None,
-    }
-}
-
 /// A shell policy as persisted in a task record; an unknown value is the strictest.
 pub(crate) fn parse_shell_policy(s: &str) -> ShellPolicy {
-    [
-        ShellPolicy::Unrestricted,
-        ShellPolicy::Inspect,
-        ShellPolicy::Verify,
-        ShellPolicy::None,
-    ]
-    .into_iter()
-    .find(|p| p.as_str() == s)
-    .unwrap_or(ShellPolicy::None)
+    s.parse().unwrap_or(ShellPolicy::None)
 }
 
 /// The child as a parent of its own children (O8): its notices are delivered into it.

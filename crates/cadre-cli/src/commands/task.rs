@@ -108,6 +108,12 @@ pub async fn run(args: TaskArgs) -> Result<ExitCode> {
 
 /// Resolve `query` among this project's tasks, then among every task (O5).
 fn find<'a>(listing: &'a Listing, root: &Path, query: &str) -> Result<&'a TaskRecord> {
+    // An empty target (`cadre task show ""`, an unset shell variable) matches nothing useful.
+    if query.trim().is_empty() {
+        bail!(
+            "the task target is empty: give a task id, id prefix or name (`cadre tasks` lists them)"
+        );
+    }
     let local: Vec<&TaskRecord> = listing
         .records
         .iter()

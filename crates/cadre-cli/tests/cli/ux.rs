@@ -232,3 +232,16 @@ fn demo_json_keep_says_where_the_directory_is() {
             .unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
     }
 }
+
+#[test]
+fn an_empty_task_target_is_refused_in_one_line() {
+    let f = Fixture::new();
+    for command in ["show", "output", "stop", "apply"] {
+        let out = f.run(&["task", command, " "]);
+        let line = out.assert_one_line_error();
+        assert!(
+            line.starts_with("cadre: error: the task target is empty"),
+            "{command}: {line}"
+        );
+    }
+}

@@ -396,8 +396,15 @@ impl TaskStore {
 
 /// Mark `record` as owned by the current process (pid and, where known, its start time).
 pub fn claim_ownership(record: &mut TaskRecord) {
-    record.owner_pid = Some(std::process::id());
-    record.owner_start_time = process_start_time(std::process::id());
+    // Read once per process: every task records the same owner, and reading `/proc` per task
+    // costs an open, a read and a parse.
+    static OWNER: std::sync::OnceLock<(u32, Option<u64>)> = std::sync::OnceLock::new();
+    let (pid, start_time) = *OWNER.get_or_init(|| {
+        let pid = std::process::id();
+        (pid, process_start_time(pid))
+    });
+    record.owner_pid = Some(pid);
+    record.owner_start_time = start_time;
 }
 
 /// Whether process `pid` is alive and, when `start_time` is given, is the same process that was

@@ -79,9 +79,16 @@ impl SandboxConfig {
 /// Create a fresh private scratch directory (`scratch-<uuid>`, mode 0700) under `parent`,
 /// creating `parent` if needed.
 pub fn create_scratch_dir(parent: &Path) -> io::Result<PathBuf> {
-    std::fs::create_dir_all(parent)?;
     let dir = parent.join(format!("scratch-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    let create = || std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    match create() {
+        // Only the first scratch directory under `parent` pays for creating it.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(parent)?;
+            create()?;
+        }
+        made => made?,
+    }
     Ok(dir)
 }
 

@@ -94,7 +94,7 @@ fn base_url_with_version_path_and_no_key() {
 fn empty_system_and_tools_left_out() {
     let mut req = request(m(), vec![]);
     req.system_prompt.clear();
-    req.tools.clear();
+    req.tools = Vec::new().into();
     let b = build_body(&req);
     assert!(b.get("system").is_none());
     assert!(b.get("tools").is_none());

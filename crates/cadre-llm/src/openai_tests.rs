@@ -81,7 +81,7 @@ fn no_key_no_authorization_and_trailing_slash() {
 fn empty_system_prompt_and_no_tools_are_left_out() {
     let mut req = request(m(), vec![Message::user("x")]);
     req.system_prompt.clear();
-    req.tools.clear();
+    req.tools = Vec::new().into();
     let b = build_body(&req);
     assert_eq!(b["messages"], json!([{"role": "user", "content": "x"}]));
     assert!(b.get("tools").is_none());

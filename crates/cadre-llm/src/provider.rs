@@ -1,5 +1,7 @@
 //! The provider interface the agent loop streams from.
 
+use std::sync::Arc;
+
 use cadre_protocol::{AssistantMessage, AssistantMessageEvent, Message, ThinkingLevel, ToolSpec};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -13,7 +15,9 @@ pub struct CompletionRequest {
     pub model: Model,
     pub system_prompt: String,
     pub messages: Vec<Message>,
-    pub tools: Vec<ToolSpec>,
+    /// Shared: an agent sends the same tool schemas with every request, so each request takes
+    /// a reference to them instead of a deep copy.
+    pub tools: Arc<[ToolSpec]>,
     /// Effective (already clamped) thinking level.
     pub thinking: ThinkingLevel,
 }

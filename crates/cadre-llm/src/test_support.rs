@@ -40,7 +40,8 @@ pub fn request(model: Model, messages: Vec<Message>) -> CompletionRequest {
             name: "read".into(),
             description: "Read a file".into(),
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-        }],
+        }]
+        .into(),
         thinking: ThinkingLevel::Off,
     }
 }

@@ -21,7 +21,8 @@ use crate::session::SessionWriter;
 /// One conversation with a model and its tools.
 pub struct Agent {
     config: AgentConfig,
-    tool_specs: Vec<ToolSpec>,
+    /// Built once; every request shares them.
+    tool_specs: Arc<[ToolSpec]>,
     messages: Vec<Message>,
     session: Option<SessionWriter>,
     shared: Arc<Shared>,
@@ -74,7 +75,7 @@ impl Agent {
             }
         }
         Agent {
-            tool_specs: config.tools.specs(),
+            tool_specs: config.tools.specs().into(),
             shared: Shared::new(emitter.clone()),
             config,
             messages,
@@ -323,7 +324,7 @@ impl Agent {
             model: self.config.model.clone(),
             system_prompt: self.config.system_prompt.clone(),
             messages: self.messages.clone(),
-            tools: self.tool_specs.clone(),
+            tools: Arc::clone(&self.tool_specs),
             thinking: self.config.thinking,
         };
         stream_reply(

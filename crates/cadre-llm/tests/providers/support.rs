@@ -53,7 +53,8 @@ pub fn request(model: Model, prompt: &str) -> CompletionRequest {
             name: "read".into(),
             description: "Read a file".into(),
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-        }],
+        }]
+        .into(),
         thinking: ThinkingLevel::Off,
     }
 }

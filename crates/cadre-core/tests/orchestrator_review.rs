@@ -453,3 +453,47 @@ async fn shutdown_does_not_reopen_a_nested_parent_with_its_stopped_child_s_notic
     let nester = h.manager.store().load(ROOT_SESSION_ID, &o.task_id).unwrap();
     assert_eq!(nester.status, TaskStatus::Completed);
 }
+
+// ------------------------------------------------------------------ O10: review failure
+
+/// A failed review's error carries the reviewer's findings, which are the reviewer model's
+/// words: the parent sees them capped like a result (O10), with the full text on disk.
+#[tokio::test]
+async fn a_review_failure_s_findings_are_capped_for_the_parent() {
+    let findings: String = (0..2000)
+        .map(|i| format!("- finding {i}: {}\n", "x".repeat(60)))
+        .collect();
+    let answer = format!("VERDICT: NEEDS_FIX\nFINDINGS:\n{findings}");
+    let h = harness_with(
+        json!({"maxOutputBytes": 4096, "maxOutputLines": 50}),
+        |p| p,
+        move |r| {
+            if first_user(r).starts_with("Review packet: ") {
+                text(&answer)
+            } else {
+                text("implemented")
+            }
+        },
+    );
+    let mut s = spec("code", "IMPLEMENT");
+    s.task.review = true;
+    let o = single(guarded(h.manager.launch(&h.root, s, None)).await.unwrap());
+    assert_eq!(o.status, TaskStatus::Failed, "{o:?}");
+    let error = o.error.clone().unwrap();
+    assert!(error.contains("finding 0"), "{error}");
+    assert!(error.len() <= 4096, "{} bytes", error.len());
+    assert!(
+        error.lines().count() <= 50,
+        "{} lines",
+        error.lines().count()
+    );
+    assert!(error.contains("[Truncated. Full output: "), "{error}");
+    // The ids the parent needs to act on the failure survive the cut.
+    let tail: Vec<&str> = error.lines().rev().take(2).collect();
+    assert!(
+        tail[1].starts_with(&format!("Implementer task: {}", o.task_id)),
+        "{error}"
+    );
+    assert!(tail[0].starts_with("Reviewer task: "), "{error}");
+    assert!(format_outcome(&o).len() < 3 * 4096);
+}

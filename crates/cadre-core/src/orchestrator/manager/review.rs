@@ -22,7 +22,7 @@ use crate::handoff::packet::{
 };
 use crate::handoff::receipt::ExecutionReceipt;
 use crate::handoff::verdict::{UncertainReason, Verdict, parse_verdict};
-use crate::orchestrator::output::neutralize;
+use crate::orchestrator::output::{cap_output, neutralize};
 
 /// The role that reviews (a built-in; a project may override it, but it must stay read-only).
 pub(crate) const REVIEW_ROLE: &str = "review";
@@ -116,16 +116,48 @@ pub(crate) async fn review(
         GateStep::Passed => ReviewStep::Passed,
         GateStep::Fix { findings } => ReviewStep::Fix(findings),
         // The findings are the reviewer's words: no reserved tag survives into the parent's
-        // view of the error.
-        GateStep::Failed { message } => ReviewStep::Failed(neutralize(&format!(
-            "{message}\nReviewer task: {}.",
-            answer.task_id
-        ))),
+        // view of the error, and they are capped like a result (O10).
+        GateStep::Failed { message } => ReviewStep::Failed(capped_failure(
+            inner,
+            &neutralize(&message),
+            &format!("Reviewer task: {}.", answer.task_id),
+            &answer.output_file,
+        )),
     }
+}
+
+/// A failure message within the parent's output caps: the verdict and findings are cut (the
+/// whole answer stays in the reviewer's `output.md`), the implementer's and the reviewer's
+/// task ids at its end are always kept.
+fn capped_failure(inner: &Inner, message: &str, reviewer: &str, full_path: &str) -> String {
+    let (body, implementer) = match message.rfind("\nImplementer task: ") {
+        Some(at) => (&message[..at], &message[at + 1..]),
+        None => (message, ""),
+    };
+    let trailer = if implementer.is_empty() {
+        reviewer.to_string()
+    } else {
+        format!("{implementer}\n{reviewer}")
+    };
+    let capped = cap_output(
+        body,
+        inner
+            .settings
+            .max_output_bytes
+            .saturating_sub(trailer.len() + 1),
+        inner
+            .settings
+            .max_output_lines
+            .saturating_sub(trailer.lines().count()),
+        full_path,
+    );
+    format!("{}\n{trailer}", capped.text)
 }
 
 struct ReviewerAnswer {
     task_id: String,
+    /// The reviewer's `output.md`: its whole answer.
+    output_file: String,
     status: TaskStatus,
     text: String,
     error: Option<String>,
@@ -189,6 +221,7 @@ async fn run_reviewer(
             let r = rh.record();
             Ok(ReviewerAnswer {
                 task_id: r.id,
+                output_file: r.output_file,
                 status: r.status,
                 text: lock(&rh.final_text).clone(),
                 error: r.error,

@@ -416,7 +416,7 @@ fn stop(store: &TaskStore, record: TaskRecord) -> Result<String> {
 async fn apply(r: &TaskRecord) -> Result<String> {
     let Some(info) = &r.worktree else {
         bail!(
-            "task {} did not run in a worktree (isolation: worktree); there is nothing to apply",
+            "task {} did not run in a worktree, so any changes it made are already in the working tree; only a task launched with `isolation: worktree` has changes to apply",
             r.id
         );
     };

@@ -245,3 +245,30 @@ fn an_empty_task_target_is_refused_in_one_line() {
         );
     }
 }
+
+#[test]
+fn applying_a_task_without_a_worktree_says_where_its_changes_are() {
+    let f = Fixture::new();
+    let s = &f.server;
+    let parent = || !Match::first_user(CHILD);
+    s.script(
+        Rule::new(parent().and(Match::AssistantTurns(0))).reply(Reply::tool_call(
+            "call_fg",
+            "Agent",
+            json!({"subagent_type": "Explore", "description": "Read the notes",
+                   "name": "reader", "prompt": format!("{CHILD} Read notes.txt.")}),
+        )),
+    );
+    s.script(Rule::new(parent()).reply(Reply::text("Done.")));
+    s.script(Rule::new(Match::first_user(CHILD)).reply(Reply::text("alpha line")));
+    f.run_print(Wire::Anthropic, &["go"]).assert_success();
+
+    let out = f.run(&["task", "apply", "reader"]);
+    let line = out.assert_one_line_error();
+    assert!(line.contains("did not run in a worktree"), "{line}");
+    assert!(
+        line.contains("already in the working tree")
+            && line.contains("only a task launched with `isolation: worktree`"),
+        "{line}"
+    );
+}

@@ -465,3 +465,24 @@ pub fn text_of(message: &Value) -> String {
         _ => String::new(),
     }
 }
+
+/// Runs git in `dir` with a fixed identity and no system config; returns its stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Whether `program` is installed (some checks use optional tools such as python3).
+pub fn have(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}

@@ -8,13 +8,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use cadre_testkit::{Match, RecordedRequest, Reply, Rule};
 use cadre_tools::sandbox::landlock_status;
 use serde_json::{Value, json};
 
-use crate::harness::{Fixture, Wire};
+use crate::harness::{Fixture, Wire, git, have};
 use crate::orchestration::task_records;
 
 const CHILD: &str = "[attacker]";
@@ -49,13 +48,6 @@ fn attacks() -> Vec<(&'static str, Value)> {
     out
 }
 
-fn have(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// Every path under `root` with its content (files), target (links) or kind.
 fn snapshot(root: &Path) -> BTreeMap<PathBuf, String> {
     fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, String>) {
@@ -76,18 +68,6 @@ fn snapshot(root: &Path) -> BTreeMap<PathBuf, String> {
     let mut out = BTreeMap::new();
     walk(root, &mut out);
     out
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "git {args:?}");
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 fn is_child(r: &RecordedRequest) -> bool {

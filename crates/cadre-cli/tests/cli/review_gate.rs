@@ -5,13 +5,10 @@
 //! in the implementer's own session; NEEDS_FIX twice fails it with the findings and the
 //! implementer's task id, which the parent sees in its tool result.
 
-use std::path::Path;
-use std::process::Command;
-
 use cadre_testkit::{Match, RecordedRequest, Reply, Rule};
 use serde_json::{Value, json};
 
-use crate::harness::{Fixture, Wire, tool_result_text};
+use crate::harness::{Fixture, Wire, git, tool_result_text};
 use crate::orchestration::task_records;
 
 const IMPL: &str = "[implementer]";
@@ -19,19 +16,6 @@ const PACKET: &str = "Review packet: ";
 const FIX: &str = "An independent review";
 const NEEDS_FIX: &str = "VERDICT: NEEDS_FIX\nFINDINGS:\n- src/lib.rs:2 rounds the wrong way";
 const PASS: &str = "VERDICT: PASS\nFINDINGS:\n- NONE";
-
-fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap()
-        .status
-        .success();
-    assert!(ok, "git {args:?}");
-}
 
 fn implementer() -> Match {
     Match::first_user(IMPL)

@@ -16,6 +16,8 @@ use cadre_tools::{BashTool, Tool, ToolContext, ToolOutput};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::harness::have;
+
 const CADRE: &str = env!("CARGO_BIN_EXE_cadre");
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,13 +53,6 @@ fn snapshot(root: &Path, skip: &[&Path]) -> BTreeMap<PathBuf, Entry> {
     let mut out = BTreeMap::new();
     walk(root, skip, &mut out);
     out
-}
-
-fn have(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 fn git(repo: &Path, args: &[&str]) {

@@ -270,19 +270,10 @@ fn print_tasks(store: &TaskStore, root_session_id: &str) {
             mode,
             r.usage.turns,
             r.usage.tool_calls_executed,
-            clip(&r.preview, 60)
+            render::clip(&r.preview, 60)
         );
     }
     outln!();
-}
-
-fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max).collect();
-    out.push('…');
-    out
 }
 
 fn write_sample_project(root: &Path) -> Result<()> {

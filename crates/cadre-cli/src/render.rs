@@ -137,7 +137,8 @@ fn first_lines(text: &str, n: usize) -> String {
     shown.join(" ⏎ ")
 }
 
-fn clip(s: &str, max: usize) -> String {
+/// At most `max` characters of `s`, cut on a character boundary and marked with "…" when cut.
+pub(crate) fn clip(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_string();
     }

@@ -81,8 +81,14 @@ pub async fn run(args: TaskArgs) -> Result<ExitCode> {
             let record = find(&listing, &place.root, &target)?;
             let text = store.read_output(&record.root_session_id, &record.id)?;
             if text.is_empty() {
+                // "Yet" only while it runs: an ended task will never have any.
+                let when = if record.status.is_terminal() {
+                    ""
+                } else {
+                    " yet"
+                };
                 print_err(&format!(
-                    "cadre: task {} ({}) has no output yet\n",
+                    "cadre: task {} ({}) has no output{when}\n",
                     record.id,
                     status(record)
                 ));
@@ -139,9 +145,9 @@ fn find<'a>(listing: &'a Listing, root: &Path, query: &str) -> Result<&'a TaskRe
             "task target `{query}` is ambiguous; use a longer id prefix or the full id. Candidates:\n{}",
             candidate_table(&candidates, listing, &prefixes)
         )),
-        Err(TargetError::Unknown { query, candidates }) if candidates.is_empty() => Err(anyhow!(
-            "no task matches `{query}`: there are no tasks (`cadre tasks --all` lists them)"
-        )),
+        Err(TargetError::Unknown { query, candidates }) if candidates.is_empty() => {
+            Err(anyhow!("no task matches `{query}`: there are no tasks yet"))
+        }
         Err(TargetError::Unknown { query, candidates }) => Err(anyhow!(
             "no task matches `{query}`. Recent tasks:\n{}",
             candidate_table(&candidates, listing, &prefixes)
@@ -544,7 +550,7 @@ mod tests {
         assert!(err.contains("Recent tasks"), "{err}");
         let empty = Listing::default();
         let err = find(&empty, root, "x").unwrap_err().to_string();
-        assert!(err.contains("there are no tasks"), "{err}");
+        assert!(err.contains("there are no tasks yet"), "{err}");
     }
 
     #[test]

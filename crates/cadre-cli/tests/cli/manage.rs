@@ -451,7 +451,7 @@ fn task_show_and_output_by_prefix_and_name() {
     let out = f.run(&["task", "output", "beta"]);
     out.assert_success();
     assert!(out.stdout.is_empty());
-    assert!(out.stderr.contains("no output yet"), "{}", out.stderr);
+    assert!(out.stderr.contains("has no output"), "{}", out.stderr);
 }
 
 #[test]

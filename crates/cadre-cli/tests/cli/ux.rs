@@ -272,3 +272,41 @@ fn applying_a_task_without_a_worktree_says_where_its_changes_are() {
         "{line}"
     );
 }
+
+#[test]
+fn an_ended_task_without_output_has_none_not_none_yet() {
+    let f = Fixture::new();
+    // Nothing recorded at all: no pointer to a listing that would be empty too.
+    let out = f.run(&["task", "output", "x"]);
+    let line = out.assert_one_line_error();
+    assert_eq!(
+        line,
+        "cadre: error: no task matches `x`: there are no tasks yet"
+    );
+
+    // A child whose model fails: the task ends failed with no output.
+    let s = &f.server;
+    let parent = || !Match::first_user(CHILD);
+    s.script(
+        Rule::new(parent().and(Match::AssistantTurns(0))).reply(Reply::tool_call(
+            "call_fg",
+            "Agent",
+            json!({"subagent_type": "Explore", "description": "Fail",
+                   "name": "broken", "prompt": format!("{CHILD} Read notes.txt.")}),
+        )),
+    );
+    s.script(Rule::new(parent()).reply(Reply::text("It failed.")));
+    s.script(
+        Rule::new(Match::first_user(CHILD)).reply(Reply::text("x").fault(Fault::Status {
+            status: 400,
+            retry_after: None,
+            body: None,
+        })),
+    );
+    f.run_print(Wire::Anthropic, &["go"]).assert_success();
+    let out = f.run(&["task", "output", "broken"]);
+    out.assert_success();
+    assert!(out.stdout.is_empty(), "{out:#?}");
+    assert!(out.stderr.contains("has no output\n"), "{}", out.stderr);
+    assert!(out.stderr.contains("(failed"), "{}", out.stderr);
+}

@@ -60,7 +60,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub thinking: Option<String>,
 
-    /// Comma-separated tool names to enable (default: read,bash,edit,write,grep,find,ls).
+    /// Comma-separated tool names to enable (default: all of read,bash,edit,write,grep,find,ls
+    /// and the subagent tools Agent,SendMessage,TaskOutput,TaskStop).
     #[arg(long, value_delimiter = ',')]
     pub tools: Option<Vec<String>>,
 
@@ -84,7 +85,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_session: bool,
 
-    /// Trust this project for this run (loads project settings).
+    /// Trust this project for this run (loads its agents and .cadre/settings.json).
     #[arg(long)]
     pub trust: bool,
 
@@ -97,7 +98,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub list_models: bool,
 
-    /// The prompt (joined with spaces). Read from stdin when omitted and stdin is not a terminal.
+    /// The prompt (joined with spaces). Piped stdin is appended to it, or is the prompt when none
+    /// is given.
     #[arg(value_name = "PROMPT")]
     pub messages: Vec<String>,
 }

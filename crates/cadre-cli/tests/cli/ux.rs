@@ -310,3 +310,23 @@ fn an_ended_task_without_output_has_none_not_none_yet() {
     assert!(out.stderr.contains("has no output\n"), "{}", out.stderr);
     assert!(out.stderr.contains("(failed"), "{}", out.stderr);
 }
+
+#[test]
+fn help_says_what_the_defaults_and_stdin_really_are() {
+    let f = Fixture::new();
+    let out = f.run(&["--help"]);
+    out.assert_success();
+    let help = out.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    // --tools without the flag enables the subagent tools too, and they can be named.
+    assert!(
+        help.contains("the subagent tools Agent,SendMessage,TaskOutput,TaskStop"),
+        "{help}"
+    );
+    // --trust loads the project's agents, not only its settings.
+    assert!(
+        help.contains("loads its agents and .cadre/settings.json"),
+        "{help}"
+    );
+    // Piped stdin is added to a prompt given as an argument (see errors::prompt_from_stdin_is_used).
+    assert!(help.contains("Piped stdin is appended to it"), "{help}");
+}

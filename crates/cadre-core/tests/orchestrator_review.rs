@@ -48,7 +48,7 @@ struct Harness {
     provider: Arc<Scripted>,
     notices: mpsc::UnboundedReceiver<ParentNotice>,
     root: ParentRef,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 fn harness_with(
@@ -79,7 +79,7 @@ fn harness_with(
         provider,
         notices: rx,
         root,
-        _dir: dir,
+        dir,
     }
 }
 
@@ -496,4 +496,43 @@ async fn a_review_failure_s_findings_are_capped_for_the_parent() {
     );
     assert!(tail[0].starts_with("Reviewer task: "), "{error}");
     assert!(format_outcome(&o).len() < 3 * 4096);
+}
+
+// ------------------------------------------------------------------ S4: the probe's read check
+
+/// A scoped probe's `read` is measured at dispatch, before the tool runs. A path in the scope
+/// that is not a regular file (here a FIFO, whose open blocks until a writer comes) must be
+/// left to the tool, which refuses it; measuring it blocked the run for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scoped_read_of_a_fifo_does_not_block_the_dispatch_check() {
+    let h = harness(|r| match turn(r) {
+        0 => call("read", json!({"path": "scope/pipe"})),
+        _ => text("probe done"),
+    });
+    let scope = h.dir.path().join("work/scope");
+    std::fs::create_dir_all(&scope).unwrap();
+    let pipe = scope.join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let mut s = spec("Explore", "PROBE");
+    s.task.scope = vec!["scope".into()];
+    let res = tokio::time::timeout(GUARD, h.manager.launch(&h.root, s, None)).await;
+    // Release a reader blocked in open() (O_NONBLOCK: no reader means no wait), so the test
+    // process can end either way.
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        const O_NONBLOCK: i32 = 0o4000;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(O_NONBLOCK)
+            .open(&pipe);
+    }
+    let o = single(
+        res.expect("the dispatch check blocked on the FIFO")
+            .unwrap(),
+    );
+    assert_eq!(o.status, TaskStatus::Completed, "{o:?}");
 }

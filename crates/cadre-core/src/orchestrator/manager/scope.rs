@@ -85,7 +85,12 @@ impl ProbeScope {
         offset: Option<f64>,
         limit: Option<f64>,
     ) -> Result<(), String> {
-        // An unreadable file or a directory: the tool reports it; nothing is read.
+        // Only a regular file is measured. Anything else (a directory, a FIFO or a device, whose
+        // open or read can block or never end) is left to the tool, which refuses it; so is an
+        // unreadable file. Nothing is read from them.
+        if !std::fs::metadata(file).is_ok_and(|m| m.is_file()) {
+            return Ok(());
+        }
         let Ok(bytes) = std::fs::read(file) else {
             return Ok(());
         };

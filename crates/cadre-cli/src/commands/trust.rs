@@ -54,8 +54,22 @@ pub fn run(args: &TrustArgs) -> Result<ExitCode> {
         Some(path) => absolute(&place.cwd, path),
         None => place.root.clone(),
     };
+    if !dir.exists() {
+        bail!("{} does not exist", dir.display());
+    }
     if !dir.is_dir() {
         bail!("{} is not a directory", dir.display());
+    }
+    // Trusting it again changes nothing; saying "trusted" again would read as if it had.
+    if let Ok(canonical) = dir.canonicalize()
+        && store.trusted_by(&canonical) == Some(canonical.as_path())
+    {
+        print_out(&format!(
+            "already trusted: {} (`cadre trust --revoke {}` stops trusting it)\n",
+            canonical.display(),
+            canonical.display()
+        ));
+        return Ok(ExitCode::SUCCESS);
     }
     let recorded = store
         .trust(&dir)

@@ -330,3 +330,28 @@ fn help_says_what_the_defaults_and_stdin_really_are() {
     // Piped stdin is added to a prompt given as an argument (see errors::prompt_from_stdin_is_used).
     assert!(help.contains("Piped stdin is appended to it"), "{help}");
 }
+
+#[test]
+fn trusting_twice_says_already_trusted_and_a_missing_path_does_not_exist() {
+    let f = Fixture::new();
+    let out = f.run(&["trust"]);
+    out.assert_success();
+    assert!(out.stdout.starts_with("trusted: "), "{}", out.stdout);
+    let out = f.run(&["trust"]);
+    out.assert_success();
+    assert_eq!(
+        out.stdout,
+        format!(
+            "already trusted: {} (`cadre trust --revoke {}` stops trusting it)\n",
+            f.project.display(),
+            f.project.display()
+        )
+    );
+    let missing = f.project.join("no-such-dir");
+    let out = f.run(&["trust", missing.to_str().unwrap()]);
+    let line = out.assert_one_line_error();
+    assert_eq!(
+        line,
+        format!("cadre: error: {} does not exist", missing.display())
+    );
+}

@@ -407,7 +407,10 @@ fn tasks_section(r: &mut Report, place: &Place) {
         ));
     }
     for problem in &listing.problems {
-        r.warn(format!("unreadable task record: {problem}"));
+        r.warn(format!(
+            "unreadable task record: {}",
+            super::tasks::problem_text(problem)
+        ));
     }
 }
 

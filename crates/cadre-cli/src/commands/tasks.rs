@@ -132,7 +132,23 @@ pub fn newest_first<T>(items: &mut [T], record: impl Fn(&T) -> &TaskRecord) {
 
 pub fn report_problems(problems: &[StoreProblem]) {
     for problem in problems {
-        print_err(&format!("cadre: warning: skipped {problem}\n"));
+        print_err(&format!(
+            "cadre: warning: skipped {}\n",
+            problem_text(problem)
+        ));
+    }
+}
+
+/// A skipped record as a reader wants it: the store's message usually names the file already,
+/// and the task directory in front of it would only say the same path twice.
+pub fn problem_text(problem: &StoreProblem) -> String {
+    if problem
+        .message
+        .contains(&problem.path.display().to_string())
+    {
+        problem.message.clone()
+    } else {
+        problem.to_string()
     }
 }
 

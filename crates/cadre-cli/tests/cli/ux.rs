@@ -355,3 +355,34 @@ fn trusting_twice_says_already_trusted_and_a_missing_path_does_not_exist() {
         format!("cadre: error: {} does not exist", missing.display())
     );
 }
+
+#[test]
+fn an_unreadable_task_record_is_named_once() {
+    let f = Fixture::new();
+    let dir = f.home.join("tasks/0199ffff-root/0199ffff-bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("task.json"), "{ not json").unwrap();
+    let out = f.run(&["tasks"]);
+    out.assert_success();
+    let file = dir.join("task.json").display().to_string();
+    assert!(
+        out.stderr.starts_with(&format!(
+            "cadre: warning: skipped {file}: invalid task record"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        out.stderr.matches(&dir.display().to_string()).count(),
+        1,
+        "{}",
+        out.stderr
+    );
+    let out = f.run(&["doctor"]);
+    assert!(
+        out.stdout
+            .contains(&format!("warning: unreadable task record: {file}: invalid")),
+        "{}",
+        out.stdout
+    );
+}

@@ -428,17 +428,12 @@ impl AnthropicDecoder {
             .and_then(Value::as_str)
             .unwrap_or("error event in stream");
         let status = error_type_status(kind);
-        let mut e = crate::http::http_error(
+        crate::http::stream_event_error(
             &self.provider,
             status,
-            None,
             &format!("{kind} {message}"),
-            None,
-        );
-        if let LlmError::Http { message: m, .. } = &mut e {
-            *m = format!("stream error: {kind}: {message}");
-        }
-        e
+            &format!("{kind}: {message}"),
+        )
     }
 }
 

@@ -218,6 +218,17 @@ pub fn http_error(
     }
 }
 
+/// An error event inside a stream that began with a success status: typed as if the response
+/// had been `status` with `body` (so retries, auth and context overflow are classified the same),
+/// but said as `stream error: {shown}`.
+pub(crate) fn stream_event_error(provider: &str, status: u16, body: &str, shown: &str) -> LlmError {
+    let mut e = http_error(provider, status, None, body, None);
+    if let LlmError::Http { message, .. } = &mut e {
+        *message = format!("stream error: {shown}");
+    }
+    e
+}
+
 /// A transport failure (connect, reset, broken body) as a retryable connection error. The URL is
 /// left out of the message: it is known to the caller and may carry query parameters.
 pub fn connection_error(provider: &str, err: reqwest::Error, api_key: Option<&str>) -> LlmError {

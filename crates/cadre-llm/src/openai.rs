@@ -394,12 +394,7 @@ fn stream_error(provider: &str, err: &Value) -> LlmError {
         "context_length_exceeded" | "invalid_request_error" => 400,
         _ => 500,
     });
-    let body = format!("{code} {message}");
-    let mut e = crate::http::http_error(provider, status, None, &body, None);
-    if let LlmError::Http { message: m, .. } = &mut e {
-        *m = format!("stream error: {message}");
-    }
-    e
+    crate::http::stream_event_error(provider, status, &format!("{code} {message}"), &message)
 }
 
 impl Decoder for OpenAiDecoder {

@@ -536,3 +536,38 @@ async fn a_scoped_read_of_a_fifo_does_not_block_the_dispatch_check() {
     );
     assert_eq!(o.status, TaskStatus::Completed, "{o:?}");
 }
+
+/// O7 says nesting can never deadlock the quota. A nesting task that fans out two foreground
+/// children in one `tasks` call under a quota of one: the first borrows its parent's slot; the
+/// second must take it when the first gives it back, not wait in the queue for the slot its
+/// own blocked parent holds.
+#[tokio::test]
+async fn a_nested_fan_out_under_a_quota_of_one_runs_its_children_one_after_the_other() {
+    let h = harness_with(
+        json!({"maxConcurrentTasks": 1, "maxAgentDepth": 3}),
+        |p| p,
+        |r| {
+            let first = first_user(r);
+            if first.starts_with("LEAF") {
+                return text(&format!("{first} done"));
+            }
+            match turn(r) {
+                0 => call(
+                    "Agent",
+                    json!({"tasks": [
+                        {"description": "leaf a", "prompt": "LEAF a", "subagent_type": "lister"},
+                        {"description": "leaf b", "prompt": "LEAF b", "subagent_type": "lister"}
+                    ]}),
+                ),
+                _ => text(&format!("nester got [{}]", last_text(r))),
+            }
+        },
+    );
+    let o = single(
+        guarded(h.manager.launch(&h.root, spec("nester", "NEST"), None))
+            .await
+            .unwrap(),
+    );
+    assert!(o.result.contains("LEAF a done"), "{}", o.result);
+    assert!(o.result.contains("LEAF b done"), "{}", o.result);
+}

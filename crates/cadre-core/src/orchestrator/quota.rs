@@ -13,11 +13,16 @@
 //! one. Without this, a full quota of parents each waiting on a queued child would deadlock. A slot
 //! is reference counted: it goes back to the semaphore only when its holder *and* everyone it was
 //! lent to have let go, so a parent that ends before its borrowing child never frees a slot the
-//! child still runs in. A slot is lent to one borrower at a time (parallel foreground children
-//! beyond the first acquire their own), so lending never lets more tasks work than the capacity.
+//! child still runs in. A slot is lent to one borrower at a time, so lending never lets more
+//! tasks work than the capacity: parallel foreground children beyond the first wait for a slot
+//! of their own *or* for the loan to come back, whichever is first
+//! ([`Quota::acquire_for_foreground_child`]). Waiting for the quota alone would deadlock a full
+//! quota, since the parent holding the slot waits for them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::Notify;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -68,12 +73,19 @@ impl Quota {
     }
 
     /// The slot for a foreground child: borrowed from its blocked parent when the parent holds a
-    /// slot that is not already lent out, otherwise acquired in FIFO order like any other task.
+    /// slot that is not already lent out; otherwise the first of a slot acquired in FIFO order
+    /// like any other task and the parent's loan coming back (from a sibling that ended).
     pub async fn acquire_for_foreground_child(&self, parent: Option<&Permit>) -> Permit {
-        if let Some(lent) = parent.and_then(Permit::lend) {
+        let Some(parent) = parent else {
+            return self.acquire().await;
+        };
+        if let Some(lent) = parent.lend() {
             return lent;
         }
-        self.acquire().await
+        tokio::select! {
+            lent = parent.borrow() => lent,
+            own = self.acquire() => own,
+        }
     }
 }
 
@@ -84,18 +96,26 @@ pub struct Permit {
     /// The semaphore permit, shared with borrowers; it returns to the quota when the last `Arc`
     /// goes. `None` only in the unreachable closed-semaphore case.
     slot: Arc<Option<OwnedSemaphorePermit>>,
-    /// Set while this permit's slot is lent to a child.
-    lending: Arc<AtomicBool>,
-    /// For a borrowed permit: the lender's `lending` flag, cleared when this permit drops so the
-    /// lender can lend again.
-    lender: Option<Arc<AtomicBool>>,
+    /// Whether this permit's slot is lent to a child.
+    lending: Arc<Loan>,
+    /// For a borrowed permit: the lender's loan, returned when this permit drops so the lender
+    /// can lend again.
+    lender: Option<Arc<Loan>>,
+}
+
+/// A slot's loan to one child at a time.
+#[derive(Debug, Default)]
+struct Loan {
+    out: AtomicBool,
+    /// Signalled when the loan comes back.
+    returned: Notify,
 }
 
 impl Permit {
     fn root(permit: OwnedSemaphorePermit) -> Permit {
         Permit {
             slot: Arc::new(Some(permit)),
-            lending: Arc::new(AtomicBool::new(false)),
+            lending: Arc::default(),
             lender: None,
         }
     }
@@ -103,7 +123,7 @@ impl Permit {
     fn root_unbounded() -> Permit {
         Permit {
             slot: Arc::new(None),
-            lending: Arc::new(AtomicBool::new(false)),
+            lending: Arc::default(),
             lender: None,
         }
     }
@@ -114,6 +134,7 @@ impl Permit {
     pub fn lend(&self) -> Option<Permit> {
         if self
             .lending
+            .out
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
@@ -121,14 +142,28 @@ impl Permit {
         }
         Some(Permit {
             slot: Arc::clone(&self.slot),
-            lending: Arc::new(AtomicBool::new(false)),
+            lending: Arc::default(),
             lender: Some(Arc::clone(&self.lending)),
         })
     }
 
+    /// Lend this slot as soon as it is not lent (see [`Permit::lend`]).
+    pub async fn borrow(&self) -> Permit {
+        loop {
+            let returned = self.lending.returned.notified();
+            tokio::pin!(returned);
+            // Registered before the check, so a loan returned in between is not missed.
+            returned.as_mut().enable();
+            if let Some(lent) = self.lend() {
+                return lent;
+            }
+            returned.await;
+        }
+    }
+
     /// Whether this slot is currently lent to a child.
     pub fn is_lent(&self) -> bool {
-        self.lending.load(Ordering::Acquire)
+        self.lending.out.load(Ordering::Acquire)
     }
 
     /// Whether this permit was borrowed from a parent rather than acquired from the quota.
@@ -140,7 +175,8 @@ impl Permit {
 impl Drop for Permit {
     fn drop(&mut self) {
         if let Some(lender) = &self.lender {
-            lender.store(false, Ordering::Release);
+            lender.out.store(false, Ordering::Release);
+            lender.returned.notify_waiters();
         }
     }
 }
@@ -399,5 +435,30 @@ mod tests {
         let child = q.acquire_for_foreground_child(None).await;
         assert!(!child.is_borrowed());
         assert_eq!(q.available(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_second_foreground_child_takes_the_loan_back_at_full_quota() {
+        let q = Quota::new(1);
+        let parent = Arc::new(q.acquire().await);
+        let first = q.acquire_for_foreground_child(Some(&parent)).await;
+        assert!(first.is_borrowed());
+        let (q2, p2) = (q.clone(), Arc::clone(&parent));
+        let second = tokio::spawn(async move { q2.acquire_for_foreground_child(Some(&p2)).await });
+        settle().await;
+        assert!(
+            !second.is_finished(),
+            "the only slot is lent to the first child"
+        );
+        drop(first);
+        let second = guarded(second).await.unwrap();
+        assert!(
+            second.is_borrowed(),
+            "the loan came back to the waiting sibling"
+        );
+        assert_eq!(q.available(), 0);
+        drop(second);
+        drop(parent);
+        assert_eq!(q.available(), 1);
     }
 }

@@ -246,11 +246,14 @@ pub(crate) async fn start(
     // starts now, so the record is created with its start time and the run need not rewrite it.
     // A foreground child of a task borrows its blocked parent's slot (O7).
     let slot = match (&parent.task_id, p.background) {
-        (Some(pid), false) => inner
-            .handle(pid)
-            .and_then(|ph| lock(&ph.permit).as_ref().and_then(|permit| permit.lend()))
-            .map(Slot::Ready)
-            .unwrap_or_else(|| Slot::queue(&inner.quota)),
+        (Some(pid), false) => match inner.handle(pid).and_then(|ph| lock(&ph.permit).clone()) {
+            Some(lender) => match lender.lend() {
+                Some(lent) => Slot::Ready(lent),
+                // Lent to a sibling: it comes back when that one ends (O7).
+                None => Slot::borrow_or_queue(&inner.quota, lender),
+            },
+            None => Slot::queue(&inner.quota),
+        },
         _ => Slot::queue(&inner.quota),
     };
     if matches!(slot, Slot::Ready(_)) {

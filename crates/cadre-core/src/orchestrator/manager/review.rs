@@ -239,15 +239,12 @@ pub(crate) async fn reacquire_slot(inner: &Inner, h: &TaskHandle) -> bool {
     let parent = (!h.is_background())
         .then(|| lock(&h.record).parent_task_id.clone())
         .flatten();
-    let lent = parent
+    let lender = parent
         .and_then(|pid| inner.handle(&pid))
-        .and_then(|ph| lock(&ph.permit).as_ref().and_then(|permit| permit.lend()));
-    let permit = match lent {
-        Some(p) => p,
-        None => tokio::select! {
-            p = inner.quota.acquire() => p,
-            _ = h.aborted() => return false,
-        },
+        .and_then(|ph| lock(&ph.permit).clone());
+    let permit = tokio::select! {
+        p = inner.quota.acquire_for_foreground_child(lender.as_deref()) => p,
+        _ = h.aborted() => return false,
     };
     *lock(&h.permit) = Some(Arc::new(permit));
     true

@@ -43,8 +43,19 @@ impl Slot {
     /// their tokio tasks happen to be polled.
     pub(crate) fn queue(quota: &Quota) -> Slot {
         let quota = quota.clone();
-        let mut wait: Pin<Box<dyn Future<Output = Permit> + Send>> =
-            Box::pin(async move { quota.acquire().await });
+        Slot::join(Box::pin(async move { quota.acquire().await }))
+    }
+
+    /// A foreground child of a task whose slot is lent to a sibling: queued, and also waiting
+    /// for the loan to come back, whichever is first (O7).
+    pub(crate) fn borrow_or_queue(quota: &Quota, parent: Arc<Permit>) -> Slot {
+        let quota = quota.clone();
+        Slot::join(Box::pin(async move {
+            quota.acquire_for_foreground_child(Some(&parent)).await
+        }))
+    }
+
+    fn join(mut wait: Pin<Box<dyn Future<Output = Permit> + Send>>) -> Slot {
         // One poll registers the waiter; the run's task polls it again with its own waker.
         let mut cx = Context::from_waker(Waker::noop());
         match wait.as_mut().poll(&mut cx) {

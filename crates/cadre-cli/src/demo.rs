@@ -219,7 +219,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
         let kept = dir.keep();
         if json {
             // stdout is the event stream; where the directory is still has to be said.
-            errln!("cadre: demo directory kept: {}", kept.display());
+            errln!("cadre: note: demo directory kept: {}", kept.display());
         } else {
             outln!("session  {} (Pi session format v3)", session_path.display());
             outln!("kept     {}", kept.display());

@@ -73,7 +73,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let thinking = resolve_thinking(&model, requested);
     if let Some(reason) = &thinking.clamp_reason {
         errln!(
-            "cadre: thinking {} → {}: {reason}",
+            "cadre: note: thinking {} → {}: {reason}",
             thinking.requested,
             thinking.effective
         );
@@ -590,7 +590,7 @@ async fn open_session(
             let loaded = load_session(&path)?;
             for (line, reason) in &loaded.dropped_lines {
                 errln!(
-                    "cadre: {}:{line}: skipped an unreadable line ({reason})",
+                    "cadre: warning: {}:{line}: skipped an unreadable line ({reason})",
                     path.display()
                 );
             }

@@ -224,7 +224,7 @@ fn demo_json_keep_says_where_the_directory_is() {
     assert_eq!(kept.len(), 1, "{kept:?}");
     assert_eq!(
         out.stderr,
-        format!("cadre: demo directory kept: {}\n", kept[0].display())
+        format!("cadre: note: demo directory kept: {}\n", kept[0].display())
     );
     // stdout stays pure JSON lines.
     for line in out.stdout.lines() {
@@ -384,5 +384,36 @@ fn an_unreadable_task_record_is_named_once() {
             .contains(&format!("warning: unreadable task record: {file}: invalid")),
         "{}",
         out.stdout
+    );
+}
+
+#[test]
+fn notes_on_stderr_say_what_kind_of_message_they_are() {
+    let f = Fixture::new();
+    f.server
+        .script(Rule::new(Match::Always).reply(Reply::text("ok")));
+    // Every stderr line of a run is `cadre: error:`, `cadre: warning:` or `cadre: note:`.
+    let out = f.run_print(Wire::Anthropic, &["--thinking", "high", "hi"]);
+    out.assert_success();
+    assert!(
+        out.stderr.starts_with("cadre: note: thinking high → off: "),
+        "{}",
+        out.stderr
+    );
+
+    // The file as the user named it, with the line number.
+    let session = f.project.join("torn.jsonl");
+    let first = f.run_print(Wire::Anthropic, &["--session", "torn.jsonl", "hi"]);
+    first.assert_success();
+    let mut text = std::fs::read_to_string(&session).unwrap();
+    text.push_str("{\"type\":\"message\",\"torn\n");
+    std::fs::write(&session, text).unwrap();
+    let out = f.run_print(Wire::Anthropic, &["--session", "torn.jsonl", "again"]);
+    out.assert_success();
+    assert!(
+        out.stderr.starts_with("cadre: warning: torn.jsonl:6: ")
+            && out.stderr.contains("skipped an unreadable line"),
+        "{}",
+        out.stderr
     );
 }

@@ -628,26 +628,24 @@ fn build_prompt(
     })
 }
 
+/// The known models, in the same table style as `cadre tasks` and `cadre agents`.
 fn print_models(registry: &ModelRegistry) {
-    outln!(
-        "{:<48} {:<20} {:>9}  credentials",
-        "model",
-        "api",
-        "context"
-    );
-    for m in registry.list() {
-        let creds = match (&m.unsupported, m.has_credentials) {
-            (Some(why), _) => format!("unsupported: {why}"),
-            (None, true) => "yes".to_string(),
-            (None, false) => "missing".to_string(),
-        };
-        outln!(
-            "{:<48} {:<20} {:>9}  {creds}",
-            m.full_name,
-            m.api,
-            m.context_window
-        );
-    }
+    let rows: Vec<Vec<String>> = registry
+        .list()
+        .into_iter()
+        .map(|m| {
+            let creds = match (&m.unsupported, m.has_credentials) {
+                (Some(why), _) => format!("unsupported: {why}"),
+                (None, true) => "yes".to_string(),
+                (None, false) => "missing".to_string(),
+            };
+            vec![m.full_name, m.api, m.context_window.to_string(), creds]
+        })
+        .collect();
+    crate::commands::print_out(&crate::commands::format::table(
+        &["MODEL", "API", "CONTEXT", "CREDENTIALS"],
+        &rows,
+    ));
 }
 
 #[cfg(test)]

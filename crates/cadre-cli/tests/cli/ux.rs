@@ -417,3 +417,25 @@ fn notes_on_stderr_say_what_kind_of_message_they_are() {
         out.stderr
     );
 }
+
+#[test]
+fn list_models_uses_the_same_table_style_as_the_other_listings() {
+    let f = Fixture::new();
+    let out = f.run(&["--list-models"]);
+    out.assert_success();
+    let header = out.stdout.lines().next().unwrap();
+    let columns: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(
+        columns,
+        ["MODEL", "API", "CONTEXT", "CREDENTIALS"],
+        "{header}"
+    );
+    // Columns start where their header does, two spaces apart.
+    let at = header.find("CREDENTIALS").unwrap();
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("fake/m1 "))
+        .unwrap();
+    assert_eq!(&row[at..], "yes", "{}", out.stdout);
+}

@@ -69,6 +69,20 @@ impl Orchestration {
             setup.cwd,
             setup.trust,
         )));
+        // A broken role file makes its name unavailable (the model is told when it asks for it);
+        // the person running cadre is told here, once, instead of only by `cadre doctor`.
+        for blocked in &roster.blocked {
+            errln!(
+                "cadre: warning: agent type `{}` is unavailable: {} ({}); `cadre agents` shows the roles",
+                blocked.name,
+                blocked
+                    .reason
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                blocked.file.display()
+            );
+        }
         let store = TaskStore::new(setup.home.tasks_dir());
         // Tasks a dead process left `running` are failed/orphaned before anything else (O13).
         let recovery = store.recover_orphans(pid_is_alive);

@@ -439,3 +439,33 @@ fn list_models_uses_the_same_table_style_as_the_other_listings() {
         .unwrap();
     assert_eq!(&row[at..], "yes", "{}", out.stdout);
 }
+
+#[test]
+fn a_run_warns_about_a_broken_agent_file() {
+    let f = Fixture::new();
+    f.server
+        .script(Rule::new(Match::Always).reply(Reply::text("ok")));
+    let agents = f.project.join(".cadre/agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("review.md"),
+        "---\nname: review\ndescription: [oops\n---\n",
+    )
+    .unwrap();
+    let out = f.run_print(Wire::Anthropic, &["--trust", "hi"]);
+    out.assert_success();
+    assert_eq!(out.stdout, "ok\n");
+    let line = out.stderr.lines().next().unwrap_or_default();
+    assert!(
+        line.starts_with("cadre: warning: agent type `review` is unavailable: invalid YAML"),
+        "{}",
+        out.stderr
+    );
+    assert!(line.contains(".cadre/agents/review.md"), "{line}");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+
+    // Untrusted, the file is not read at all, so there is nothing to warn about.
+    let out = f.run_print(Wire::Anthropic, &["hi"]);
+    out.assert_success();
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+}

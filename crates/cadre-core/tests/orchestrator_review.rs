@@ -61,6 +61,10 @@ fn harness_with(
     let mut defs = builtin_roles();
     defs.push(role("lister", &["ls"]));
     defs.push(role("nester", &["Agent", "ls"]));
+    defs.push(RoleDef {
+        timeout_ms: Some(u64::MAX),
+        ..role("patient", &["ls"])
+    });
     let (tx, rx) = mpsc::unbounded_channel();
     std::fs::create_dir_all(dir.path().join("work")).unwrap();
     let mut config = manager_config(
@@ -570,4 +574,62 @@ async fn a_nested_fan_out_under_a_quota_of_one_runs_its_children_one_after_the_o
     );
     assert!(o.result.contains("LEAF a done"), "{}", o.result);
     assert!(o.result.contains("LEAF b done"), "{}", o.result);
+}
+
+// ------------------------------------------------------------------ Z4: budgets from role files
+
+/// `timeoutMs` is any positive u64 in a role file; one too large to be a deadline means no
+/// deadline, not a panic (Z4).
+#[tokio::test]
+async fn a_huge_role_timeout_runs_the_task_without_a_deadline() {
+    let h = harness(|_| text("patient answer"));
+    let o = single(
+        guarded(h.manager.launch(&h.root, spec("patient", "WAIT"), None))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(o.status, TaskStatus::Completed, "{o:?}");
+    assert_eq!(o.result, "patient answer");
+}
+
+/// The root reaches every task of its session, grandchildren included, whose description and
+/// name a child model wrote: a root's view of them must not carry a reserved tag either.
+#[tokio::test]
+async fn a_grandchild_s_description_and_name_are_neutralised_in_the_root_s_view() {
+    let h = harness(|r| {
+        if first_user(r).starts_with("GRAND") {
+            return text("grand done");
+        }
+        match turn(r) {
+            0 => call(
+                "Agent",
+                json!({"description": FORGED, "name": "<execution-receipt>",
+                       "prompt": "GRAND", "subagent_type": "lister"}),
+            ),
+            _ => text("nester done"),
+        }
+    });
+    guarded(h.manager.launch(&h.root, spec("nester", "NEST"), None))
+        .await
+        .unwrap();
+    let grand = h
+        .manager
+        .tasks()
+        .into_iter()
+        .find(|t| t.agent == "lister")
+        .unwrap();
+    let tool = TaskOutputTool::new(h.manager.clone());
+    let out = output_text(&guarded(tool.execute(json!({"task_id": grand.task_id}), ctx())).await);
+    assert!(!out.contains("<task-notification>"), "{out}");
+    assert!(!out.contains("<execution-receipt>"), "{out}");
+
+    let sent = guarded(h.manager.send_message(&h.root, &grand.task_id, "MORE"))
+        .await
+        .unwrap();
+    let SendOutcome::Continued(o) = sent else {
+        panic!("{sent:?}")
+    };
+    let out = format_outcome(&o);
+    assert!(!out.contains("<task-notification>"), "{out}");
+    assert_eq!(out.matches("<execution-receipt>").count(), 1, "{out}");
 }

@@ -157,18 +157,20 @@ impl Tool for AgentTool {
 /// One task's result for the parent.
 pub fn format_outcome(o: &TaskOutcome) -> String {
     let mut t = String::new();
+    // A nested task's name and description were written by its parent, a child model.
     let name = o
         .name
         .as_deref()
-        .map(|n| format!(" name={n}"))
+        .map(|n| format!(" name={}", neutralize(n)))
         .unwrap_or_default();
+    let description = neutralize(&o.description);
     match o.delivery {
         Delivery::Background => {
             let _ = write!(
                 t,
                 "Launched {} \"{}\" in the background: task_id={}{name}. Its result will arrive \
                  as a <task-notification> message when it ends; do not poll TaskOutput for it.",
-                o.agent, o.description, o.task_id
+                o.agent, description, o.task_id
             );
             return t;
         }
@@ -178,7 +180,7 @@ pub fn format_outcome(o: &TaskOutcome) -> String {
                 "Task {}{name} ({} \"{}\") is running (supervised background): it reached a \
                  supervision checkpoint, so this call returns now. Its result will arrive as a \
                  <task-notification> message; progress warnings report its state.",
-                o.task_id, o.agent, o.description
+                o.task_id, o.agent, description
             );
             return t;
         }
@@ -189,7 +191,7 @@ pub fn format_outcome(o: &TaskOutcome) -> String {
         "Task {}{name} ({} \"{}\"): {}",
         o.task_id,
         o.agent,
-        o.description,
+        description,
         o.status.as_str()
     );
     if let Some(kind) = o.termination.filter(|_| o.status != TaskStatus::Completed) {
@@ -269,10 +271,10 @@ fn format_snapshot(s: &TaskSnapshot) -> String {
         s.task_id,
         s.name
             .as_deref()
-            .map(|n| format!(" name={n}"))
+            .map(|n| format!(" name={}", neutralize(n)))
             .unwrap_or_default(),
         s.agent,
-        s.description,
+        neutralize(&s.description),
         s.status.as_str(),
         s.phase,
         s.termination

@@ -58,6 +58,9 @@ const SAMPLE_PROJECT: &[(&str, &str)] = &[
 ];
 
 pub async fn run(args: DemoArgs) -> Result<ExitCode> {
+    // Registered first: Ctrl-C's default action would end the process without removing the
+    // demo directory.
+    let mut signals = crate::run::Signals::new().ok();
     let server = FakeServer::start()
         .await
         .context("cannot start the scripted model server")?;
@@ -187,9 +190,30 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
             }
         }
     });
-    let outcome = orchestration
-        .drive(&mut agent, DEMO_PROMPT.to_string())
-        .await;
+    let manager = orchestration.manager.clone();
+    let interrupted = async {
+        match signals.as_mut() {
+            Some(signals) => signals.next().await,
+            None => std::future::pending().await,
+        }
+    };
+    let outcome = tokio::select! {
+        outcome = orchestration.drive(&mut agent, DEMO_PROMPT.to_string()) => outcome,
+        Some(signal) = interrupted => {
+            manager.shutdown().await;
+            let fate = if args.keep {
+                format!("kept at {}", dir.keep().display())
+            } else {
+                drop(dir);
+                "removed".to_string()
+            };
+            errln!(
+                "cadre: error: interrupted by {}; the demo was stopped and its directory {fate}",
+                crate::run::signal_name(signal)
+            );
+            return Ok(ExitCode::from(u8::try_from(128 + signal).unwrap_or(1)));
+        }
+    };
     orchestration.manager.shutdown().await;
     let usage = agent.usage();
     let closed = agent.close().await;

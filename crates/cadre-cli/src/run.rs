@@ -353,7 +353,7 @@ const SIGINT: i32 = 2;
 const SIGTERM: i32 = 15;
 
 /// The signal's name for messages.
-fn signal_name(signal: i32) -> String {
+pub fn signal_name(signal: i32) -> String {
     match signal {
         SIGINT => "SIGINT".to_string(),
         SIGTERM => "SIGTERM".to_string(),
@@ -362,7 +362,7 @@ fn signal_name(signal: i32) -> String {
 }
 
 /// SIGINT and SIGTERM as one stream (Ctrl-C only where there is no SIGTERM).
-struct Signals {
+pub struct Signals {
     #[cfg(unix)]
     interrupt: tokio::signal::unix::Signal,
     #[cfg(unix)]
@@ -370,7 +370,7 @@ struct Signals {
 }
 
 impl Signals {
-    fn new() -> std::io::Result<Signals> {
+    pub fn new() -> std::io::Result<Signals> {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{SignalKind, signal};
@@ -385,7 +385,7 @@ impl Signals {
 
     /// Waits for the next signal and returns its number; `None` if signals can no longer be
     /// received.
-    async fn next(&mut self) -> Option<i32> {
+    pub async fn next(&mut self) -> Option<i32> {
         #[cfg(unix)]
         {
             tokio::select! {

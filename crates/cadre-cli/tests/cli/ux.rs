@@ -469,3 +469,33 @@ fn a_run_warns_about_a_broken_agent_file() {
     out.assert_success();
     assert!(out.stderr.is_empty(), "{}", out.stderr);
 }
+
+#[test]
+fn an_interrupted_demo_removes_its_directory() {
+    let f = Fixture::new();
+    let tmp = f.home.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let entries = || std::fs::read_dir(&tmp).unwrap().count();
+    // The demo takes a fraction of a second; the signal goes as soon as its directory exists,
+    // and a run that finished first anyway is tried again.
+    let mut interrupted = false;
+    for _ in 0..5 {
+        let mut cmd = f.command(&["demo"]);
+        cmd.env("TMPDIR", &tmp);
+        let running = Running::spawn(cmd, None);
+        wait_until("the demo directory", || entries() > 0);
+        running.signal("INT");
+        let out = running.wait(HANG_GUARD);
+        assert_eq!(entries(), 0, "the demo directory is left behind: {out:#?}");
+        if out.code == Some(130) {
+            assert_eq!(
+                out.stderr,
+                "cadre: error: interrupted by SIGINT; the demo was stopped and its directory removed\n"
+            );
+            interrupted = true;
+            break;
+        }
+        out.assert_success();
+    }
+    assert!(interrupted, "no run was interrupted before it finished");
+}

@@ -325,7 +325,16 @@ pub(crate) async fn start(
         record.cwd = cwd.to_string_lossy().into_owned();
         record.session_file = Some(session.path().to_string_lossy().into_owned());
         record.worktree = worktree.as_ref().map(Worktree::info);
-        inner.store.save(&mut record)?;
+        if let Err(e) = inner.store.save(&mut record) {
+            // The record exists (as `running`, owned by us): it must end, and the worktree
+            // must not outlive a task that never started.
+            if let Some(w) = &worktree {
+                w.remove().await;
+            }
+            let e = LaunchError::from(e);
+            fail_startup(inner, &mut record, &mut lifecycle, &e);
+            return Err(e);
+        }
     }
 
     let (history, first) = match &p.fork_history {

@@ -11,10 +11,12 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use cadre_core::config::{TrustStore, load_settings};
+use cadre_core::orchestrator::capability::ALL_TOOLS;
 use cadre_core::orchestrator::settings::SubagentSettings;
 use cadre_core::orchestrator::store::{TaskStore, pid_is_alive};
-use cadre_core::roles::{DiagnosticKind, DiscoverOptions, ProjectTrust, discover};
+use cadre_core::roles::{DiagnosticKind, DiscoverOptions, ProjectTrust, RoleDef, discover};
 use cadre_llm::ModelRegistry;
+use cadre_llm::registry::ModelInfo;
 use cadre_llm::registry::{KeySource, ModelsFile, ProcessEnv, home_dir};
 use cadre_protocol::TaskStatus;
 use cadre_tools::sandbox::{SandboxStatus, landlock_status};
@@ -318,6 +320,25 @@ fn roles_section(
         "{} available (`cadre agents` lists them)",
         plural(roster.roles.len(), "agent type")
     ));
+    // What a launch of each role would trip over: tools that exist nowhere, a locked model that
+    // is unknown or has no credentials. The registry is only listed, so no `!command` key runs.
+    let models = ModelRegistry::load(place.home.root(), &ProcessEnv)
+        .map(|registry| registry.list())
+        .ok();
+    for role in &roster.roles {
+        let at = role
+            .file
+            .as_deref()
+            .map_or_else(|| role.layer.to_string(), short);
+        for problem in role_problems(&role.def, models.as_deref()) {
+            let text = format!("agent type `{}` ({at}): {}", role.def.name, problem.text);
+            if problem.fatal {
+                r.error(text);
+            } else {
+                r.warn(text);
+            }
+        }
+    }
     for b in &roster.blocked {
         r.error(format!(
             "agent type `{}` is blocked by {} ({}): {}",
@@ -363,6 +384,82 @@ fn roles_section(
             }
         ));
     }
+}
+
+/// One thing wrong with a role that discovery accepted; `fatal` when every launch fails.
+#[derive(Debug, PartialEq, Eq)]
+struct RoleProblem {
+    fatal: bool,
+    text: String,
+}
+
+/// Problems a launch of `def` would meet. `models` is the registry's listing (`None` when
+/// models.json cannot be read, which the providers section reports already).
+fn role_problems(def: &RoleDef, models: Option<&[ModelInfo]>) -> Vec<RoleProblem> {
+    let mut out = Vec::new();
+    let known = |name: &str| {
+        name == ALL_TOOLS
+            || cadre_tools::BUILTIN_TOOL_NAMES.contains(&name)
+            || crate::orchestrate::ORCHESTRATION_TOOLS.contains(&name)
+    };
+    let unknown: Vec<&str> = def
+        .tools
+        .as_named()
+        .unwrap_or_default()
+        .iter()
+        .chain(&def.disallowed_tools)
+        .map(String::as_str)
+        .filter(|name| !known(name))
+        .collect();
+    if !unknown.is_empty() {
+        out.push(RoleProblem {
+            fatal: true,
+            text: format!(
+                "unknown tool(s) {}, so every launch fails; known tools: {}, {}",
+                unknown.join(", "),
+                cadre_tools::BUILTIN_TOOL_NAMES.join(", "),
+                crate::orchestrate::ORCHESTRATION_TOOLS.join(", ")
+            ),
+        });
+    }
+    let Some(models) = models else {
+        return out;
+    };
+    for (key, name) in [
+        ("model", &def.model),
+        ("fallbackModel", &def.fallback_model),
+    ] {
+        let Some(name) = name.as_deref() else {
+            continue;
+        };
+        let found: Vec<&ModelInfo> = models
+            .iter()
+            .filter(|m| m.full_name == name || m.id == name)
+            .collect();
+        let problem = match found.as_slice() {
+            [] => Some((
+                true,
+                "is unknown (`cadre --list-models` lists the models)".to_string(),
+            )),
+            [m] => match &m.unsupported {
+                Some(why) => Some((true, format!("cannot be used: {why}"))),
+                None if !m.has_credentials => Some((
+                    false,
+                    format!("has no credentials (provider `{}`)", m.provider),
+                )),
+                None => None,
+            },
+            // Ambiguous ids are resolved (or refused) at launch with their candidates.
+            _ => None,
+        };
+        if let Some((fatal, why)) = problem {
+            out.push(RoleProblem {
+                fatal,
+                text: format!("its {key} `{name}` {why}"),
+            });
+        }
+    }
+    out
 }
 
 fn tasks_section(r: &mut Report, place: &Place) {
@@ -422,6 +519,7 @@ fn one_line(s: &str) -> String {
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+    use cadre_core::roles::ToolList;
 
     #[test]
     fn the_sandbox_line_says_what_happens_to_read_only_bash() {
@@ -440,6 +538,92 @@ mod tests {
             ),
             "{line}"
         );
+    }
+
+    fn model(full: &str, creds: bool, unsupported: Option<&str>) -> ModelInfo {
+        let (provider, id) = full.split_once('/').unwrap();
+        ModelInfo {
+            full_name: full.to_string(),
+            provider: provider.to_string(),
+            id: id.to_string(),
+            name: id.to_string(),
+            api: "anthropic-messages".to_string(),
+            reasoning: false,
+            context_window: 1000,
+            max_tokens: 100,
+            has_credentials: creds,
+            source: cadre_llm::registry::ModelSource::File,
+            unsupported: unsupported.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn role_problems_name_unknown_tools_and_unusable_models() {
+        let models = [
+            model("p/ok", true, None),
+            model("p/nokey", false, None),
+            model("p/old", true, Some("wrong api")),
+        ];
+        let mut def = RoleDef {
+            name: "r".into(),
+            ..RoleDef::default()
+        };
+        assert!(
+            role_problems(&def, Some(&models)).is_empty(),
+            "all tools, no model"
+        );
+
+        def.tools = ToolList::Named(vec![
+            "read".into(),
+            "*".into(),
+            "Agent".into(),
+            "frob".into(),
+        ]);
+        def.disallowed_tools = vec!["zap".into(), "bash".into()];
+        let problems = role_problems(&def, None);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].fatal);
+        assert!(
+            problems[0].text.starts_with("unknown tool(s) frob, zap,"),
+            "{problems:?}"
+        );
+
+        def.tools = ToolList::Named(vec!["read".into()]);
+        def.disallowed_tools.clear();
+        for (name, fatal, says) in [
+            ("p/ok", None, ""),
+            ("ok", None, ""),
+            ("p/nokey", Some(false), "has no credentials (provider `p`)"),
+            ("p/old", Some(true), "cannot be used: wrong api"),
+            ("q/none", Some(true), "is unknown"),
+        ] {
+            def.model = Some(name.into());
+            let problems = role_problems(&def, Some(&models));
+            match fatal {
+                None => assert!(problems.is_empty(), "{name}: {problems:?}"),
+                Some(fatal) => {
+                    assert_eq!(problems.len(), 1, "{name}: {problems:?}");
+                    assert_eq!(problems[0].fatal, fatal, "{name}");
+                    assert!(
+                        problems[0]
+                            .text
+                            .starts_with(&format!("its model `{name}` {says}")),
+                        "{name}: {problems:?}"
+                    );
+                }
+            }
+        }
+        def.model = None;
+        def.fallback_model = Some("q/none".into());
+        let problems = role_problems(&def, Some(&models));
+        assert!(
+            problems[0]
+                .text
+                .starts_with("its fallbackModel `q/none` is unknown"),
+            "{problems:?}"
+        );
+        // Without a readable models.json, models are not judged.
+        assert!(role_problems(&def, None).is_empty());
     }
 
     #[test]

@@ -499,3 +499,36 @@ fn an_interrupted_demo_removes_its_directory() {
     }
     assert!(interrupted, "no run was interrupted before it finished");
 }
+
+#[test]
+fn doctor_reports_a_role_whose_launch_would_fail() {
+    let f = Fixture::new();
+    let agents = f.project.join(".cadre/agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("helper.md"),
+        "---\nname: helper\ndescription: helps\ntools: read, frob\nmodel: nope/x\n---\nbody\n",
+    )
+    .unwrap();
+    let out = f.run(&["doctor", "--trust"]);
+    out.assert_success();
+    assert!(
+        out.stdout.contains(
+            "  error: agent type `helper` (.cadre/agents/helper.md): unknown tool(s) frob, so every launch fails"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(
+            "  error: agent type `helper` (.cadre/agents/helper.md): its model `nope/x` is unknown"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("2 errors"), "{}", out.stdout);
+    // The built-in roles alone are fine.
+    std::fs::remove_file(agents.join("helper.md")).unwrap();
+    let out = f.run(&["doctor", "--trust"]);
+    assert!(!out.stdout.contains("agent type `"), "{}", out.stdout);
+}

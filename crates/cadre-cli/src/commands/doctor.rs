@@ -432,10 +432,14 @@ fn role_problems(def: &RoleDef, models: Option<&[ModelInfo]>) -> Vec<RoleProblem
         let Some(name) = name.as_deref() else {
             continue;
         };
-        let found: Vec<&ModelInfo> = models
+        // As the registry resolves: full name or id, else the display name (as Pi does).
+        let mut found: Vec<&ModelInfo> = models
             .iter()
             .filter(|m| m.full_name == name || m.id == name)
             .collect();
+        if found.is_empty() {
+            found = models.iter().filter(|m| m.name == name).collect();
+        }
         let problem = match found.as_slice() {
             [] => Some((
                 true,
@@ -561,6 +565,10 @@ mod tests {
     fn role_problems_name_unknown_tools_and_unusable_models() {
         let models = [
             model("p/ok", true, None),
+            ModelInfo {
+                name: "Nice Name".into(),
+                ..model("p/named", true, None)
+            },
             model("p/nokey", false, None),
             model("p/old", true, Some("wrong api")),
         ];
@@ -593,6 +601,7 @@ mod tests {
         for (name, fatal, says) in [
             ("p/ok", None, ""),
             ("ok", None, ""),
+            ("Nice Name", None, ""),
             ("p/nokey", Some(false), "has no credentials (provider `p`)"),
             ("p/old", Some(true), "cannot be used: wrong api"),
             ("q/none", Some(true), "is unknown"),

@@ -447,16 +447,47 @@ async fn print_events(mut rx: mpsc::UnboundedReceiver<AgentEvent>) {
     }
 }
 
+/// How long stdin may stay open and silent before cadre says that it is waiting for it.
+const STDIN_NOTE_AFTER: Duration = Duration::from_secs(2);
+
+/// All of piped stdin. A pipe that stays open and silent (a harness that never closes its
+/// child's stdin, `cadre -p` inside a `while read` loop) blocks the run until it closes; after
+/// [`STDIN_NOTE_AFTER`] a note says what cadre is waiting for and how not to.
+fn read_piped_stdin(has_prompt: bool) -> Result<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut piped = String::new();
+        let read = std::io::stdin().lock().read_to_string(&mut piped);
+        let _ = tx.send(read.map(|_| piped));
+    });
+    let read = match rx.recv_timeout(STDIN_NOTE_AFTER) {
+        Ok(read) => read,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            if has_prompt {
+                errln!(
+                    "cadre: note: waiting for stdin to close, because piped input is added to the prompt (run with </dev/null to do without)"
+                );
+            } else {
+                errln!(
+                    "cadre: note: waiting for the prompt on stdin until it closes (or pass the prompt as an argument)"
+                );
+            }
+            rx.recv()
+                .map_err(|_| anyhow!("cannot read the prompt from stdin"))?
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            bail!("cannot read the prompt from stdin")
+        }
+    };
+    read.context("cannot read the prompt from stdin")
+}
+
 /// The prompt from the arguments, else from stdin when it is not a terminal.
 fn read_prompt(args: &RunArgs) -> Result<String> {
     let mut prompt = args.messages.join(" ");
     let stdin = std::io::stdin();
     if !stdin.is_terminal() {
-        let mut piped = String::new();
-        stdin
-            .lock()
-            .read_to_string(&mut piped)
-            .context("cannot read the prompt from stdin")?;
+        let piped = read_piped_stdin(!prompt.trim().is_empty())?;
         if !piped.trim().is_empty() {
             if !prompt.is_empty() {
                 prompt.push_str("\n\n");

@@ -532,3 +532,50 @@ fn doctor_reports_a_role_whose_launch_would_fail() {
     let out = f.run(&["doctor", "--trust"]);
     assert!(!out.stdout.contains("agent type `"), "{}", out.stdout);
 }
+
+#[test]
+fn an_open_silent_stdin_is_explained_not_waited_on_in_silence() {
+    use std::io::{BufRead, Write};
+    use std::process::Stdio;
+
+    let f = Fixture::new();
+    f.server.script(
+        Rule::new(Match::first_user("from the argument").and(Match::first_user("LATE-STDIN")))
+            .reply(Reply::text("got both")),
+    );
+    let mut cmd = f.command(&[
+        "-p",
+        "--model",
+        Wire::Anthropic.model(),
+        "from the argument",
+    ]);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            let _ = tx.send(line.unwrap_or_default());
+        }
+    });
+    // stdin stays open and silent: the run says what it is waiting for.
+    let note = rx.recv_timeout(HANG_GUARD).expect("a note on stderr");
+    assert_eq!(
+        note,
+        "cadre: note: waiting for stdin to close, because piped input is added to the prompt (run with </dev/null to do without)"
+    );
+    assert!(
+        f.server.requests().is_empty(),
+        "nothing is sent before stdin closes"
+    );
+    // What arrives later is still part of the prompt.
+    stdin.write_all(b"LATE-STDIN text\n").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "got both\n");
+    assert!(rx.recv_timeout(HANG_GUARD).is_err(), "no other stderr line");
+}

@@ -101,7 +101,7 @@ pub async fn run(args: TaskArgs) -> Result<ExitCode> {
             let listing = store.list_all()?;
             report_problems(&listing.problems);
             let record = find(&listing, &place.root, &target)?.clone();
-            print_out(&stop(&store, record)?);
+            print_out(&stop(&store, record, STOP_CONFIRM_WAIT)?);
         }
         TaskCommand::Apply { target } => {
             let listing = recover_and_list(&store)?;
@@ -369,8 +369,9 @@ fn usage(r: &TaskRecord) -> String {
     )
 }
 
-/// Stop one task: a request to a live owner, a direct transition when the owner is gone.
-fn stop(store: &TaskStore, record: TaskRecord) -> Result<String> {
+/// Stop one task: a request to a live owner, waiting up to `confirm` for it to take effect, or a
+/// direct transition when the owner is gone.
+fn stop(store: &TaskStore, record: TaskRecord, confirm: std::time::Duration) -> Result<String> {
     let id = record.id.clone();
     if record.status.is_terminal() {
         return Ok(format!(
@@ -391,8 +392,19 @@ fn stop(store: &TaskStore, record: TaskRecord) -> Result<String> {
         let path = dir.join(STOP_REQUEST_FILE);
         atomic_write(&path, request.as_bytes())
             .with_context(|| format!("cannot write the stop request {}", path.display()))?;
+        // The owner polls for the request several times a second; say what became of it
+        // rather than leave the user to find out from `cadre tasks`.
+        if let Some(ended) = wait_until_ended(store, &record, confirm) {
+            return Ok(match ended.status {
+                TaskStatus::Stopped => format!("task {id} stopped; its partial output is kept\n"),
+                _ => format!(
+                    "task {id} ended before it could be stopped: {}\n",
+                    status(&ended)
+                ),
+            });
+        }
         return Ok(format!(
-            "stop requested for task {id}: its process ({pid}) stops it at its next check and keeps its partial output\n"
+            "stop requested for task {id}: its process ({pid}) has not stopped it yet; it does so at its next check and keeps its partial output\n"
         ));
     }
     // Nobody runs it: record the stop ourselves. Re-read first so the newest record is changed.
@@ -416,6 +428,29 @@ fn stop(store: &TaskStore, record: TaskRecord) -> Result<String> {
     record.diagnostics.push(why.clone());
     store.save(&mut record)?;
     Ok(format!("task {id} stopped ({why})\n"))
+}
+
+/// How long `cadre task stop` waits to confirm that the owning process stopped the task.
+const STOP_CONFIRM_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The task's record once it has ended, polled until `wait` has passed; `None` if it still runs.
+fn wait_until_ended(
+    store: &TaskStore,
+    record: &TaskRecord,
+    wait: std::time::Duration,
+) -> Option<TaskRecord> {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        if let Ok(now) = store.load(&record.root_session_id, &record.id)
+            && now.status.is_terminal()
+        {
+            return Some(now);
+        }
+        if std::time::Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// Apply a kept worktree's changes to the main working tree (O11).
@@ -586,14 +621,14 @@ mod tests {
         let mut r = record("t1", Some("x"), "/p", "");
         r.owner_pid = Some(0); // never alive
         store.create(&mut r).unwrap();
-        let msg = stop(&store, r.clone()).unwrap();
+        let msg = stop(&store, r.clone(), std::time::Duration::ZERO).unwrap();
         assert!(msg.contains("stopped"), "{msg}");
         let saved = store.load("root", "t1").unwrap();
         assert_eq!(saved.status, TaskStatus::Stopped);
         assert_eq!(saved.termination, Some(TerminationKind::ManualStop));
         assert_eq!(saved.phase, TaskPhase::Terminal);
         assert!(saved.ended_at.is_some());
-        let msg = stop(&store, saved).unwrap();
+        let msg = stop(&store, saved, std::time::Duration::ZERO).unwrap();
         assert!(msg.contains("already ended"), "{msg}");
     }
 
@@ -604,7 +639,7 @@ mod tests {
         let mut r = record("t2", None, "/p", "");
         cadre_core::orchestrator::store::claim_ownership(&mut r);
         store.create(&mut r).unwrap();
-        let msg = stop(&store, r).unwrap();
+        let msg = stop(&store, r, std::time::Duration::ZERO).unwrap();
         assert!(msg.contains("stop requested"), "{msg}");
         let request = store
             .task_dir("root", "t2")

@@ -54,7 +54,13 @@ fn task_stop_from_another_process_stops_a_live_task() {
 
     let stop = f.run(&["task", "stop", "slow"]);
     stop.assert_success();
-    assert!(stop.stdout.contains("stop requested"), "{stop:#?}");
+    // It waits for the owner to act and says so.
+    let id = task_records(&f)[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        stop.stdout,
+        format!("task {id} stopped; its partial output is kept\n"),
+        "{stop:#?}"
+    );
 
     // The run notices the request, stops the child, answers its notification and exits.
     let out = running.wait(HANG_GUARD);

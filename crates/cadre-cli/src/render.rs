@@ -93,8 +93,15 @@ fn notice_summary(text: &str) -> String {
     let what = field("status")
         .or_else(|| field("turn").map(|t| format!("turn {t}")))
         .unwrap_or_default();
+    // The summary usually ends with the status already shown after the name.
     let summary = field("summary")
-        .map(|s| format!(" · {}", clip(&s, 80)))
+        .map(|s| {
+            let s = s
+                .strip_suffix(what.as_str())
+                .filter(|rest| !what.is_empty() && rest.ends_with(' '))
+                .map_or(s.as_str(), str::trim_end);
+            format!(" · {}", clip(s, 80))
+        })
         .unwrap_or_default();
     format!("{who} {what}{summary}").trim().to_string()
 }

@@ -585,3 +585,23 @@ fn an_open_silent_stdin_is_explained_not_waited_on_in_silence() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "got both\n");
     assert!(rx.recv_timeout(HANG_GUARD).is_err(), "no other stderr line");
 }
+
+#[test]
+fn the_demo_transcript_states_a_notification_status_once() {
+    let f = Fixture::new();
+    let tmp = f.home.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut cmd = f.command(&["demo"]);
+    cmd.env("TMPDIR", &tmp);
+    let out = Running::spawn(cmd, None).wait(HANG_GUARD);
+    out.assert_success();
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("⇐ task-notification:"))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert_eq!(
+        line,
+        "  ⇐ task-notification: test-audit completed · Explore \"Audit conversion tests\""
+    );
+}

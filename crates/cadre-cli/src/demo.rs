@@ -198,7 +198,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
         }
     };
     let outcome = tokio::select! {
-        outcome = orchestration.drive(&mut agent, DEMO_PROMPT.to_string()) => outcome,
+        outcome = orchestration.drive(&mut agent, DEMO_PROMPT.to_string(), std::future::pending()) => outcome,
         Some(signal) = interrupted => {
             manager.shutdown().await;
             let fate = if args.keep {

@@ -193,18 +193,49 @@ impl Orchestration {
     }
 
     /// Run `prompt`, then keep the parent answering task notifications until every task it
-    /// started has ended and reported (O6).
+    /// started has ended and reported (O6), or until `interrupted` completes: from then on no
+    /// notice reaches the parent, so the tasks that an interrupt stops (and that report as they
+    /// stop) do not start another model turn after the user asked the run to end.
     pub async fn drive(
         &mut self,
         agent: &mut Agent,
         prompt: String,
+        interrupted: impl Future<Output = ()>,
     ) -> Result<RunOutcome, AgentError> {
-        run_until_settled(
+        let (tx, mut notices) = mpsc::unbounded_channel();
+        let source = &mut self.notices;
+        let forward = async move {
+            tokio::pin!(interrupted);
+            loop {
+                tokio::select! {
+                    // First: a notice that arrives with the interrupt is not passed on.
+                    biased;
+                    () = &mut interrupted => return,
+                    notice = source.recv() => match notice {
+                        Some(notice) => {
+                            if tx.send(notice).is_err() {
+                                return;
+                            }
+                        }
+                        None => return,
+                    },
+                }
+            }
+        };
+        let run = run_until_settled(
             &self.manager,
             agent,
-            &mut self.notices,
+            &mut notices,
             vec![Message::user(prompt)],
-        )
-        .await
+        );
+        tokio::pin!(run);
+        tokio::pin!(forward);
+        let mut forwarding = true;
+        loop {
+            tokio::select! {
+                outcome = &mut run => return outcome,
+                () = &mut forward, if forwarding => forwarding = false,
+            }
+        }
     }
 }

@@ -201,14 +201,18 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     // Registered before the run starts, so no signal slips through to the default handler.
     let signals = Signals::new().ok();
     let interrupted = Arc::new(AtomicI32::new(0));
+    let on_interrupt = Arc::new(tokio::sync::Notify::new());
     let interrupt = tokio::spawn(abort_on_signal(
         signals,
         agent.controller(),
         orchestration.manager.clone(),
         interrupted.clone(),
+        on_interrupt.clone(),
     ));
     let stop_requests = orchestration.watch_stop_requests();
-    let outcome = orchestration.drive(&mut agent, prompt).await;
+    let outcome = orchestration
+        .drive(&mut agent, prompt, on_interrupt.notified())
+        .await;
     stop_requests.abort();
     interrupt.abort();
     // Nothing may outlive the parent: live children are stopped and recorded (L6).
@@ -332,6 +336,7 @@ async fn abort_on_signal(
     controller: AgentController,
     manager: TaskManager,
     received: Arc<AtomicI32>,
+    notify: Arc<tokio::sync::Notify>,
 ) {
     let Some(mut signals) = signals else {
         return;
@@ -340,6 +345,9 @@ async fn abort_on_signal(
         return;
     };
     received.store(signal, Ordering::SeqCst);
+    // Before anything stops: the tasks stopped below report, and those reports must not
+    // reach the parent as a new turn.
+    notify.notify_one();
     controller.abort();
     // Children stop with `parent_shutdown` (L6); the run then ends without waiting for them.
     tokio::spawn(async move { manager.shutdown().await });
@@ -407,6 +415,18 @@ fn finish(
     session: Option<&Path>,
     signal: Option<i32>,
 ) -> Result<ExitCode> {
+    let hint = session
+        .map(|p| format!(" (session: {})", p.display()))
+        .unwrap_or_default();
+    // Interrupted: no answer either, even one given before the interrupt while background
+    // tasks were still due to report; their reports were cut off.
+    if let Some(signal) = signal {
+        errln!(
+            "cadre: error: interrupted by {}; the run was aborted{hint}",
+            signal_name(signal)
+        );
+        return Ok(ExitCode::from(u8::try_from(128 + signal).unwrap_or(1)));
+    }
     match &outcome.error {
         None => {
             let text = outcome.final_message.as_ref().map(|m| m.text());
@@ -418,16 +438,6 @@ fn finish(
         // A failed or aborted run prints no answer: the partial text of a broken stream on stdout
         // would read as a (wrong) result to whatever consumes it.
         Some(error) => {
-            let hint = session
-                .map(|p| format!(" (session: {})", p.display()))
-                .unwrap_or_default();
-            if let Some(signal) = signal {
-                errln!(
-                    "cadre: error: interrupted by {}; the run was aborted{hint}",
-                    signal_name(signal)
-                );
-                return Ok(ExitCode::from(u8::try_from(128 + signal).unwrap_or(1)));
-            }
             errln!(
                 "cadre: error: {}{hint}",
                 error.lines().next().unwrap_or(error)

@@ -605,3 +605,41 @@ fn the_demo_transcript_states_a_notification_status_once() {
         "  ⇐ task-notification: test-audit completed · Explore \"Audit conversion tests\""
     );
 }
+
+#[test]
+fn an_interrupt_while_waiting_for_a_background_task_is_reported_as_one() {
+    let f = Fixture::new();
+    script_hanging_background_child(&f);
+    let running = Running::spawn(
+        f.command(&["-p", "--model", Wire::Anthropic.model(), "start it"]),
+        None,
+    );
+    wait_until("the child to be running", || {
+        f.server
+            .requests()
+            .iter()
+            .any(|r| r.first_user_text().is_some_and(|t| t.contains(CHILD)))
+            && f.server.requests().len() >= 3
+    });
+    let before = f.server.requests().len();
+    running.signal("INT");
+    let out = running.wait(HANG_GUARD);
+    assert_eq!(out.code, Some(130), "{out:#?}");
+    assert!(
+        out.stdout.is_empty(),
+        "no answer after an interrupt: {out:#?}"
+    );
+    assert!(
+        out.stderr
+            .starts_with("cadre: error: interrupted by SIGINT; the run was aborted"),
+        "{out:#?}"
+    );
+    // The stopped child reports, but the parent takes no other turn to answer it.
+    assert_eq!(
+        f.server.requests().len(),
+        before,
+        "a model request after Ctrl-C"
+    );
+    let records = task_records(&f);
+    assert_eq!(records[0]["status"], "stopped", "{:#}", records[0]);
+}

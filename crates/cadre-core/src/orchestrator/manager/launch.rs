@@ -99,7 +99,13 @@ pub(crate) async fn launch(
         .map(|s| match s {
             Ok(h) => {
                 let delivery = match h.state() {
-                    RunState::Ended => Delivery::Finished,
+                    // A background task (launched so, or promoted at a checkpoint) reports
+                    // through its completion notice, also when it ended before this looked:
+                    // reporting it Finished here too would report it twice.
+                    RunState::Ended if !h.is_background() => Delivery::Finished,
+                    _ if h.is_background() && foreground.iter().any(|f| Arc::ptr_eq(f, &h)) => {
+                        Delivery::Promoted
+                    }
                     RunState::Promoted => Delivery::Promoted,
                     _ => Delivery::Background,
                 };

@@ -8,13 +8,19 @@
 //!
 //! Appends go straight to the file with `std::fs` from the writer task: a small write into the
 //! page cache takes microseconds, far less than handing it to tokio's blocking pool (two thread
-//! wake-ups per write). Only the close-time fsync, which waits for the disk, runs on that pool.
+//! wake-ups per write).
+//!
+//! Closing does not fsync. A session file is an append-only log and every entry is in the page
+//! cache once written, so a crash or `kill -9` of cadre loses nothing (Z1 is about process
+//! death); only a power loss or kernel crash can drop the unsynced tail (the loader skips a torn
+//! last line). An fsync per session cost a disk flush and two blocking-pool hops for every
+//! child of a fan-out (SPEC P1). Task records and outputs, which are rewritten, keep
+//! temp+fsync+rename (O12).
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::SystemTime;
 
 use cadre_protocol::{Message, SESSION_VERSION, SessionEntry, SessionEntryKind, SessionHeader};
@@ -28,12 +34,12 @@ enum Command {
     Entry(Box<SessionEntry>),
     /// Reply once everything sent before has reached the file.
     Flush(oneshot::Sender<Result<(), String>>),
-    /// Like `Flush`, then fsync and stop.
+    /// Like `Flush`, then stop.
     Close(oneshot::Sender<Result<(), String>>),
 }
 
 /// Handle to a session file being appended to. Dropping it lets the writer task finish the
-/// queued entries and stop; [`SessionWriter::close`] also waits for that and syncs the file.
+/// queued entries and stop; [`SessionWriter::close`] also waits for that.
 #[derive(Debug)]
 pub struct SessionWriter {
     path: PathBuf,
@@ -227,7 +233,7 @@ impl SessionWriter {
         self.request(Command::Flush(reply), wait).await
     }
 
-    /// Write everything, sync the file to disk and stop the writer task.
+    /// Write everything to the file and stop the writer task (no fsync: see the module docs).
     pub async fn close(self) -> Result<(), SessionError> {
         let (reply, wait) = oneshot::channel();
         self.request(Command::Close(reply), wait).await
@@ -261,8 +267,6 @@ async fn write_loop(file: File, first: Vec<u8>, mut rx: mpsc::UnboundedReceiver<
     let mut failed: Option<String> = None;
     let mut waiters: Vec<oneshot::Sender<Result<(), String>>> = Vec::new();
     let mut closing = None;
-    // `&File` implements `Write`; the `Arc` lets the close-time fsync run on the blocking pool.
-    let file = Arc::new(file);
     loop {
         if buf.is_empty() && waiters.is_empty() {
             match rx.recv().await {
@@ -278,23 +282,12 @@ async fn write_loop(file: File, first: Vec<u8>, mut rx: mpsc::UnboundedReceiver<
         }
         if !buf.is_empty()
             && failed.is_none()
-            && let Err(e) = (&*file).write_all(&buf)
+            && let Err(e) = (&file).write_all(&buf)
         {
             failed = Some(e.to_string());
         }
         buf.clear();
         if let Some(reply) = closing.take() {
-            if failed.is_none() {
-                let synced = {
-                    let file = Arc::clone(&file);
-                    tokio::task::spawn_blocking(move || file.sync_all()).await
-                };
-                match synced {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => failed = Some(e.to_string()),
-                    Err(e) => failed = Some(format!("fsync did not finish: {e}")),
-                }
-            }
             for w in waiters.drain(..) {
                 let _ = w.send(status(&failed));
             }

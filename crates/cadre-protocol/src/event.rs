@@ -79,6 +79,9 @@ pub enum AgentEvent {
         message: Message,
     },
     MessageUpdate {
+        /// Serialised with `"role": "assistant"`, as Pi's `message_update` carries a whole
+        /// `AgentMessage`.
+        #[serde(serialize_with = "assistant_with_role")]
         message: Box<AssistantMessage>,
         #[serde(rename = "assistantMessageEvent")]
         assistant_message_event: AssistantMessageEvent,
@@ -137,6 +140,24 @@ pub enum AgentEvent {
     },
 }
 
+/// Serialise an assistant message the way it appears in a message list: with its role tag.
+fn assistant_with_role<S: serde::Serializer>(
+    message: &AssistantMessage,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Tagged<'a> {
+        role: &'static str,
+        #[serde(flatten)]
+        message: &'a AssistantMessage,
+    }
+    Tagged {
+        role: "assistant",
+        message,
+    }
+    .serialize(serializer)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,6 +180,17 @@ mod tests {
             let v = serde_json::to_value(&ev).unwrap();
             assert_eq!(v["type"], name);
         }
+        let update = AgentEvent::MessageUpdate {
+            message: Box::new(AssistantMessage::empty("anthropic-messages", "p", "m")),
+            assistant_message_event: AssistantMessageEvent::Start,
+        };
+        let v = serde_json::to_value(&update).unwrap();
+        assert_eq!(
+            v["message"]["role"], "assistant",
+            "Pi's message_update has a role"
+        );
+        let back: AgentEvent = serde_json::from_value(v).unwrap();
+        assert_eq!(back, update);
         let d = AssistantMessageEvent::ToolCallDelta {
             content_index: 1,
             delta: "{".into(),

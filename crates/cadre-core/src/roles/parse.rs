@@ -198,7 +198,9 @@ pub enum RoleError {
     MissingKey(&'static str),
     #[error("bad `{key}`: {reason}")]
     BadValue { key: String, reason: String },
-    #[error("name `{name}` does not match the file name `{stem}.md`")]
+    #[error(
+        "name `{name}` does not match the file name `{stem}.md` (rename the file to `{name}.md` or set `name: {stem}`)"
+    )]
     NameMismatch { name: String, stem: String },
 }
 

@@ -546,7 +546,10 @@ fn errors_read_well() {
     let e = parse_role(&doc(BASE, ""), "x", Dialect::Cadre)
         .unwrap_err()
         .to_string();
-    assert_eq!(e, "name `r` does not match the file name `x.md`");
+    assert_eq!(
+        e,
+        "name `r` does not match the file name `x.md` (rename the file to `r.md` or set `name: x`)"
+    );
 }
 
 #[test]

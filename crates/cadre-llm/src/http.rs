@@ -233,7 +233,16 @@ pub(crate) fn stream_event_error(provider: &str, status: u16, body: &str, shown:
 /// left out of the message: it is known to the caller and may carry query parameters.
 pub fn connection_error(provider: &str, err: reqwest::Error, api_key: Option<&str>) -> LlmError {
     let builder = err.is_builder();
-    let message = redact(&error_chain(&err.without_url()), api_key);
+    // Name where cadre tried to connect (scheme, host and port only: a path or query could
+    // carry a credential), so a wrong `baseUrl` is obvious from the error alone.
+    let origin = err.url().map(|u| {
+        let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
+        format!("{}://{}{port}", u.scheme(), u.host_str().unwrap_or(""))
+    });
+    let mut message = redact(&error_chain(&err.without_url()), api_key);
+    if let Some(origin) = origin {
+        message = format!("{origin}: {message}");
+    }
     if builder {
         // The request could not even be built (bad URL scheme, bad header): retrying cannot help.
         return LlmError::Fatal(format!("cannot send the request to {provider}: {message}"));

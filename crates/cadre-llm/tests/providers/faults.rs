@@ -235,6 +235,13 @@ async fn unreachable_server_is_a_connection_error_after_retries() {
     let out = run_with(policy, request(m, "x")).await;
     let (err, _) = out.failed();
     assert!(matches!(err, LlmError::Connection { .. }), "{err}");
+    // The error names where cadre tried to connect (origin only, never the path).
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("http://127.0.0.1:{port}:")),
+        "{text}"
+    );
+    assert!(!text.contains("/v1"), "{text}");
     assert_eq!(out.retries.len(), 1);
 }
 

@@ -35,7 +35,9 @@ use tokio::time::Instant;
 
 use crate::args::{ArgError, Args};
 use crate::registry::{Tool, ToolContext, ToolOutput};
-use crate::sandbox::{SandboxConfig, SandboxStatus, landlock_status, sandbox_args};
+use crate::sandbox::{
+    SandboxConfig, SandboxStatus, ensure_scratch_dir, landlock_status, sandbox_args,
+};
 use crate::shell_policy::{ShellPolicy, check_command};
 use crate::supervise::{process_supervisor, supervise_args};
 use crate::truncate::{
@@ -138,6 +140,14 @@ fn sandbox_launch(config: &SandboxConfig) -> Result<Launch<'_>, ToolOutput> {
             "Command not run: this role is read-only, so its bash commands run only inside the \
              kernel sandbox, which is unavailable here ({reason}). Use the read, grep, find and \
              ls tools instead."
+        ))
+        .with_details(json!({ "exitCode": null, "blocked": "sandbox-unavailable" })));
+    }
+    // The scratch directory is created on first use, so a task that never runs bash has none.
+    if let Err(e) = ensure_scratch_dir(&config.scratch_dir) {
+        return Err(ToolOutput::error(format!(
+            "Command not run: the sandbox's scratch directory {} cannot be created: {e}.",
+            config.scratch_dir.display()
         ))
         .with_details(json!({ "exitCode": null, "blocked": "sandbox-unavailable" })));
     }

@@ -112,12 +112,12 @@ async fn a_sandboxed_tool_never_runs_bash_directly() {
 }
 
 #[tokio::test]
-async fn missing_writable_dirs_refuse_the_command() {
+async fn a_scratch_dir_that_cannot_be_created_refuses_the_command() {
     let env = Env::new();
     let file = env.write("f", "original");
     let tool = BashTool::sandboxed(SandboxConfig {
         exe: PathBuf::from("/nonexistent/cadre"),
-        scratch_dir: env.path("no-such-scratch"),
+        scratch_dir: file.join("scratch-x"),
         extra_writable: vec![],
         policy: ShellPolicy::Unrestricted,
     });
@@ -125,7 +125,26 @@ async fn missing_writable_dirs_refuse_the_command() {
     let message = err(&out);
     assert_eq!(blocked(&out), "sandbox-unavailable", "{message}");
     if landlock_status().is_enforced() {
-        assert!(message.contains("no-such-scratch"), "{message}");
+        assert!(message.contains("cannot be created"), "{message}");
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "original");
+}
+
+#[tokio::test]
+async fn missing_writable_dirs_refuse_the_command() {
+    let env = Env::new();
+    let file = env.write("f", "original");
+    let tool = BashTool::sandboxed(SandboxConfig {
+        exe: PathBuf::from("/nonexistent/cadre"),
+        scratch_dir: create_scratch_dir(&env.path(".scratch")).unwrap(),
+        extra_writable: vec![env.path("no-such-plans")],
+        policy: ShellPolicy::Unrestricted,
+    });
+    let out = run(&tool, &env, "echo x > f").await;
+    let message = err(&out);
+    assert_eq!(blocked(&out), "sandbox-unavailable", "{message}");
+    if landlock_status().is_enforced() {
+        assert!(message.contains("no-such-plans"), "{message}");
         assert!(message.contains("does not exist"), "{message}");
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "original");

@@ -44,7 +44,8 @@ pub struct SandboxConfig {
     /// The cadre binary (normally `std::env::current_exe()`), which handles [`EXEC_ARG`].
     pub exe: PathBuf,
     /// The task's private scratch directory (see [`create_scratch_dir`]); also the command's
-    /// `TMPDIR`.
+    /// `TMPDIR`. It may be only named ([`scratch_dir_path`]): bash creates it before its first
+    /// sandboxed command.
     pub scratch_dir: PathBuf,
     /// Further writable directories, e.g. `.cadre/plans/` for a role with `allowPlanFiles`.
     /// Each must exist.
@@ -79,17 +80,44 @@ impl SandboxConfig {
 /// Create a fresh private scratch directory (`scratch-<uuid>`, mode 0700) under `parent`,
 /// creating `parent` if needed.
 pub fn create_scratch_dir(parent: &Path) -> io::Result<PathBuf> {
-    let dir = parent.join(format!("scratch-{}", uuid::Uuid::new_v4().simple()));
-    let create = || std::fs::DirBuilder::new().mode(0o700).create(&dir);
-    match create() {
-        // Only the first scratch directory under `parent` pays for creating it.
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(parent)?;
-            create()?;
-        }
-        made => made?,
-    }
+    let dir = scratch_dir_path(parent);
+    ensure_scratch_dir(&dir)?;
     Ok(dir)
+}
+
+/// Name a fresh private scratch directory under `parent` without creating it: the sandboxed
+/// bash creates it on its first command ([`ensure_scratch_dir`]), so a task that never runs
+/// bash costs no directory (most read-only children only read, SPEC P1).
+pub fn scratch_dir_path(parent: &Path) -> PathBuf {
+    parent.join(format!("scratch-{}", uuid::Uuid::new_v4().simple()))
+}
+
+/// Make sure the scratch directory `dir` exists: create it with mode 0700 (and its parent if
+/// needed), or accept it when it is already a directory, e.g. made by an earlier or
+/// concurrent command of the same task.
+pub fn ensure_scratch_dir(dir: &Path) -> io::Result<()> {
+    let create = || std::fs::DirBuilder::new().mode(0o700).create(dir);
+    let made = match create() {
+        // Only the first scratch directory under its parent pays for creating the parent.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => match dir.parent() {
+            Some(parent) => {
+                std::fs::create_dir_all(parent)?;
+                create()
+            }
+            None => Err(e),
+        },
+        made => made,
+    };
+    match made {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            if std::fs::symlink_metadata(dir)?.is_dir() {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        }
+        made => made,
+    }
 }
 
 #[cfg(test)]
@@ -111,6 +139,31 @@ mod tests {
             let mode = std::fs::metadata(dir).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o700);
         }
+    }
+
+    #[test]
+    fn a_named_scratch_dir_is_created_on_demand_once() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = scratch_dir_path(&root.path().join("a/b"));
+        assert!(!dir.exists());
+        ensure_scratch_dir(&dir).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        std::fs::write(dir.join("kept"), "x").unwrap();
+        ensure_scratch_dir(&dir).unwrap();
+        assert!(dir.join("kept").exists());
+    }
+
+    #[test]
+    fn ensuring_a_scratch_dir_refuses_a_file_or_a_symlink_in_its_place() {
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        assert!(ensure_scratch_dir(&file).is_err());
+        assert!(ensure_scratch_dir(&file.join("under")).is_err());
+        let link = root.path().join("link");
+        std::os::unix::fs::symlink(root.path(), &link).unwrap();
+        assert!(ensure_scratch_dir(&link).is_err());
     }
 
     #[test]

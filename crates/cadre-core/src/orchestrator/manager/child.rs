@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use cadre_llm::Model;
 use cadre_protocol::{Message, ThinkingLevel};
-use cadre_tools::sandbox::{SandboxConfig, create_scratch_dir};
+use cadre_tools::sandbox::{SandboxConfig, scratch_dir_path};
 use cadre_tools::{BashTool, ToolRegistry};
 use tokio::sync::mpsc;
 
@@ -155,8 +155,9 @@ fn child_bash(
     let sandbox_error = |what: &str, e: std::io::Error| {
         LaunchError::NotAllowed(format!("cannot prepare the read-only sandbox: {what}: {e}"))
     };
-    let scratch = create_scratch_dir(&inner.cadre_home.join(SCRATCH_DIR))
-        .map_err(|e| sandbox_error("scratch directory", e))?;
+    // Named only: bash creates it before its first command, so a child that never runs bash
+    // (most read-only children) costs no directory.
+    let scratch = scratch_dir_path(&inner.cadre_home.join(SCRATCH_DIR));
     let mut extra_writable = Vec::new();
     if b.role.allow_plan_files {
         let plans = crate::config::project_root(&b.cwd).join(PLANS_DIR);

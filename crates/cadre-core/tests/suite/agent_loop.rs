@@ -84,7 +84,11 @@ async fn multi_turn_with_concurrent_tools_answers_every_call_in_order() {
     );
     assert_eq!(n[4], "message_start:assistant");
     let first_end = n.iter().position(|e| e == "message_end:assistant").unwrap();
-    assert!(n[5..first_end].iter().all(|e| e == "message_update:assistant"));
+    assert!(
+        n[5..first_end]
+            .iter()
+            .all(|e| e == "message_update:assistant")
+    );
     let turn_end = n.iter().position(|e| e == "turn_end").unwrap();
     let tool_events = &n[first_end + 1..turn_end];
     assert_eq!(

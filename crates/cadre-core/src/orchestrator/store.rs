@@ -28,6 +28,9 @@ pub const ORPHANED: &str = "orphaned";
 /// around it keep Markdown from reading the `---` as a heading underline of the line above.
 pub const CONTINUATION_SEPARATOR: &str = "\n\n---\n\n";
 
+/// Room for a pretty-printed task record besides its prompt (a typical one is about 2 KiB).
+const RECORD_CAPACITY: usize = 3 * 1024;
+
 /// A new task id: a UUID v7, so ids sort in creation order.
 pub fn new_task_id() -> String {
     uuid::Uuid::now_v7().to_string()
@@ -194,7 +197,11 @@ impl TaskStore {
     pub fn save(&self, record: &mut TaskRecord) -> Result<(), StoreError> {
         let path = self.record_path(&record.root_session_id, &record.id)?;
         record.updated_at = timestamp(SystemTime::now());
-        let mut json = serde_json::to_vec_pretty(record).map_err(|e| StoreError::Parse {
+        // Sized for a typical record up front: growing from serde_json's default capacity took
+        // several reallocations of a buffer past glibc's small-chunk sizes, each a trip through
+        // its slow path while a fan-out keeps the heap busy (SPEC P1).
+        let mut json = Vec::with_capacity(RECORD_CAPACITY + record.prompt.len());
+        serde_json::to_writer_pretty(&mut json, record).map_err(|e| StoreError::Parse {
             path: path.clone(),
             message: e.to_string(),
         })?;

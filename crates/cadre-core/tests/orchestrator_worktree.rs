@@ -379,3 +379,58 @@ async fn an_untracked_nested_repository_does_not_break_creation() {
         WorktreeOutcome::Removed
     );
 }
+
+/// Sets `path`'s modification time.
+fn set_mtime(path: &Path, time: std::time::SystemTime) {
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(time)
+        .unwrap();
+}
+
+/// Git trusts a file whose size and mtime match its index entry unless the index itself is not
+/// older than the file ("racily clean", then it compares contents). A child that rewrites a file
+/// to the same size within the checkout's timestamp granularity leaves size and mtime as they
+/// were, so only that rule catches the change; it must hold for the snapshot's copy of the index
+/// too, however late the copy is made.
+#[tokio::test]
+async fn a_same_size_change_within_the_checkouts_timestamp_is_still_a_change() {
+    let (_tmp, root) = repo();
+    // ctime is beyond a test's control; git compares it only when it trusts it.
+    git(&root, &["config", "core.trustctime", "false"]);
+    let wt = guarded(Worktree::create(&root, &task_id())).await.unwrap();
+    let file = wt.path().join("a.txt");
+    let checked_out = fs::metadata(&file).unwrap().modified().unwrap();
+    let index = git(
+        wt.path(),
+        &["rev-parse", "--path-format=absolute", "--git-path", "index"],
+    );
+    // The index written in the same instant as the file, as a fast checkout does.
+    set_mtime(Path::new(index.trim()), checked_out);
+    // The snapshot happens in a later second than the checkout.
+    let second =
+        |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let deadline = std::time::Instant::now() + GUARD;
+    while second(std::time::SystemTime::now()) <= second(checked_out) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the clock stands still"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let before = fs::read_to_string(&file).unwrap();
+    let after = before.replace("three", "THREE");
+    assert_eq!(before.len(), after.len());
+    fs::write(&file, &after).unwrap();
+    set_mtime(&file, checked_out);
+
+    let WorktreeOutcome::Kept(info) = guarded(wt.finish()).await.unwrap() else {
+        panic!("the rewritten a.txt is a change");
+    };
+    let stat = info.diff_stat.clone().unwrap();
+    assert!(stat.contains("a.txt"), "{stat}");
+    guarded(apply(&root, &info)).await.unwrap();
+    assert_eq!(fs::read_to_string(root.join("a.txt")).unwrap(), after);
+}

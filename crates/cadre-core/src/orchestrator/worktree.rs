@@ -465,7 +465,7 @@ async fn snapshot_tree(dir: &Path) -> Result<String, WorktreeError> {
     let tmp = TempFile(PathBuf::from(tmp_name));
     if index.exists() {
         // Starting from the real index keeps its stat cache, so unchanged files are not rehashed.
-        tokio::fs::copy(&index, &tmp.0)
+        copy_index(&index, &tmp.0)
             .await
             .map_err(|source| WorktreeError::Io {
                 path: index.clone(),
@@ -478,6 +478,25 @@ async fn snapshot_tree(dir: &Path) -> Result<String, WorktreeError> {
     let tree = run_git(dir, ["write-tree"], &env, None).await?;
     check("write-tree", &tree)?;
     Ok(String::from_utf8_lossy(&tree.stdout).trim().to_string())
+}
+
+/// Copy the index at `from` to `to` with its modification time. Git trusts an entry whose size
+/// and mtime match the file unless the index is not older than the file ("racily clean"), then it
+/// compares contents. A copy stamped with the time of copying would hide a file rewritten to the
+/// same size within the checkout's timestamp granularity: the copy looks newer than the change, so
+/// the change would be lost.
+async fn copy_index(from: &Path, to: &Path) -> std::io::Result<()> {
+    let (from, to) = (from.to_path_buf(), to.to_path_buf());
+    tokio::task::spawn_blocking(move || {
+        let modified = std::fs::metadata(&from)?.modified()?;
+        std::fs::copy(&from, &to)?;
+        std::fs::File::options()
+            .write(true)
+            .open(&to)?
+            .set_modified(modified)
+    })
+    .await
+    .map_err(std::io::Error::other)?
 }
 
 /// A binary patch from tree `from` to tree `to`. Plumbing, so `diff.*` settings cannot change it.

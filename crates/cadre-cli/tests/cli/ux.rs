@@ -621,6 +621,13 @@ fn an_interrupt_while_waiting_for_a_background_task_is_reported_as_one() {
             .any(|r| r.first_user_text().is_some_and(|t| t.contains(CHILD)))
             && f.server.requests().len() >= 3
     });
+    // The third request is the parent's second turn being asked for, not answered: only once
+    // its answer is in the session is the run waiting for the task, the state under test.
+    wait_until("the parent to wait for its task", || {
+        f.session_files().iter().any(|p| {
+            std::fs::read_to_string(p).is_ok_and(|t| t.contains("Launched; waiting for it."))
+        })
+    });
     let before = f.server.requests().len();
     running.signal("INT");
     let out = running.wait(HANG_GUARD);

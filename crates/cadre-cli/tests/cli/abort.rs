@@ -8,12 +8,13 @@ use cadre_testkit::{Fault, Match, Reply, Rule};
 use serde_json::json;
 
 use crate::harness::{
-    Fixture, Running, Wire, assert_every_tool_call_answered, assert_valid_session, messages,
-    wait_until,
+    Fixture, HANG_GUARD, Running, Wire, assert_every_tool_call_answered, assert_valid_session,
+    messages, wait_until,
 };
 
-/// Shorter than the 30 s sleep, so an abort that waited for the command fails the test.
-const PROMPT_EXIT: Duration = Duration::from_secs(15);
+/// Shorter than the 300 s sleep and the 60 s retry wait, so an abort that waited for either fails
+/// the test, and as generous as any other hang guard, so a loaded machine does not.
+const PROMPT_EXIT: Duration = HANG_GUARD;
 
 /// Whether `pid` is gone (or only a zombie waiting to be reaped).
 fn process_gone(pid: &str) -> bool {
@@ -48,7 +49,7 @@ fn abort_during_bash(signal: &str) {
     for wire in Wire::BOTH {
         let fixture = Fixture::new();
         // The shell records its pid, then becomes the sleep (exec), so the pid is the sleep's.
-        let command = "echo $$ > sleep.pid && touch started && exec sleep 30";
+        let command = "echo $$ > sleep.pid && touch started && exec sleep 300";
         fixture.server.script(
             Rule::new(Match::first_user("ROUTE-ABORT").and(Match::assistant_turns(0))).reply(
                 Reply::new().text("Running the long command.").tool_call(
@@ -149,7 +150,7 @@ fn sigint_in_json_mode_closes_every_event() {
                 Rule::new(Match::first_user("ROUTE-ABORT-JSON")).reply(Reply::tool_call(
                     "call_sleep",
                     "bash",
-                    json!({"command": "touch started && exec sleep 30"}),
+                    json!({"command": "touch started && exec sleep 300"}),
                 )),
             );
         let running = Running::spawn(
@@ -183,9 +184,10 @@ fn sigint_in_json_mode_closes_every_event() {
 #[test]
 fn sigint_during_a_retry_wait_exits_promptly() {
     let fixture = Fixture::new();
-    // The server asks for 30 s; the abort must cut the wait short.
+    // The server asks for 60 s (the most a retry waits), longer than the hang guard; the abort
+    // must cut the wait short.
     fixture.server.script(
-        Rule::new(Match::first_user("ROUTE-WAIT")).reply(Reply::failing(Fault::rate_limited("30"))),
+        Rule::new(Match::first_user("ROUTE-WAIT")).reply(Reply::failing(Fault::rate_limited("60"))),
     );
     let running = Running::spawn(
         fixture.command(&[

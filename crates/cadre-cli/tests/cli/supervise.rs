@@ -15,8 +15,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::harness::{Fixture, HANG_GUARD, Output, Running, Wire, wait_until};
 
-/// Only a hang guard for the group to be killed once cadre is gone (it takes milliseconds).
-const GONE_GUARD: Duration = Duration::from_secs(10);
+/// Only a hang guard for the group to be killed once cadre is gone (it takes milliseconds, but
+/// a loaded machine may stretch that).
+const GONE_GUARD: Duration = HANG_GUARD;
 
 /// A live (not zombie) process: its id and command line.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,7 +21,7 @@ use cadre_protocol::{AgentEvent, Message, TaskRecord, TaskStatus, TerminationKin
 use common::{
     Models, ROOT_SESSION_ID, Reply, Scripted, all_text, call, fail, first_user, git, hang,
     last_text, manager_config, manager_options, message_text, model, root_session_file, settings,
-    start_manager, text, turn,
+    single, spec, start_manager, text, turn,
 };
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
@@ -117,26 +117,6 @@ fn harness(
         root,
         root_session: root_session_file(dir.path()),
         dir,
-    }
-}
-
-fn spec(role: &str, prompt: &str) -> LaunchSpec {
-    LaunchSpec {
-        task: TaskSpec {
-            description: format!("do {prompt}"),
-            prompt: prompt.into(),
-            subagent_type: Some(role.into()),
-            ..TaskSpec::default()
-        },
-        ..LaunchSpec::default()
-    }
-}
-
-fn single(entries: Vec<EntryOutcome>) -> TaskOutcome {
-    match entries.into_iter().next() {
-        Some(EntryOutcome::Started(o)) => *o,
-        Some(EntryOutcome::Refused { error, .. }) => panic!("refused: {error}"),
-        None => panic!("no entry"),
     }
 }
 

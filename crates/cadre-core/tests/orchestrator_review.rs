@@ -8,8 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cadre_core::orchestrator::manager::{
-    Delivery, EntryOutcome, LaunchSpec, ParentNotice, ParentRef, SendOutcome, TaskManager,
-    TaskOutcome, TaskSpec,
+    Delivery, ParentNotice, ParentRef, SendOutcome, TaskManager, TaskOutcome,
 };
 use cadre_core::orchestrator::tools::{TaskOutputTool, format_outcome};
 use cadre_core::roles::{RoleDef, ToolList, builtin_roles};
@@ -18,7 +17,7 @@ use cadre_protocol::{TaskStatus, WorktreeInfo};
 use cadre_tools::{Tool, ToolContext};
 use common::{
     Models, ROOT_SESSION_ID, Reply, Scripted, all_text, call, first_user, hang, last_text,
-    manager_config, manager_options, root_parent, settings, text, turn,
+    manager_config, manager_options, root_parent, settings, single, spec, text, turn,
 };
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
@@ -89,26 +88,6 @@ fn harness_with(
 
 fn harness(handler: impl Fn(&CompletionRequest) -> Reply + Send + Sync + 'static) -> Harness {
     harness_with(json!({}), |p| p, handler)
-}
-
-fn spec(role: &str, prompt: &str) -> LaunchSpec {
-    LaunchSpec {
-        task: TaskSpec {
-            description: format!("do {prompt}"),
-            prompt: prompt.into(),
-            subagent_type: Some(role.into()),
-            ..TaskSpec::default()
-        },
-        ..LaunchSpec::default()
-    }
-}
-
-fn single(entries: Vec<EntryOutcome>) -> TaskOutcome {
-    match entries.into_iter().next() {
-        Some(EntryOutcome::Started(o)) => *o,
-        Some(EntryOutcome::Refused { error, .. }) => panic!("refused: {error}"),
-        None => panic!("no entry"),
-    }
 }
 
 /// Take every notice (as a front end would) until nothing is pending.

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use cadre_core::orchestrator::manager::{
-    ManagerConfig, ManagerOptions, ModelResolver, ParentNotice, ParentRef, TaskManager,
+    EntryOutcome, LaunchSpec, ManagerConfig, ManagerOptions, ModelResolver, ParentNotice,
+    ParentRef, TaskManager, TaskOutcome, TaskSpec,
 };
 use cadre_core::orchestrator::settings::SubagentSettings;
 use cadre_core::orchestrator::store::TaskStore;
@@ -357,4 +358,26 @@ pub fn git(dir: &Path, args: &[&str]) {
         "git {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A single-task launch of `role` with `prompt` (described as "do <prompt>").
+pub fn spec(role: &str, prompt: &str) -> LaunchSpec {
+    LaunchSpec {
+        task: TaskSpec {
+            description: format!("do {prompt}"),
+            prompt: prompt.into(),
+            subagent_type: Some(role.into()),
+            ..TaskSpec::default()
+        },
+        ..LaunchSpec::default()
+    }
+}
+
+/// The one outcome of a single-task launch; a refusal fails the test.
+pub fn single(entries: Vec<EntryOutcome>) -> TaskOutcome {
+    match entries.into_iter().next() {
+        Some(EntryOutcome::Started(o)) => *o,
+        Some(EntryOutcome::Refused { error, .. }) => panic!("refused: {error}"),
+        None => panic!("no entry"),
+    }
 }

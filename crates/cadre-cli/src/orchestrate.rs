@@ -22,8 +22,6 @@ use cadre_protocol::{AgentEvent, Message, ThinkingLevel};
 use cadre_tools::{Tool, ToolRegistry};
 use tokio::sync::mpsc;
 
-use crate::commands::task::STOP_REQUEST_FILE;
-
 /// How often a run looks for stop requests that `cadre task stop` left for its live tasks.
 const STOP_REQUEST_POLL: Duration = Duration::from_millis(200);
 
@@ -154,26 +152,40 @@ impl Orchestration {
     }
 
     /// Honour `cadre task stop` run from another process: it cannot reach into this one, so it
-    /// leaves a stop request in the task's directory, which this watcher turns into a `TaskStop`
-    /// (partial output kept, the parent notified). A request older than the watcher was left for
-    /// a process that is gone; it is removed without effect, so continuing that task later does
+    /// leaves a stop request in the root session's request directory, which this watcher turns
+    /// into a `TaskStop` (partial output kept, the parent notified). Each tick costs one lookup of
+    /// that directory, however many tasks run. A request older than the watcher was left for a
+    /// process that is gone; it is removed without effect, so continuing that task later does
     /// not stop it at once. Abort the returned handle when the run ends.
     pub fn watch_stop_requests(&self) -> tokio::task::JoinHandle<()> {
         let manager = self.manager.clone();
         let since = SystemTime::now();
         tokio::spawn(async move {
+            let Ok(dir) = manager.store().stop_requests_dir(manager.root_session_id()) else {
+                return;
+            };
             let mut tick = tokio::time::interval(STOP_REQUEST_POLL);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
                 tick.tick().await;
-                for id in manager.live_tasks() {
-                    let Ok(dir) = manager.store().task_dir(manager.root_session_id(), &id) else {
+                let Ok(entries) = std::fs::read_dir(&dir) else {
+                    continue;
+                };
+                let live = manager.live_tasks();
+                for entry in entries.filter_map(Result::ok) {
+                    let Some(id) = entry.file_name().to_str().map(str::to_string) else {
                         continue;
                     };
-                    let request = dir.join(STOP_REQUEST_FILE);
-                    let Ok(meta) = std::fs::metadata(&request) else {
+                    let request = entry.path();
+                    if id.starts_with('.') {
+                        // A writer's temp file: the request is not complete yet.
                         continue;
-                    };
+                    }
+                    // A request for a task this process does not run (yet) waits for it.
+                    if !live.contains(&id) {
+                        continue;
+                    }
+                    let Ok(meta) = entry.metadata() else { continue };
                     // Removed first: a request is honoured once, and a failed removal must not
                     // stop the task again at every tick.
                     if std::fs::remove_file(&request).is_err() {

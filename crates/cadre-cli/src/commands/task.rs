@@ -4,8 +4,9 @@
 //! tasks and then among all; an ambiguous or unknown target lists the candidates and picks none.
 //!
 //! Stopping a task owned by a live process cannot reach into that process: it leaves a stop
-//! request, the file [`STOP_REQUEST_FILE`] in the task directory, which the owner polls. A task
-//! whose owner is gone is marked stopped here directly.
+//! request (a file named by the task id in the root session's
+//! [`cadre_core::orchestrator::store::STOP_REQUESTS_DIR`]), which the owner polls. A task whose
+//! owner is gone is marked stopped here directly.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -22,9 +23,6 @@ use cadre_protocol::{TaskPhase, TaskRecord, TaskStatus, TerminationKind};
 use super::format::{age, cost, status, table, tokens, unique_prefixes};
 use super::tasks::{MIN_ID_CHARS, in_project, recover_and_list, report_problems};
 use super::{Place, print_err, print_out};
-
-/// Created in a task directory to ask the task's owning process to stop the task.
-pub const STOP_REQUEST_FILE: &str = "stop-requested";
 
 #[derive(Debug, clap::Args)]
 pub struct TaskArgs {
@@ -382,14 +380,13 @@ fn stop(store: &TaskStore, record: TaskRecord, confirm: std::time::Duration) -> 
     let owner = record
         .owner_pid
         .filter(|&pid| pid_is_alive(pid, record.owner_start_time));
-    let dir = store.task_dir(&record.root_session_id, &id)?;
     if let Some(pid) = owner {
         let request = format!(
             "{{\"requestedAt\":\"{}\",\"requestedBy\":{}}}\n",
             timestamp(SystemTime::now()),
             std::process::id()
         );
-        let path = dir.join(STOP_REQUEST_FILE);
+        let path = store.stop_request_path(&record.root_session_id, &id)?;
         atomic_write(&path, request.as_bytes())
             .with_context(|| format!("cannot write the stop request {}", path.display()))?;
         // The owner polls for the request several times a second; say what became of it
@@ -641,10 +638,7 @@ mod tests {
         store.create(&mut r).unwrap();
         let msg = stop(&store, r, std::time::Duration::ZERO).unwrap();
         assert!(msg.contains("stop requested"), "{msg}");
-        let request = store
-            .task_dir("root", "t2")
-            .unwrap()
-            .join(STOP_REQUEST_FILE);
+        let request = store.stop_request_path("root", "t2").unwrap();
         let text = std::fs::read_to_string(request).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert!(v["requestedAt"].is_string());

@@ -486,10 +486,7 @@ fn task_stop_asks_a_live_owner_and_stops_a_dead_owners_task() {
     let out = f.run(&["task", "stop", "live"]);
     out.assert_success();
     assert!(out.stdout.contains("stop requested"), "{}", out.stdout);
-    let request = store(&f)
-        .task_dir(ROOT, ID_A)
-        .unwrap()
-        .join("stop-requested");
+    let request = store(&f).stop_request_path(ROOT, ID_A).unwrap();
     assert!(
         request.is_file(),
         "no stop request at {}",

@@ -74,8 +74,8 @@ fn task_stop_from_another_process_stops_a_live_task() {
         .join("tasks")
         .join(records[0]["rootSessionId"].as_str().unwrap());
     let request = dir
-        .join(records[0]["id"].as_str().unwrap())
-        .join("stop-requested");
+        .join(".stop-requests")
+        .join(records[0]["id"].as_str().unwrap());
     assert!(!request.exists(), "the request is consumed");
 }
 

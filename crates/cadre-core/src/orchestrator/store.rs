@@ -1,10 +1,12 @@
 //! Task directories on disk (SPEC O12, O13, Z1).
 //!
 //! Layout: `<tasks_dir>/<root-session-id>/<task-id>/task.json` (the authoritative record) and
-//! `output.md` (the task's whole final text). Both are only ever replaced atomically (temp file,
-//! fsync, rename), so after a crash at any point every `task.json` parses and every output that was
-//! reported is on disk. A crash can leave a temp file behind; [`TaskStore::recover_orphans`] sweeps
-//! those whose writer is gone.
+//! `output.md` (the task's whole final text, written when there is one). Both are only ever
+//! replaced atomically (temp file, fsync, rename), so after a crash at any point every `task.json`
+//! parses and every output that was reported is on disk. Each keeps its previous version as a
+//! hidden `.spare` file that the next rewrite reuses ([`atomic_rewrite`]), so a task costs the
+//! same few inodes however often its record changes. A crash can leave a temp file behind;
+//! [`TaskStore::recover_orphans`] sweeps those whose writer is gone.
 //!
 //! The files are small and written rarely, so this is plain blocking `std::fs`; async callers that
 //! care can wrap calls in `spawn_blocking`.
@@ -16,12 +18,17 @@ use std::time::{Duration, SystemTime};
 
 use cadre_protocol::{TaskPhase, TaskRecord, TaskStatus};
 
-use crate::config::atomic_write;
+use crate::config::atomic_rewrite;
 
 /// The record file in a task directory.
 pub const TASK_FILE: &str = "task.json";
 /// The output file in a task directory.
 pub const OUTPUT_FILE: &str = "output.md";
+/// The directory of a root session where `cadre task stop` leaves requests for the process that
+/// owns the tasks: one file per task, named by its id. One directory for all of a root's tasks
+/// lets the owner look for requests with one lookup however many tasks run. Hidden, so it is
+/// never taken for a task directory (task ids cannot start with a dot).
+pub const STOP_REQUESTS_DIR: &str = ".stop-requests";
 /// The error of a task whose owning process died while it ran (O13).
 pub const ORPHANED: &str = "orphaned";
 /// What separates a continuation's output from the earlier output in `output.md` (O2). Blank lines
@@ -146,8 +153,20 @@ impl TaskStore {
         Ok(self.task_dir(root, id)?.join(OUTPUT_FILE))
     }
 
-    /// Create a new task directory with its record and an empty `output.md`. Fills `created_at`
-    /// (when empty), `updated_at` and `output_file` (when empty). Fails if the task exists.
+    /// Where a stop request for a task of `root` is left (see [`STOP_REQUESTS_DIR`]).
+    pub fn stop_request_path(&self, root: &str, id: &str) -> Result<PathBuf, StoreError> {
+        Ok(self.stop_requests_dir(root)?.join(id))
+    }
+
+    /// The directory of `root`'s stop requests; missing until the first request.
+    pub fn stop_requests_dir(&self, root: &str) -> Result<PathBuf, StoreError> {
+        validate_id("root session id", root)?;
+        Ok(self.dir.join(root).join(STOP_REQUESTS_DIR))
+    }
+
+    /// Create a new task directory with its record. Fills `created_at` (when empty), `updated_at`
+    /// and `output_file` (when empty; the file itself appears with the first output, and reads as
+    /// empty until then). Fails if the task exists.
     pub fn create(&self, record: &mut TaskRecord) -> Result<(), StoreError> {
         let dir = self.task_dir(&record.root_session_id, &record.id)?;
         // Creating the directory itself is the exclusive claim on the id. Only the first task of
@@ -175,17 +194,10 @@ impl TaskStore {
         if record.created_at.is_empty() {
             record.created_at = now;
         }
-        let output = dir.join(OUTPUT_FILE);
         if record.output_file.is_empty() {
-            record.output_file = output.to_string_lossy().into_owned();
+            record.output_file = dir.join(OUTPUT_FILE).to_string_lossy().into_owned();
         }
-        // An empty placeholder needs no atomic replace: there is nothing older to protect.
-        let written = fs::write(&output, b"")
-            .map_err(|source| StoreError::Write {
-                path: output.clone(),
-                source,
-            })
-            .and_then(|()| self.save(record));
+        let written = self.save(record);
         if written.is_err() {
             // Leave no directory without a record behind; the id stays free for a retry.
             let _ = fs::remove_dir_all(&dir);
@@ -505,7 +517,7 @@ fn validate_id(what: &'static str, value: &str) -> Result<(), StoreError> {
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    atomic_write(path, bytes).map_err(|source| StoreError::Write {
+    atomic_rewrite(path, bytes).map_err(|source| StoreError::Write {
         path: path.to_path_buf(),
         source,
     })
@@ -574,7 +586,7 @@ fn remove_task_dir(dir: &Path, session_file: Option<&str>) -> io::Result<()> {
     }
 }
 
-/// Remove `.<file>.<pid>.<unique>.tmp` files (left by [`atomic_write`] when its process died) whose
+/// Remove `.<file>.<pid>.<unique>.tmp` files (left by [`atomic_rewrite`] when its process died) whose
 /// writer is no longer alive.
 fn sweep_temp_files(dir: &Path, is_alive: &impl Fn(u32, Option<u64>) -> bool) {
     let Ok(entries) = fs::read_dir(dir) else {
@@ -591,7 +603,7 @@ fn sweep_temp_files(dir: &Path, is_alive: &impl Fn(u32, Option<u64>) -> bool) {
     }
 }
 
-/// The writer pid of an [`atomic_write`] temp file name for one of the store's files.
+/// The writer pid of an [`atomic_rewrite`] temp file name for one of the store's files.
 fn temp_file_writer(name: &str) -> Option<u32> {
     let inner = name.strip_prefix('.')?.strip_suffix(".tmp")?;
     let mut parts = inner.rsplitn(3, '.');
@@ -666,7 +678,9 @@ mod tests {
             PathBuf::from(&r.output_file),
             s.output_path(ROOT, &id).unwrap()
         );
-        assert_eq!(fs::read(&r.output_file).unwrap(), b"");
+        // No output yet: no file, and reading it gives the empty text.
+        assert!(!Path::new(&r.output_file).exists());
+        assert_eq!(s.read_output(ROOT, &id).unwrap(), "");
         assert_eq!(s.load(ROOT, &id).unwrap(), r);
 
         r.status = TaskStatus::Completed;
@@ -676,15 +690,46 @@ mod tests {
         s.save(&mut r).unwrap();
         assert_ne!(r.updated_at, before);
         assert_eq!(s.load(ROOT, &id).unwrap(), r);
-        // The file on disk is whole JSON with a trailing newline and no temp files remain.
+        // The file on disk is whole JSON with a trailing newline; no temp files remain, only the
+        // previous version kept for the next rewrite.
         let dir = s.task_dir(ROOT, &id).unwrap();
         let text = fs::read_to_string(dir.join(TASK_FILE)).unwrap();
         assert!(text.ends_with("}\n"));
-        let names: Vec<_> = fs::read_dir(&dir)
+        let mut names: Vec<_> = fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
-        assert_eq!(names.len(), 2, "{names:?}");
+        names.sort();
+        assert_eq!(names, [".task.json.spare", "task.json"]);
+    }
+
+    #[test]
+    fn rewriting_a_record_reuses_its_inodes() {
+        use std::os::unix::fs::MetadataExt;
+        let (_tmp, s) = store();
+        let mut r = record("t1");
+        s.create(&mut r).unwrap();
+        s.save(&mut r).unwrap();
+        let dir = s.task_dir(ROOT, "t1").unwrap();
+        let inodes = |dir: &Path| {
+            let mut v: Vec<u64> = fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().metadata().unwrap().ino())
+                .collect();
+            v.sort();
+            v
+        };
+        let before = inodes(&dir);
+        for i in 0..5 {
+            r.description = format!("round {i}: {}", "x".repeat(i * 100));
+            s.save(&mut r).unwrap();
+            assert_eq!(s.load(ROOT, "t1").unwrap(), r);
+            assert_eq!(inodes(&dir), before, "round {i}");
+        }
+        // A shorter text after a longer one keeps no stale tail.
+        r.description = "short".into();
+        s.save(&mut r).unwrap();
+        assert_eq!(s.load(ROOT, "t1").unwrap().description, "short");
     }
 
     #[test]

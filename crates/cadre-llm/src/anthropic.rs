@@ -6,15 +6,21 @@
 //! signature and is left out. The system prompt and the last message carry `cache_control`
 //! breakpoints so an agent loop pays the cache-read price for the repeated prefix.
 
+use std::borrow::Cow;
+
+use bytes::Bytes;
 use cadre_protocol::{
     AssistantMessage, AssistantMessageEvent, ContentBlock, Message, StopReason, ThinkingLevel,
-    UserContent,
+    ToolSpec, UserContent,
 };
-use serde_json::{Map, Value, json};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
 
 use crate::assemble::{BlockKey, MessageAssembler};
 use crate::client::{Decoder, WireRequest};
 use crate::error::LlmError;
+use crate::lenient::{Num, Obj, Str};
 use crate::model::Model;
 use crate::provider::CompletionRequest;
 use crate::sse::SseEvent;
@@ -29,7 +35,7 @@ pub const FALLBACK_MAX_OUTPUT: u64 = 4_096;
 pub const MIN_THINKING_BUDGET: u64 = 1_024;
 
 /// Build the HTTP request for a Messages call.
-pub fn build_request(req: &CompletionRequest) -> WireRequest {
+pub fn build_request(req: &CompletionRequest) -> Result<WireRequest, LlmError> {
     let model = &req.model;
     let mut headers = vec![
         ("content-type".to_string(), "application/json".to_string()),
@@ -46,11 +52,11 @@ pub fn build_request(req: &CompletionRequest) -> WireRequest {
     } else {
         format!("{base}/v1/messages")
     };
-    WireRequest {
+    Ok(WireRequest {
         url,
         headers,
-        body: build_body(req),
-    }
+        body: build_body(req)?,
+    })
 }
 
 /// `max_tokens` and the thinking budget for a request. The budget is
@@ -82,8 +88,154 @@ pub fn token_limits(model: &Model, level: ThinkingLevel) -> (u64, Option<u64>) {
     }
 }
 
-/// The JSON body of a streamed Messages request.
-pub fn build_body(req: &CompletionRequest) -> Value {
+/// The JSON body of a streamed Messages request, encoded straight from the request: the
+/// conversation, system prompt and tool schemas are borrowed, not copied into a JSON tree.
+pub fn build_body(req: &CompletionRequest) -> Result<Bytes, LlmError> {
+    crate::client::encode_body(&body(req))
+}
+
+/// The body's fields; serialized in this order.
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    max_tokens: u64,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<[Block<'a>; 1]>,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Tools::is_empty")]
+    tools: Tools<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Thinking>,
+}
+
+#[derive(Serialize)]
+struct Thinking {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    budget_tokens: u64,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: Vec<Block<'a>>,
+}
+
+/// A content block of a message (or of the system prompt), with the cache breakpoint flag.
+#[derive(Serialize)]
+struct Block<'a> {
+    #[serde(flatten)]
+    kind: BlockKind<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+}
+
+impl<'a> From<BlockKind<'a>> for Block<'a> {
+    fn from(kind: BlockKind<'a>) -> Self {
+        Block {
+            kind,
+            cache_control: None,
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BlockKind<'a> {
+    Text {
+        text: &'a str,
+    },
+    Image {
+        source: ImageSource<'a>,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
+    ToolUse {
+        id: Cow<'a, str>,
+        name: &'a str,
+        input: ToolInput<'a>,
+    },
+    ToolResult {
+        tool_use_id: Cow<'a, str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        content: Vec<BlockKind<'a>>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+impl BlockKind<'_> {
+    fn is_thinking(&self) -> bool {
+        matches!(
+            self,
+            BlockKind::Thinking { .. } | BlockKind::RedactedThinking { .. }
+        )
+    }
+}
+
+#[derive(Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+/// `{"type": "ephemeral"}`
+#[derive(Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
+
+/// A tool call's `input`, which must be an object: arguments that were not (invalid JSON the
+/// model wrote) go as `{}`, and the tool result says what was wrong.
+struct ToolInput<'a>(&'a Value);
+
+impl Serialize for ToolInput<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.is_object() {
+            self.0.serialize(s)
+        } else {
+            s.serialize_map(Some(0))?.end()
+        }
+    }
+}
+
+/// The tool definitions, each borrowing its schema.
+struct Tools<'a>(&'a [ToolSpec]);
+
+impl Tools<'_> {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Serialize for Tools<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Tool<'a> {
+            name: &'a str,
+            description: &'a str,
+            input_schema: &'a Value,
+        }
+        s.collect_seq(self.0.iter().map(|t| Tool {
+            name: &t.name,
+            description: &t.description,
+            input_schema: &t.parameters,
+        }))
+    }
+}
+
+fn body(req: &CompletionRequest) -> Body<'_> {
     let model = &req.model;
     let messages = build_messages(req);
     let (mut max_tokens, mut budget) = token_limits(model, req.thinking);
@@ -92,117 +244,100 @@ pub fn build_body(req: &CompletionRequest) -> Value {
         // (another provider, or thinking switched on mid-turn); this request goes without.
         (max_tokens, budget) = token_limits(model, ThinkingLevel::Off);
     }
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model.id));
-    body.insert("max_tokens".into(), json!(max_tokens));
-    body.insert("stream".into(), json!(true));
-    if !req.system_prompt.is_empty() {
-        body.insert(
-            "system".into(),
-            json!([{
-                "type": "text",
-                "text": req.system_prompt,
-                "cache_control": {"type": "ephemeral"},
-            }]),
-        );
+    let system = (!req.system_prompt.is_empty()).then(|| {
+        [Block {
+            kind: BlockKind::Text {
+                text: &req.system_prompt,
+            },
+            cache_control: Some(EPHEMERAL),
+        }]
+    });
+    Body {
+        model: &model.id,
+        max_tokens,
+        stream: true,
+        system,
+        messages,
+        tools: Tools(&req.tools),
+        thinking: budget.map(|budget_tokens| Thinking {
+            kind: "enabled",
+            budget_tokens,
+        }),
     }
-    body.insert("messages".into(), Value::Array(messages));
-    if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|t| {
-                json!({
-                    "name": t.name,
-                    "description": t.description,
-                    "input_schema": t.parameters,
-                })
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    if let Some(budget) = budget {
-        body.insert(
-            "thinking".into(),
-            json!({"type": "enabled", "budget_tokens": budget}),
-        );
-    }
-    Value::Object(body)
 }
 
 /// With thinking enabled, an assistant message that is still being continued (the conversation
 /// ends with the tool results it asked for) must start with a thinking block.
-fn thinking_can_continue(messages: &[Value]) -> bool {
+fn thinking_can_continue(messages: &[WireMessage]) -> bool {
     let [.., assistant, last] = messages else {
         return true;
     };
-    let only_results = last["role"] == "user"
-        && last["content"]
-            .as_array()
-            .is_some_and(|b| b.iter().all(|b| b["type"] == "tool_result"));
-    if !only_results || assistant["role"] != "assistant" {
+    let only_results = last.role == "user"
+        && last
+            .content
+            .iter()
+            .all(|b| matches!(b.kind, BlockKind::ToolResult { .. }));
+    if !only_results || assistant.role != "assistant" {
         return true;
     }
-    matches!(
-        assistant["content"][0]["type"].as_str(),
-        Some("thinking" | "redacted_thinking")
-    )
+    assistant
+        .content
+        .first()
+        .is_some_and(|b| b.kind.is_thinking())
 }
 
 /// Anthropic tool ids must match `[a-zA-Z0-9_-]+`; ids minted by other providers are mapped
 /// onto that alphabet (the same way for the call and its result, so they still pair up).
 pub fn sanitize_tool_id(id: &str) -> String {
-    let s: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if s.is_empty() { "_".to_string() } else { s }
+    sanitized_tool_id(id).into_owned()
+}
+
+/// [`sanitize_tool_id`], borrowing the id when it is valid already (Anthropic's own ids are).
+fn sanitized_tool_id(id: &str) -> Cow<'_, str> {
+    let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if !id.is_empty() && id.chars().all(valid) {
+        return Cow::Borrowed(id);
+    }
+    let s: String = id.chars().map(|c| if valid(c) { c } else { '_' }).collect();
+    Cow::Owned(if s.is_empty() { "_".to_string() } else { s })
 }
 
 /// Map the conversation to Messages `messages`; consecutive tool results become one user
 /// message of `tool_result` blocks.
-pub fn build_messages(req: &CompletionRequest) -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::with_capacity(req.messages.len());
-    let mut results: Vec<Value> = Vec::new();
+fn build_messages(req: &CompletionRequest) -> Vec<WireMessage<'_>> {
+    let mut out: Vec<WireMessage> = Vec::with_capacity(req.messages.len());
+    let mut results: Vec<Block> = Vec::new();
     for msg in &req.messages {
         if !matches!(msg, Message::ToolResult(_)) && !results.is_empty() {
-            out.push(json!({"role": "user", "content": std::mem::take(&mut results)}));
+            out.push(WireMessage {
+                role: "user",
+                content: std::mem::take(&mut results),
+            });
         }
         match msg {
             Message::User(u) => push_user(&mut out, &u.content),
             Message::Custom(c) => push_user(&mut out, &c.content),
             Message::Assistant(a) => {
-                let blocks = assistant_blocks(a, &req.model);
-                if !blocks.is_empty() {
-                    out.push(json!({"role": "assistant", "content": blocks}));
-                }
-            }
-            Message::ToolResult(r) => {
-                let content: Vec<Value> = r.content.iter().filter_map(user_block).collect();
-                let mut block = Map::new();
-                block.insert("type".into(), json!("tool_result"));
-                block.insert(
-                    "tool_use_id".into(),
-                    json!(sanitize_tool_id(&r.tool_call_id)),
-                );
+                let content = assistant_blocks(a, &req.model);
                 if !content.is_empty() {
-                    block.insert("content".into(), Value::Array(content));
+                    out.push(WireMessage {
+                        role: "assistant",
+                        content,
+                    });
                 }
-                if r.is_error {
-                    block.insert("is_error".into(), json!(true));
-                }
-                results.push(Value::Object(block));
             }
+            Message::ToolResult(r) => results.push(Block::from(BlockKind::ToolResult {
+                tool_use_id: sanitized_tool_id(&r.tool_call_id),
+                content: r.content.iter().filter_map(user_block).collect(),
+                is_error: r.is_error,
+            })),
         }
     }
     if !results.is_empty() {
-        out.push(json!({"role": "user", "content": results}));
+        out.push(WireMessage {
+            role: "user",
+            content: results,
+        });
     }
     mark_cache_breakpoint(&mut out);
     out
@@ -210,77 +345,76 @@ pub fn build_messages(req: &CompletionRequest) -> Vec<Value> {
 
 /// Put a cache breakpoint on the last block of the last message: the whole conversation so far
 /// becomes a cacheable prefix for the next turn.
-fn mark_cache_breakpoint(messages: &mut [Value]) {
-    let last_block = messages
-        .last_mut()
-        .and_then(|m| m.get_mut("content"))
-        .and_then(Value::as_array_mut)
-        .and_then(|blocks| blocks.last_mut())
-        .and_then(Value::as_object_mut);
+fn mark_cache_breakpoint(messages: &mut [WireMessage]) {
+    let last_block = messages.last_mut().and_then(|m| m.content.last_mut());
     if let Some(block) = last_block
-        && !matches!(
-            block.get("type").and_then(Value::as_str),
-            Some("thinking" | "redacted_thinking")
-        )
+        && !block.kind.is_thinking()
     {
-        block.insert("cache_control".into(), json!({"type": "ephemeral"}));
+        block.cache_control = Some(EPHEMERAL);
     }
 }
 
-fn push_user(out: &mut Vec<Value>, content: &UserContent) {
-    let blocks: Vec<Value> = match content {
+fn push_user<'a>(out: &mut Vec<WireMessage<'a>>, content: &'a UserContent) {
+    let content: Vec<Block> = match content {
         UserContent::Text(t) if t.is_empty() => Vec::new(),
-        UserContent::Text(t) => vec![json!({"type": "text", "text": t})],
-        UserContent::Blocks(blocks) => blocks.iter().filter_map(user_block).collect(),
+        UserContent::Text(t) => vec![Block::from(BlockKind::Text { text: t })],
+        UserContent::Blocks(blocks) => blocks
+            .iter()
+            .filter_map(user_block)
+            .map(Block::from)
+            .collect(),
     };
     // The API rejects empty content; an empty user message carries nothing to say.
-    if !blocks.is_empty() {
-        out.push(json!({"role": "user", "content": blocks}));
+    if !content.is_empty() {
+        out.push(WireMessage {
+            role: "user",
+            content,
+        });
     }
 }
 
 /// A text or image block of user or tool-result content.
-fn user_block(b: &ContentBlock) -> Option<Value> {
+fn user_block(b: &ContentBlock) -> Option<BlockKind<'_>> {
     match b {
-        ContentBlock::Text { text } if !text.is_empty() => {
-            Some(json!({"type": "text", "text": text}))
-        }
-        ContentBlock::Image { data, mime_type } => Some(json!({
-            "type": "image",
-            "source": {"type": "base64", "media_type": mime_type, "data": data},
-        })),
+        ContentBlock::Text { text } if !text.is_empty() => Some(BlockKind::Text { text }),
+        ContentBlock::Image { data, mime_type } => Some(BlockKind::Image {
+            source: ImageSource {
+                kind: "base64",
+                media_type: mime_type,
+                data,
+            },
+        }),
         _ => None,
     }
 }
 
-fn assistant_blocks(a: &AssistantMessage, model: &Model) -> Vec<Value> {
+fn assistant_blocks<'a>(a: &'a AssistantMessage, model: &Model) -> Vec<Block<'a>> {
     // Signatures are only valid for the API (and provider) that produced them.
     let same_origin = a.api == model.api.as_str() && a.provider == model.provider;
     a.content
         .iter()
         .filter_map(|b| match b {
-            ContentBlock::Text { text } if !text.is_empty() => {
-                Some(json!({"type": "text", "text": text}))
-            }
+            ContentBlock::Text { text } if !text.is_empty() => Some(BlockKind::Text { text }),
             ContentBlock::Thinking {
                 thinking,
                 signature: Some(sig),
                 redacted,
             } if same_origin && !sig.is_empty() => Some(if *redacted {
-                json!({"type": "redacted_thinking", "data": sig})
+                BlockKind::RedactedThinking { data: sig }
             } else {
-                json!({"type": "thinking", "thinking": thinking, "signature": sig})
+                BlockKind::Thinking {
+                    thinking,
+                    signature: sig,
+                }
             }),
-            ContentBlock::ToolCall(c) => Some(json!({
-                "type": "tool_use",
-                "id": sanitize_tool_id(&c.id),
-                "name": c.name,
-                // `input` must be an object; arguments that were not (invalid JSON the model
-                // wrote) are answered by the tool result, which says what was wrong.
-                "input": if c.arguments.is_object() { c.arguments.clone() } else { json!({}) },
-            })),
+            ContentBlock::ToolCall(c) => Some(BlockKind::ToolUse {
+                id: sanitized_tool_id(&c.id),
+                name: &c.name,
+                input: ToolInput(&c.arguments),
+            }),
             _ => None,
         })
+        .map(Block::from)
         .collect()
 }
 
@@ -308,6 +442,90 @@ fn error_type_status(kind: &str) -> u16 {
         "overloaded_error" => 529,
         _ => 500,
     }
+}
+
+/// The fields of a Messages stream event that cadre reads. Each event type uses a few of them;
+/// unknown fields are skipped without being built, and a field of an unexpected JSON type
+/// counts as absent (see [`crate::lenient`]).
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Event<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    index: Num,
+    message: Obj<StartedMessage>,
+    #[serde(borrow)]
+    content_block: Obj<StartedBlock<'a>>,
+    /// A block delta (`content_block_delta`) or the message's stop reason (`message_delta`).
+    #[serde(borrow)]
+    delta: Obj<Delta<'a>>,
+    usage: Obj<UsageCounts>,
+    #[serde(borrow)]
+    error: Obj<StreamError<'a>>,
+}
+
+/// `message_start`'s `message`.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct StartedMessage {
+    usage: Obj<UsageCounts>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct UsageCounts {
+    input_tokens: Num,
+    output_tokens: Num,
+    cache_read_input_tokens: Num,
+    cache_creation_input_tokens: Num,
+}
+
+/// `content_block_start`'s `content_block`: the fields of every block type cadre models.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct StartedBlock<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    text: Str<'a>,
+    #[serde(borrow)]
+    thinking: Str<'a>,
+    #[serde(borrow)]
+    signature: Str<'a>,
+    #[serde(borrow)]
+    data: Str<'a>,
+    #[serde(borrow)]
+    id: Str<'a>,
+    #[serde(borrow)]
+    name: Str<'a>,
+    /// A tool call's input when it arrives whole (normally `{}`, then `input_json_delta`s).
+    input: Option<Value>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Delta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    text: Str<'a>,
+    #[serde(borrow)]
+    thinking: Str<'a>,
+    #[serde(borrow)]
+    signature: Str<'a>,
+    #[serde(borrow)]
+    partial_json: Str<'a>,
+    #[serde(borrow)]
+    stop_reason: Str<'a>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct StreamError<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    message: Str<'a>,
 }
 
 /// Streaming decoder for Messages events.
@@ -338,56 +556,59 @@ impl AnthropicDecoder {
         }
     }
 
-    fn index(&self, v: &Value, event: &str) -> Result<u64, LlmError> {
-        v.get("index")
-            .and_then(Value::as_u64)
+    fn index(&self, index: Num, event: &str) -> Result<u64, LlmError> {
+        index
+            .0
             .ok_or_else(|| self.malformed(format!("{event} without an index")))
     }
 
-    fn update_usage(&mut self, u: &Value) {
+    fn update_usage(&mut self, u: &UsageCounts) {
         let usage = self.asm.usage_mut();
         // Counts are cumulative; a later event that omits or zeroes a count (some proxies send
         // `input_tokens: 0` in `message_delta`) must not erase the earlier one.
-        let set = |field: &mut u64, key: &str| {
-            if let Some(n) = u.get(key).and_then(Value::as_u64).filter(|n| *n > 0) {
+        let set = |field: &mut u64, count: Num| {
+            if let Some(n) = count.0.filter(|n| *n > 0) {
                 *field = n;
             }
         };
-        set(&mut usage.input, "input_tokens");
-        set(&mut usage.output, "output_tokens");
-        set(&mut usage.cache_read, "cache_read_input_tokens");
-        set(&mut usage.cache_write, "cache_creation_input_tokens");
+        set(&mut usage.input, u.input_tokens);
+        set(&mut usage.output, u.output_tokens);
+        set(&mut usage.cache_read, u.cache_read_input_tokens);
+        set(&mut usage.cache_write, u.cache_creation_input_tokens);
         usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
     }
 
     fn on_block_start(
         &mut self,
-        v: &Value,
+        ev: &Event,
         out: &mut Vec<AssistantMessageEvent>,
     ) -> Result<(), LlmError> {
-        let index = self.index(v, "content_block_start")?;
+        let index = self.index(ev.index, "content_block_start")?;
         let key = BlockKey::Indexed(index);
-        let block = v.get("content_block").cloned().unwrap_or(Value::Null);
-        let s = |k: &str| block.get(k).and_then(Value::as_str).unwrap_or("");
-        match s("type") {
-            "text" => self.asm.text(key, s("text"), out),
+        let none = StartedBlock::default();
+        let block = ev.content_block.0.as_ref().unwrap_or(&none);
+        match block.kind.or_empty() {
+            "text" => self.asm.text(key, block.text.or_empty(), out),
             "thinking" => {
-                self.asm.thinking(key, s("thinking"), out);
-                if !s("signature").is_empty() {
-                    self.asm.thinking_signature(key, s("signature"), out);
+                self.asm.thinking(key, block.thinking.or_empty(), out);
+                let signature = block.signature.or_empty();
+                if !signature.is_empty() {
+                    self.asm.thinking_signature(key, signature, out);
                 }
             }
             "redacted_thinking" => {
-                self.asm.redacted_thinking(s("data"), out);
+                self.asm.redacted_thinking(block.data.or_empty(), out);
                 self.ignored.push(index);
             }
             "tool_use" => {
-                self.asm.tool_start(key, Some(s("id")), s("name"), out);
-                if let Some(input) = block.get("input").and_then(Value::as_object)
-                    && !input.is_empty()
+                self.asm
+                    .tool_start(key, Some(block.id.or_empty()), block.name.or_empty(), out);
+                if let Some(input) = block
+                    .input
+                    .as_ref()
+                    .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
                 {
-                    let whole = Value::Object(input.clone()).to_string();
-                    self.asm.tool_args(key, &whole, out);
+                    self.asm.tool_args(key, &input.to_string(), out);
                 }
             }
             _ => self.ignored.push(index),
@@ -397,35 +618,34 @@ impl AnthropicDecoder {
 
     fn on_block_delta(
         &mut self,
-        v: &Value,
+        ev: &Event,
         out: &mut Vec<AssistantMessageEvent>,
     ) -> Result<(), LlmError> {
-        let index = self.index(v, "content_block_delta")?;
+        let index = self.index(ev.index, "content_block_delta")?;
         if self.ignored.contains(&index) {
             return Ok(());
         }
         let key = BlockKey::Indexed(index);
-        let delta = v.get("delta").cloned().unwrap_or(Value::Null);
-        let s = |k: &str| delta.get(k).and_then(Value::as_str).unwrap_or("");
-        match s("type") {
-            "text_delta" => self.asm.text(key, s("text"), out),
-            "thinking_delta" => self.asm.thinking(key, s("thinking"), out),
-            "signature_delta" => self.asm.thinking_signature(key, s("signature"), out),
-            "input_json_delta" => self.asm.tool_args(key, s("partial_json"), out),
+        let Some(delta) = &ev.delta.0 else {
+            return Ok(());
+        };
+        match delta.kind.or_empty() {
+            "text_delta" => self.asm.text(key, delta.text.or_empty(), out),
+            "thinking_delta" => self.asm.thinking(key, delta.thinking.or_empty(), out),
+            "signature_delta" => self
+                .asm
+                .thinking_signature(key, delta.signature.or_empty(), out),
+            "input_json_delta" => self.asm.tool_args(key, delta.partial_json.or_empty(), out),
             // citations_delta and future delta types carry nothing cadre keeps.
             _ => {}
         }
         Ok(())
     }
 
-    fn stream_error(&self, v: &Value) -> LlmError {
-        let kind = v
-            .pointer("/error/type")
-            .and_then(Value::as_str)
-            .unwrap_or("api_error");
-        let message = v
-            .pointer("/error/message")
-            .and_then(Value::as_str)
+    fn stream_error(&self, error: Option<&StreamError>) -> LlmError {
+        let kind = error.and_then(|e| e.kind.get()).unwrap_or("api_error");
+        let message = error
+            .and_then(|e| e.message.get())
             .unwrap_or("error event in stream");
         let status = error_type_status(kind);
         crate::http::stream_event_error(
@@ -447,42 +667,37 @@ impl Decoder for AnthropicDecoder {
         ev: &SseEvent,
         out: &mut Vec<AssistantMessageEvent>,
     ) -> Result<bool, LlmError> {
-        let v: Value = serde_json::from_str(&ev.data)
+        let Obj(data) = serde_json::from_str::<Obj<Event>>(&ev.data)
             .map_err(|e| self.malformed(format!("invalid JSON in {:?} event: {e}", ev.event)))?;
-        if !v.is_object() {
+        let Some(data) = data else {
             return Err(self.malformed("event data is not a JSON object"));
-        }
+        };
         // The data's own `type` is authoritative; the SSE event name is the fallback.
-        let kind = v
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or(ev.event.as_str())
-            .to_string();
-        match kind.as_str() {
+        match data.kind.get().unwrap_or(&ev.event) {
             "message_start" => {
-                if let Some(u) = v.pointer("/message/usage") {
-                    self.update_usage(u);
+                if let Some(usage) = data.message.0.as_ref().and_then(|m| m.usage.0.as_ref()) {
+                    self.update_usage(usage);
                 }
             }
-            "content_block_start" => self.on_block_start(&v, out)?,
-            "content_block_delta" => self.on_block_delta(&v, out)?,
+            "content_block_start" => self.on_block_start(&data, out)?,
+            "content_block_delta" => self.on_block_delta(&data, out)?,
             "content_block_stop" => {
-                let index = self.index(&v, "content_block_stop")?;
+                let index = self.index(data.index, "content_block_stop")?;
                 self.asm.end(BlockKey::Indexed(index), out);
             }
             "message_delta" => {
-                if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                if let Some(r) = data.delta.0.as_ref().and_then(|d| d.stop_reason.get()) {
                     self.asm.set_stop_reason(map_stop_reason(r));
                 }
-                if let Some(u) = v.get("usage") {
-                    self.update_usage(u);
+                if let Some(usage) = &data.usage.0 {
+                    self.update_usage(usage);
                 }
             }
             "message_stop" => {
                 self.stop_seen = true;
                 return Ok(true);
             }
-            "error" => return Err(self.stream_error(&v)),
+            "error" => return Err(self.stream_error(data.error.0.as_ref())),
             // ping and event types added later.
             _ => {}
         }

@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 use super::*;
 use crate::error::ErrorKind;
 use crate::model::Api;
-use crate::test_support::{decode, decode_all_splits, decode_mutations, model, request, sse};
+use crate::test_support::{
+    decode, decode_all_splits, decode_mutations, model, request, rich_request, sse,
+};
 
 fn m() -> Model {
     let mut m = model(Api::AnthropicMessages);
@@ -45,9 +47,18 @@ fn call(id: &str, args: Value) -> ContentBlock {
 
 // ---- request building ----
 
+fn json_of(body: &[u8]) -> Value {
+    serde_json::from_slice(body).unwrap()
+}
+
+/// The encoded body, parsed back for inspection.
+fn body_json(req: &CompletionRequest) -> Value {
+    json_of(&build_body(req).unwrap())
+}
+
 #[test]
 fn request_url_headers_and_basics() {
-    let w = build_request(&request(m(), vec![Message::user("hi")]));
+    let w = build_request(&request(m(), vec![Message::user("hi")])).unwrap();
     assert_eq!(w.url, "https://api.example.com/v1/messages");
     assert!(
         w.headers
@@ -58,7 +69,7 @@ fn request_url_headers_and_basics() {
             .contains(&("anthropic-version".into(), "2023-06-01".into()))
     );
     assert!(!w.headers.iter().any(|(k, _)| k == "authorization"));
-    let b = &w.body;
+    let b = &json_of(&w.body);
     assert_eq!(b["model"], "model-1");
     assert_eq!(b["stream"], true);
     assert_eq!(b["max_tokens"], 8000);
@@ -85,7 +96,7 @@ fn base_url_with_version_path_and_no_key() {
     let mut model = m();
     model.base_url = "http://proxy/v1/".into();
     model.api_key = None;
-    let w = build_request(&request(model, vec![]));
+    let w = build_request(&request(model, vec![])).unwrap();
     assert_eq!(w.url, "http://proxy/v1/messages");
     assert!(!w.headers.iter().any(|(k, _)| k == "x-api-key"));
 }
@@ -95,7 +106,7 @@ fn empty_system_and_tools_left_out() {
     let mut req = request(m(), vec![]);
     req.system_prompt.clear();
     req.tools = Vec::new().into();
-    let b = build_body(&req);
+    let b = body_json(&req);
     assert!(b.get("system").is_none());
     assert!(b.get("tools").is_none());
     assert_eq!(b["messages"], json!([]));
@@ -160,7 +171,7 @@ fn thinking_budget_and_max_tokens() {
 
     let mut req = request(model, vec![]);
     req.thinking = ThinkingLevel::High;
-    let b = build_body(&req);
+    let b = body_json(&req);
     assert_eq!(
         b["thinking"],
         json!({"type": "enabled", "budget_tokens": 16_384})
@@ -207,7 +218,7 @@ fn conversation_mapping_groups_tool_results() {
             timestamp: 0,
         }),
     ];
-    let b = build_body(&request(m(), msgs));
+    let b = body_json(&request(m(), msgs));
     assert_eq!(
         b["messages"],
         json!([
@@ -250,7 +261,7 @@ fn thinking_from_another_provider_is_dropped_and_empty_messages_skipped() {
         assistant(vec![], "anthropic-messages", "prov"),
         tool_result("c1", "", false),
     ];
-    let b = build_body(&request(m(), msgs));
+    let b = body_json(&request(m(), msgs));
     assert_eq!(
         b["messages"],
         json!([
@@ -274,7 +285,7 @@ fn images_in_user_content() {
         ]),
         timestamp: 0,
     })];
-    let b = build_body(&request(m(), msgs));
+    let b = body_json(&request(m(), msgs));
     assert_eq!(
         b["messages"][0]["content"][1],
         json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAA"},
@@ -288,6 +299,133 @@ fn tool_ids_are_sanitized() {
     assert_eq!(sanitize_tool_id("a.b:c d"), "a_b_c_d");
     assert_eq!(sanitize_tool_id(""), "_");
     assert_eq!(sanitize_tool_id("é"), "_");
+}
+
+/// The body the former `serde_json::Value` builder produced for [`rich_request`], recorded from
+/// it when bodies became encoded straight from the request: the encoder must send the same JSON.
+const RICH_BODY: &str = r#"{
+    "max_tokens": 48384,
+    "messages": [
+        {
+            "content": [
+                {"text": "Look at this \u0001 <image>:", "type": "text"},
+                {
+                    "source": {
+                        "data": "iVBORw0KGgo=",
+                        "media_type": "image/png",
+                        "type": "base64"
+                    },
+                    "type": "image"
+                }
+            ],
+            "role": "user"
+        },
+        {"content": [{"text": "a note\nwith two lines", "type": "text"}], "role": "user"},
+        {
+            "content": [
+                {
+                    "signature": "sig-1",
+                    "thinking": "Plan: read \"a\" then b\\c.",
+                    "type": "thinking"
+                },
+                {"data": "opaque==", "type": "redacted_thinking"},
+                {"text": "I will read\ttwo files ✓.", "type": "text"},
+                {"text": "Then run one command.", "type": "text"},
+                {
+                    "id": "toolu_1",
+                    "input": {"limit": 10, "path": "a.txt"},
+                    "name": "read",
+                    "type": "tool_use"
+                },
+                {
+                    "id": "call_2_x",
+                    "input": {"path": "b \"quoted\".txt"},
+                    "name": "read",
+                    "type": "tool_use"
+                },
+                {"id": "c3", "input": {}, "name": "bash", "type": "tool_use"}
+            ],
+            "role": "assistant"
+        },
+        {
+            "content": [
+                {
+                    "content": [{"text": "line 1\nline 2", "type": "text"}],
+                    "tool_use_id": "toolu_1",
+                    "type": "tool_result"
+                },
+                {
+                    "content": [{"text": "no such file: b \"quoted\".txt", "type": "text"}],
+                    "is_error": true,
+                    "tool_use_id": "call_2_x",
+                    "type": "tool_result"
+                },
+                {
+                    "cache_control": {"type": "ephemeral"},
+                    "content": [
+                        {"text": "screen:", "type": "text"},
+                        {
+                            "source": {
+                                "data": "R0lGODlh",
+                                "media_type": "image/png",
+                                "type": "base64"
+                            },
+                            "type": "image"
+                        }
+                    ],
+                    "tool_use_id": "c3",
+                    "type": "tool_result"
+                }
+            ],
+            "role": "user"
+        }
+    ],
+    "model": "model-1",
+    "stream": true,
+    "system": [
+        {"cache_control": {"type": "ephemeral"}, "text": "You are terse.", "type": "text"}
+    ],
+    "thinking": {"budget_tokens": 16384, "type": "enabled"},
+    "tools": [
+        {
+            "description": "Read a file",
+            "input_schema": {
+                "properties": {
+                    "limit": {"minimum": 1, "type": "integer"},
+                    "path": {"type": "string"}
+                },
+                "required": ["path"],
+                "type": "object"
+            },
+            "name": "read"
+        },
+        {
+            "description": "Run a \"command\"",
+            "input_schema": {"properties": {"command": {"type": "string"}}, "type": "object"},
+            "name": "bash"
+        }
+    ]
+}"#;
+
+#[test]
+fn rich_conversation_encodes_as_the_value_builder_did() {
+    let want: Value = serde_json::from_str(RICH_BODY).unwrap();
+    let req = rich_request(Api::AnthropicMessages, "anthropic-messages");
+    assert_eq!(body_json(&req), want);
+    // Compact, in the declared field order.
+    let bytes = build_body(&req).unwrap();
+    assert!(bytes.starts_with(b"{\"model\":\"model-1\",\"max_tokens\":48384,\"stream\":true,"));
+    // The same turn from another provider: its thinking is left out, and with its tool turn
+    // still open the request goes without thinking.
+    let mut want = want;
+    want["max_tokens"] = json!(32_000);
+    want.as_object_mut().unwrap().remove("thinking");
+    want["messages"][2]["content"]
+        .as_array_mut()
+        .unwrap()
+        .drain(..2);
+    let req = rich_request(Api::AnthropicMessages, "openai-completions");
+    assert_eq!(body_json(&req), want);
 }
 
 // ---- stream decoding ----
@@ -444,7 +582,7 @@ fn thinking_with_signature_redacted_and_interleaved_tools() {
         .count();
     assert_eq!(ends, 2);
     // The reply round-trips into the next request with its signatures.
-    let b = build_body(&request(m(), vec![Message::Assistant(msg)]));
+    let b = body_json(&request(m(), vec![Message::Assistant(msg)]));
     assert_eq!(b["messages"][0]["content"][0]["signature"], "EqQB");
     assert_eq!(b["messages"][0]["content"][1]["type"], "redacted_thinking");
 }
@@ -611,7 +749,7 @@ fn thinking_is_dropped_when_the_open_tool_turn_has_none() {
             vec![Message::user("go"), turn, tool_result("call_1", "A", false)],
         );
         req.thinking = ThinkingLevel::High;
-        let b = build_body(&req);
+        let b = body_json(&req);
         assert_eq!(b.get("thinking").is_some(), thinking, "{b}");
     }
     // Once the user speaks again the old turn is closed and thinking is fine.
@@ -630,7 +768,7 @@ fn thinking_is_dropped_when_the_open_tool_turn_has_none() {
         ],
     );
     req.thinking = ThinkingLevel::High;
-    assert!(build_body(&req).get("thinking").is_some());
+    assert!(body_json(&req).get("thinking").is_some());
 }
 
 const FIXTURE: &[u8] = b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3}}}\n\n\
@@ -662,4 +800,124 @@ fn fixture_decodes() {
 #[test]
 fn mutated_streams_never_panic() {
     decode_mutations(FIXTURE, fresh_decoder);
+}
+
+#[test]
+fn escaped_strings_in_deltas_are_decoded() {
+    let text = "say \"hi\"\n\tto C:\\dir — é 😀 \u{1}";
+    let input = sse(&[
+        message_start(),
+        block_start(0, json!({"type": "text", "text": "<"})),
+        delta(0, json!({"type": "text_delta", "text": text})),
+        block_stop(0),
+        block_start(
+            1,
+            json!({"type": "tool_use", "id": "t\"1", "name": "re\\ad", "input": {}}),
+        ),
+        delta(
+            1,
+            json!({"type": "input_json_delta", "partial_json": "{\"path\": \"a\\\\b\"}"}),
+        ),
+        block_stop(1),
+        message_delta("tool_use", 1),
+        message_stop(),
+    ]);
+    let (_, result) = decode_all_splits(fresh_decoder, &input);
+    let msg = result.unwrap();
+    assert_eq!(msg.text(), format!("<{text}"));
+    let call = msg.tool_calls().next().unwrap();
+    assert_eq!((call.id.as_str(), call.name.as_str()), ("t\"1", "re\\ad"));
+    assert_eq!(call.arguments, json!({"path": "a\\b"}));
+}
+
+#[test]
+fn fields_of_another_type_count_as_missing() {
+    let input = sse(&[
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": "50",
+                   "output_tokens": -1, "cache_read_input_tokens": 2.5, "cache_creation_input_tokens": 4}}}),
+        ),
+        // A `type` that is not a string: the event name decides.
+        (
+            "content_block_start",
+            json!({"type": 7, "index": 0, "content_block": {"type": "text", "text": ["x"]}}),
+        ),
+        delta(0, json!({"type": "text_delta", "text": 5})),
+        delta(0, json!({"type": "text_delta", "text": "ok"})),
+        delta(0, json!({"type": ["text_delta"], "text": "dropped"})),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": "x"}),
+        ),
+        // No delta at all, and a block start without its block: nothing to add.
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 1}),
+        ),
+        delta(1, json!({"type": "text_delta", "text": "ignored block"})),
+        block_stop(0),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": 1}, "usage": {"output_tokens": 9}}),
+        ),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": [], "usage": "many"}),
+        ),
+        message_stop(),
+    ]);
+    let (_, result) = decode_all_splits(fresh_decoder, &input);
+    let msg = result.unwrap();
+    assert_eq!(msg.content, vec![ContentBlock::text("ok")]);
+    assert_eq!(msg.stop_reason, StopReason::Stop);
+    assert_eq!(
+        (
+            msg.usage.input,
+            msg.usage.output,
+            msg.usage.cache_read,
+            msg.usage.cache_write
+        ),
+        (0, 9, 0, 4)
+    );
+    assert_eq!(msg.usage.total_tokens, 13);
+}
+
+#[test]
+fn an_index_of_another_type_is_malformed() {
+    for index in [json!("0"), json!(-1), json!(0.5), json!(null), json!({})] {
+        let input = sse(&[
+            message_start(),
+            (
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": index}),
+            ),
+        ]);
+        let (_, result) = decode(fresh_decoder(), &[&input]);
+        let (err, _) = result.unwrap_err();
+        assert!(
+            matches!(err, LlmError::MalformedStream { .. }),
+            "{index}: {err}"
+        );
+    }
+}
+
+#[test]
+fn error_events_without_details_are_api_errors() {
+    for error in [
+        json!(null),
+        json!("boom"),
+        json!({"type": 5, "message": ["x"]}),
+    ] {
+        let input = sse(&[("error", json!({"type": "error", "error": error}))]);
+        let (_, result) = decode(fresh_decoder(), &[&input]);
+        let (err, _) = result.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Retryable, "{error}");
+        assert!(err.to_string().contains("api_error"), "{err}");
+        assert!(err.to_string().contains("error event in stream"), "{err}");
+    }
 }

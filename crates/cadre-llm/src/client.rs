@@ -12,9 +12,10 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
+use bytes::Bytes;
 use cadre_protocol::{AssistantMessage, AssistantMessageEvent, StopReason};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use serde_json::Value;
+use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -31,15 +32,28 @@ use crate::sse::{SseEvent, SseParser};
 const CHANNEL_CAPACITY: usize = 256;
 
 /// The capacity to encode the next request body with: the last body's length and a little
-/// more, so a request usually needs a single allocation (see `prepare`).
+/// more, so a request usually needs a single allocation (see [`encode_body`]).
 static BODY_CAPACITY_HINT: AtomicUsize = AtomicUsize::new(16 * 1024);
 
-/// A request ready to send: URL, headers (before the model's own) and JSON body.
+/// A request ready to send: URL, headers (before the model's own) and the encoded JSON body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WireRequest {
     pub url: String,
     pub headers: Vec<(String, String)>,
-    pub body: Value,
+    /// Shared, so each attempt's request takes it without copying.
+    pub body: Bytes,
+}
+
+/// Encode a request body as JSON.
+pub fn encode_body<T: Serialize + ?Sized>(body: &T) -> Result<Bytes, LlmError> {
+    // Sized like the last request of this process (the next turn of a conversation, or a
+    // sibling's first turn, is about as long): growing from serde_json's default capacity took a
+    // dozen reallocations and copies of a buffer of tens of KiB for every request (SPEC P1).
+    let mut buf = Vec::with_capacity(BODY_CAPACITY_HINT.load(Ordering::Relaxed));
+    serde_json::to_writer(&mut buf, body)
+        .map_err(|e| LlmError::Fatal(format!("cannot encode the request: {e}")))?;
+    BODY_CAPACITY_HINT.store(buf.len() + buf.len() / 16, Ordering::Relaxed);
+    Ok(buf.into())
 }
 
 /// Turns the SSE events of one response into assistant message events.
@@ -117,7 +131,7 @@ struct Ctx<'a> {
     url: String,
     headers: HeaderMap,
     /// Shared, so each attempt's request takes it without copying.
-    body: bytes::Bytes,
+    body: Bytes,
     cancel: &'a CancellationToken,
     tx: &'a mpsc::Sender<StreamEvent>,
     idle: Duration,
@@ -142,6 +156,10 @@ async fn drive(
                 empty_message(&req.model),
             );
         }
+    };
+    let wire = match wire {
+        Ok(wire) => wire,
+        Err(e) => return failed(e, empty_message(&req.model)),
     };
     // The conversation, tools and system prompt are in the encoded body now: free them rather
     // than hold a second copy for as long as the reply streams.
@@ -212,14 +230,6 @@ fn prepare<'a>(
             model.base_url
         ))
     })?;
-    // Sized like the last request of this process (the next turn of a conversation, or a
-    // sibling's first turn, is about as long): growing from serde_json's default capacity took a
-    // dozen reallocations and copies of a buffer of tens of KiB for every request (SPEC P1).
-    let mut body = Vec::with_capacity(BODY_CAPACITY_HINT.load(Ordering::Relaxed));
-    serde_json::to_writer(&mut body, &wire.body)
-        .map_err(|e| LlmError::Fatal(format!("cannot encode the request: {e}")))?;
-    BODY_CAPACITY_HINT.store(body.len() + body.len() / 16, Ordering::Relaxed);
-    let body = body.into();
     let mut headers = HeaderMap::new();
     let extra = model.headers.iter().map(|(k, v)| (k.as_str(), v.as_str()));
     let defaults = wire.headers.iter().map(|(k, v)| (k.as_str(), v.as_str()));
@@ -248,7 +258,7 @@ fn prepare<'a>(
         model,
         url: wire.url,
         headers,
-        body,
+        body: wire.body,
         cancel,
         tx,
         idle: policy.idle_timeout,

@@ -16,6 +16,7 @@ pub mod client;
 pub mod cost;
 pub mod error;
 pub mod http;
+mod lenient;
 pub mod model;
 pub mod openai;
 pub mod provider;

@@ -10,15 +10,21 @@
 //! cut anywhere, and an answer cut at a sentence boundary looks complete to nobody but the
 //! parser. Reading stops at `[DONE]`, so a server that keeps the connection open does not stall us.
 
+use std::fmt::{self, Write as _};
+
+use bytes::Bytes;
 use cadre_protocol::{
     AssistantMessage, AssistantMessageEvent, ContentBlock, Message, StopReason, ThinkingLevel,
-    Usage, UserContent,
+    ToolCall, ToolSpec, Usage, UserContent,
 };
-use serde_json::{Map, Value, json};
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
 
 use crate::assemble::{BlockKey, MessageAssembler};
 use crate::client::{Decoder, WireRequest};
 use crate::error::LlmError;
+use crate::lenient::{Arr, Num, Obj, Str, StrOrObject};
 use crate::model::Model;
 use crate::provider::CompletionRequest;
 use crate::sse::SseEvent;
@@ -28,7 +34,7 @@ use crate::sse::SseEvent;
 pub const DEFAULT_MAX_OUTPUT: u64 = 32_000;
 
 /// Build the HTTP request for a Chat Completions call.
-pub fn build_request(req: &CompletionRequest) -> WireRequest {
+pub fn build_request(req: &CompletionRequest) -> Result<WireRequest, LlmError> {
     let model = &req.model;
     let mut headers = vec![
         ("content-type".to_string(), "application/json".to_string()),
@@ -37,59 +43,92 @@ pub fn build_request(req: &CompletionRequest) -> WireRequest {
     if let Some(key) = model.api_key.as_deref().filter(|k| !k.is_empty()) {
         headers.push(("authorization".to_string(), format!("Bearer {key}")));
     }
-    WireRequest {
+    Ok(WireRequest {
         url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
         headers,
-        body: build_body(req),
+        body: build_body(req)?,
+    })
+}
+
+/// The JSON body of a streamed Chat Completions request, encoded straight from the request: the
+/// conversation, system prompt and tool schemas are borrowed, not copied into a JSON tree.
+pub fn build_body(req: &CompletionRequest) -> Result<Bytes, LlmError> {
+    crate::client::encode_body(&Body(req))
+}
+
+/// The body, written field by field: the name of the max-tokens field comes from the model's
+/// compat settings, so it is not a fixed struct field.
+struct Body<'a>(&'a CompletionRequest);
+
+impl Serialize for Body<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let req = self.0;
+        let model = &req.model;
+        let compat = &model.compat;
+        let mut body = s.serialize_map(None)?;
+        body.serialize_entry("model", &model.id)?;
+        body.serialize_entry("messages", &Messages(req))?;
+        body.serialize_entry("stream", &true)?;
+        if compat.supports_usage_in_streaming != Some(false) {
+            body.serialize_entry(
+                "stream_options",
+                &StreamOptions {
+                    include_usage: true,
+                },
+            )?;
+        }
+        if compat.supports_store == Some(true) {
+            body.serialize_entry("store", &false)?;
+        }
+        if model.max_tokens > 0 {
+            let field = compat
+                .max_tokens_field
+                .as_deref()
+                .filter(|f| !f.is_empty())
+                .unwrap_or("max_completion_tokens");
+            body.serialize_entry(field, &model.max_tokens.min(DEFAULT_MAX_OUTPUT))?;
+        }
+        if !req.tools.is_empty() {
+            body.serialize_entry("tools", &Tools(&req.tools))?;
+        }
+        if let Some(effort) = reasoning_effort(model, req.thinking) {
+            body.serialize_entry("reasoning_effort", &effort)?;
+        }
+        body.end()
     }
 }
 
-/// The JSON body of a streamed Chat Completions request.
-pub fn build_body(req: &CompletionRequest) -> Value {
-    let model = &req.model;
-    let compat = &model.compat;
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model.id));
-    body.insert("messages".into(), Value::Array(build_messages(req)));
-    body.insert("stream".into(), json!(true));
-    if compat.supports_usage_in_streaming != Some(false) {
-        body.insert("stream_options".into(), json!({"include_usage": true}));
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// The tool definitions, each borrowing its schema.
+struct Tools<'a>(&'a [ToolSpec]);
+
+impl Serialize for Tools<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Tool<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            function: Function<'a>,
+        }
+        #[derive(Serialize)]
+        struct Function<'a> {
+            name: &'a str,
+            description: &'a str,
+            parameters: &'a Value,
+        }
+        s.collect_seq(self.0.iter().map(|t| Tool {
+            kind: "function",
+            function: Function {
+                name: &t.name,
+                description: &t.description,
+                parameters: &t.parameters,
+            },
+        }))
     }
-    if compat.supports_store == Some(true) {
-        body.insert("store".into(), json!(false));
-    }
-    if model.max_tokens > 0 {
-        let field = compat
-            .max_tokens_field
-            .as_deref()
-            .filter(|f| !f.is_empty())
-            .unwrap_or("max_completion_tokens");
-        body.insert(
-            field.to_string(),
-            json!(model.max_tokens.min(DEFAULT_MAX_OUTPUT)),
-        );
-    }
-    if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|t| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.parameters,
-                    }
-                })
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    if let Some(effort) = reasoning_effort(model, req.thinking) {
-        body.insert("reasoning_effort".into(), json!(effort));
-    }
-    Value::Object(body)
 }
 
 /// The `reasoning_effort` value for a level, or `None` to send nothing. The mapping (map
@@ -100,141 +139,320 @@ pub fn reasoning_effort(model: &Model, level: ThinkingLevel) -> Option<String> {
     crate::thinking::resolve_thinking(model, level).wire_value
 }
 
-/// Map the conversation to Chat Completions messages.
-pub fn build_messages(req: &CompletionRequest) -> Vec<Value> {
-    let mut out = Vec::with_capacity(req.messages.len() + 1);
-    if !req.system_prompt.is_empty() {
-        let role = if req.model.reasoning && req.model.compat.supports_developer_role != Some(false)
-        {
-            "developer"
-        } else {
-            "system"
-        };
-        out.push(json!({"role": role, "content": req.system_prompt}));
-    }
-    // Images returned by tools cannot ride in a `tool` message; they follow the tool results as
-    // one user message.
-    let mut pending_images: Vec<Value> = Vec::new();
-    for msg in &req.messages {
-        if !matches!(msg, Message::ToolResult(_)) && !pending_images.is_empty() {
-            out.push(tool_images_message(std::mem::take(&mut pending_images)));
+/// A message of the request: its role and content (`C` is the content's wire form).
+#[derive(Serialize)]
+struct Msg<'a, C> {
+    role: &'a str,
+    content: C,
+}
+
+/// The conversation as Chat Completions messages, written one by one as they are mapped.
+struct Messages<'a>(&'a CompletionRequest);
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let req = self.0;
+        let mut out = s.serialize_seq(None)?;
+        if !req.system_prompt.is_empty() {
+            let role =
+                if req.model.reasoning && req.model.compat.supports_developer_role != Some(false) {
+                    "developer"
+                } else {
+                    "system"
+                };
+            out.serialize_element(&Msg {
+                role,
+                content: &req.system_prompt,
+            })?;
         }
-        match msg {
-            Message::User(u) => out.push(user_message(&u.content)),
-            Message::Custom(c) => out.push(user_message(&c.content)),
-            Message::Assistant(a) => {
-                if let Some(m) = assistant_message(a) {
-                    out.push(m);
-                }
+        // Images returned by tools cannot ride in a `tool` message; those of a run of tool
+        // results follow it as one user message.
+        let mut run_start = None;
+        for (i, msg) in req.messages.iter().enumerate() {
+            if !matches!(msg, Message::ToolResult(_))
+                && let Some(start) = run_start.take()
+            {
+                tool_images(&mut out, &req.messages[start..i])?;
             }
-            Message::ToolResult(r) => {
-                let mut text = String::new();
-                for block in &r.content {
-                    match block {
-                        ContentBlock::Text { text: t } => {
-                            if !text.is_empty() {
-                                text.push('\n');
-                            }
-                            text.push_str(t);
-                        }
-                        ContentBlock::Image { data, mime_type } => {
-                            pending_images.push(image_part(data, mime_type));
-                        }
-                        _ => {}
+            match msg {
+                Message::User(u) => out.serialize_element(&user_message(&u.content))?,
+                Message::Custom(c) => out.serialize_element(&user_message(&c.content))?,
+                Message::Assistant(a) => {
+                    if let Some(m) = assistant_message(a) {
+                        out.serialize_element(&m)?;
                     }
                 }
-                if text.is_empty()
-                    && r.content
-                        .iter()
-                        .any(|b| matches!(b, ContentBlock::Image { .. }))
-                {
-                    text.push_str("(see attached image)");
+                Message::ToolResult(r) => {
+                    run_start.get_or_insert(i);
+                    out.serialize_element(&ToolMessage {
+                        role: "tool",
+                        tool_call_id: &r.tool_call_id,
+                        content: ToolText(&r.content),
+                    })?;
                 }
-                out.push(json!({
-                    "role": "tool",
-                    "tool_call_id": r.tool_call_id,
-                    "content": text,
-                }));
             }
         }
+        if let Some(start) = run_start {
+            tool_images(&mut out, &req.messages[start..])?;
+        }
+        out.end()
     }
-    if !pending_images.is_empty() {
-        out.push(tool_images_message(pending_images));
-    }
-    out
 }
 
-fn tool_images_message(images: Vec<Value>) -> Value {
-    let mut parts = vec![json!({"type": "text", "text": "Attached image(s) from tool result:"})];
-    parts.extend(images);
-    json!({"role": "user", "content": parts})
+#[derive(Serialize)]
+struct ToolMessage<'a> {
+    role: &'static str,
+    tool_call_id: &'a str,
+    content: ToolText<'a>,
 }
 
-fn image_part(data: &str, mime_type: &str) -> Value {
-    json!({"type": "image_url", "image_url": {"url": format!("data:{mime_type};base64,{data}")}})
-}
+/// A tool result's text blocks joined with newlines; a result that is only images says so,
+/// since its images follow in a user message.
+struct ToolText<'a>(&'a [ContentBlock]);
 
-/// A user message: a plain string when the content is text only (what every compatible server
-/// accepts), content parts when it holds images.
-fn user_message(content: &UserContent) -> Value {
-    match content {
-        UserContent::Text(t) => json!({"role": "user", "content": t}),
-        UserContent::Blocks(blocks) => {
-            if !blocks
-                .iter()
-                .any(|b| matches!(b, ContentBlock::Image { .. }))
-            {
-                return json!({"role": "user", "content": content.to_text()});
-            }
-            let parts: Vec<Value> = blocks
-                .iter()
-                .filter_map(|b| match b {
-                    ContentBlock::Text { text } => Some(json!({"type": "text", "text": text})),
-                    ContentBlock::Image { data, mime_type } => Some(image_part(data, mime_type)),
-                    _ => None,
-                })
-                .collect();
-            json!({"role": "user", "content": parts})
+impl Serialize for ToolText<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let text = JoinedText(self.0);
+        if text.is_empty() && self.0.iter().any(is_image) {
+            s.serialize_str("(see attached image)")
+        } else {
+            text.serialize(s)
         }
     }
 }
 
-/// An assistant message: text joined, tool calls as `tool_calls`, thinking dropped (servers do
-/// not take reasoning back). `None` when nothing is left to send.
-fn assistant_message(a: &AssistantMessage) -> Option<Value> {
-    let text = a.text();
-    let calls: Vec<Value> = a
-        .tool_calls()
-        .map(|c| {
-            let arguments = match &c.arguments {
-                // Invalid JSON the model produced is sent back verbatim.
-                Value::String(raw) => raw.clone(),
-                other => other.to_string(),
-            };
-            json!({
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": arguments},
-            })
+/// The user message carrying the images of a run of tool results, if they returned any.
+fn tool_images<S: SerializeSeq>(out: &mut S, run: &[Message]) -> Result<(), S::Error> {
+    let has_images = run.iter().any(|m| match m {
+        Message::ToolResult(r) => r.content.iter().any(is_image),
+        _ => false,
+    });
+    if has_images {
+        out.serialize_element(&Msg {
+            role: "user",
+            content: ToolImages(run),
+        })?;
+    }
+    Ok(())
+}
+
+struct ToolImages<'a>(&'a [Message]);
+
+impl Serialize for ToolImages<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut parts = s.serialize_seq(None)?;
+        parts.serialize_element(&Part::Text {
+            text: "Attached image(s) from tool result:",
+        })?;
+        for msg in self.0 {
+            if let Message::ToolResult(r) = msg {
+                for block in &r.content {
+                    if let Some(part) = Part::image(block) {
+                        parts.serialize_element(&part)?;
+                    }
+                }
+            }
+        }
+        parts.end()
+    }
+}
+
+/// A content part of a user message.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrl<'a> },
+}
+
+impl<'a> Part<'a> {
+    fn image(block: &'a ContentBlock) -> Option<Self> {
+        match block {
+            ContentBlock::Image { data, mime_type } => Some(Part::ImageUrl {
+                image_url: ImageUrl {
+                    url: DataUrl { mime_type, data },
+                },
+            }),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ImageUrl<'a> {
+    url: DataUrl<'a>,
+}
+
+/// `data:<mime>;base64,<data>`, written without first building the (large) string.
+struct DataUrl<'a> {
+    mime_type: &'a str,
+    data: &'a str,
+}
+
+impl Serialize for DataUrl<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!(
+            "data:{};base64,{}",
+            self.mime_type, self.data
+        ))
+    }
+}
+
+fn is_image(block: &ContentBlock) -> bool {
+    matches!(block, ContentBlock::Image { .. })
+}
+
+/// The text blocks of a block list joined with newlines, as
+/// [`cadre_protocol::message::join_text`] joins them, written without building the string.
+#[derive(Clone, Copy)]
+struct JoinedText<'a>(&'a [ContentBlock]);
+
+impl JoinedText<'_> {
+    fn texts(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
         })
-        .collect();
+    }
+
+    fn is_empty(&self) -> bool {
+        self.texts().all(str::is_empty)
+    }
+}
+
+impl fmt::Display for JoinedText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A newline goes before every text once something was written, as in `join_text`.
+        let mut written = false;
+        for text in self.texts() {
+            if written {
+                f.write_char('\n')?;
+            }
+            f.write_str(text)?;
+            written |= !text.is_empty();
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for JoinedText<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// User content: a plain string when it is text only (what every compatible server accepts),
+/// content parts when it holds images.
+enum UserParts<'a> {
+    Text(&'a str),
+    Joined(JoinedText<'a>),
+    Parts(&'a [ContentBlock]),
+}
+
+fn user_message(content: &UserContent) -> Msg<'static, UserParts<'_>> {
+    let content = match content {
+        UserContent::Text(t) => UserParts::Text(t),
+        UserContent::Blocks(blocks) if !blocks.iter().any(is_image) => {
+            UserParts::Joined(JoinedText(blocks))
+        }
+        UserContent::Blocks(blocks) => UserParts::Parts(blocks),
+    };
+    Msg {
+        role: "user",
+        content,
+    }
+}
+
+impl Serialize for UserParts<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            UserParts::Text(t) => s.serialize_str(t),
+            UserParts::Joined(text) => text.serialize(s),
+            UserParts::Parts(blocks) => s.collect_seq(blocks.iter().filter_map(|b| match b {
+                ContentBlock::Text { text } => Some(Part::Text { text }),
+                _ => Part::image(b),
+            })),
+        }
+    }
+}
+
+/// An assistant message: text joined (`null` when there is none), tool calls as `tool_calls`,
+/// thinking dropped (servers do not take reasoning back).
+#[derive(Serialize)]
+struct AssistantWire<'a> {
+    role: &'static str,
+    content: Option<JoinedText<'a>>,
+    #[serde(skip_serializing_if = "ToolCalls::is_empty")]
+    tool_calls: ToolCalls<'a>,
+}
+
+/// `None` when nothing is left to send.
+fn assistant_message(a: &AssistantMessage) -> Option<AssistantWire<'_>> {
+    let text = JoinedText(&a.content);
+    let calls = ToolCalls(&a.content);
     if text.is_empty() && calls.is_empty() {
         return None;
     }
-    let mut m = Map::new();
-    m.insert("role".into(), json!("assistant"));
-    m.insert(
-        "content".into(),
-        if text.is_empty() {
-            Value::Null
-        } else {
-            json!(text)
-        },
-    );
-    if !calls.is_empty() {
-        m.insert("tool_calls".into(), Value::Array(calls));
+    Some(AssistantWire {
+        role: "assistant",
+        content: (!text.is_empty()).then_some(text),
+        tool_calls: calls,
+    })
+}
+
+/// The tool calls among an assistant message's blocks.
+struct ToolCalls<'a>(&'a [ContentBlock]);
+
+impl ToolCalls<'_> {
+    fn calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.0.iter().filter_map(|b| match b {
+            ContentBlock::ToolCall(c) => Some(c),
+            _ => None,
+        })
     }
-    Some(Value::Object(m))
+
+    fn is_empty(&self) -> bool {
+        self.calls().next().is_none()
+    }
+}
+
+impl Serialize for ToolCalls<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Call<'a> {
+            id: &'a str,
+            #[serde(rename = "type")]
+            kind: &'static str,
+            function: Function<'a>,
+        }
+        #[derive(Serialize)]
+        struct Function<'a> {
+            name: &'a str,
+            arguments: Arguments<'a>,
+        }
+        s.collect_seq(self.calls().map(|c| Call {
+            id: &c.id,
+            kind: "function",
+            function: Function {
+                name: &c.name,
+                arguments: Arguments(&c.arguments),
+            },
+        }))
+    }
+}
+
+/// Tool-call arguments as the JSON string the API wants.
+struct Arguments<'a>(&'a Value);
+
+impl Serialize for Arguments<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            // Invalid JSON the model produced is sent back verbatim.
+            Value::String(raw) => s.serialize_str(raw),
+            // `Value`'s Display is its compact JSON text.
+            other => s.collect_str(other),
+        }
+    }
 }
 
 /// Map a `finish_reason`.
@@ -250,18 +468,99 @@ pub fn map_finish_reason(reason: &str) -> StopReason {
 /// Map a Chat Completions `usage` object. Cached prompt tokens are reported separately from the
 /// uncached input, as Pi does, so cost uses the cheaper cache-read price for them.
 pub fn map_usage(u: &Value) -> Usage {
-    let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-    let prompt = n("/prompt_tokens");
-    let cached = n("/prompt_tokens_details/cached_tokens").min(prompt);
-    let output = n("/completion_tokens");
-    Usage {
-        input: prompt - cached,
-        output,
-        cache_read: cached,
-        cache_write: 0,
-        total_tokens: prompt + output,
-        ..Usage::default()
+    // A `&Value` deserializes without copying; the lenient fields cannot fail.
+    UsageReport::deserialize(u).map_or_else(|_| Usage::default(), |u| u.to_usage())
+}
+
+/// The fields of a stream chunk that cadre reads; everything else is skipped without being
+/// built, and a field of an unexpected JSON type counts as absent (see [`crate::lenient`]).
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Chunk<'a> {
+    /// `null` counts as no error.
+    error: Option<Value>,
+    usage: Obj<UsageReport>,
+    #[serde(borrow)]
+    choices: Arr<Obj<Choice<'a>>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct UsageReport {
+    prompt_tokens: Num,
+    completion_tokens: Num,
+    prompt_tokens_details: Obj<PromptDetails>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct PromptDetails {
+    cached_tokens: Num,
+}
+
+impl UsageReport {
+    fn to_usage(&self) -> Usage {
+        let n = |count: Num| count.0.unwrap_or(0);
+        let prompt = n(self.prompt_tokens);
+        let cached = self
+            .prompt_tokens_details
+            .0
+            .as_ref()
+            .map_or(0, |d| n(d.cached_tokens))
+            .min(prompt);
+        let output = n(self.completion_tokens);
+        Usage {
+            input: prompt - cached,
+            output,
+            cache_read: cached,
+            cache_write: 0,
+            total_tokens: prompt + output,
+            ..Usage::default()
+        }
     }
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Choice<'a> {
+    index: Num,
+    #[serde(borrow)]
+    delta: Obj<Delta<'a>>,
+    #[serde(borrow)]
+    finish_reason: Str<'a>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Delta<'a> {
+    #[serde(borrow)]
+    reasoning_content: Str<'a>,
+    #[serde(borrow)]
+    reasoning: Str<'a>,
+    #[serde(borrow)]
+    content: Str<'a>,
+    #[serde(borrow)]
+    tool_calls: Arr<Obj<ToolCallDelta<'a>>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct ToolCallDelta<'a> {
+    index: Num,
+    #[serde(borrow)]
+    id: Str<'a>,
+    #[serde(borrow)]
+    function: Obj<FunctionDelta<'a>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct FunctionDelta<'a> {
+    #[serde(borrow)]
+    name: Str<'a>,
+    /// A piece of the JSON text, or (a few servers) the whole arguments object at once.
+    #[serde(borrow)]
+    arguments: StrOrObject<'a>,
 }
 
 /// Streaming decoder for Chat Completions chunks.
@@ -292,77 +591,80 @@ impl OpenAiDecoder {
 
     fn on_chunk(
         &mut self,
-        chunk: &Value,
+        chunk: &Chunk,
         out: &mut Vec<AssistantMessageEvent>,
     ) -> Result<(), LlmError> {
-        if let Some(err) = chunk.get("error").filter(|e| !e.is_null()) {
+        if let Some(err) = &chunk.error {
             return Err(stream_error(&self.provider, err));
         }
-        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
-            self.asm.set_usage(map_usage(u));
+        if let Some(u) = &chunk.usage.0 {
+            self.asm.set_usage(u.to_usage());
         }
-        let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
+        let Some(choices) = &chunk.choices.0 else {
             return Ok(());
         };
-        // Only the first choice is used: cadre never asks for `n > 1`.
+        // Only the first choice is used: cadre never asks for `n > 1`. An entry that is not an
+        // object has no index, which counts as 0.
         let Some(choice) = choices
             .iter()
-            .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+            .find(|c| c.0.as_ref().map_or(0, |c| c.index.0.unwrap_or(0)) == 0)
         else {
             return Ok(());
         };
-        if let Some(delta) = choice.get("delta").filter(|d| d.is_object()) {
+        let Some(choice) = &choice.0 else {
+            return Ok(());
+        };
+        if let Some(delta) = &choice.delta.0 {
             self.on_delta(delta, out);
         }
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+        if let Some(reason) = choice.finish_reason.get() {
             self.finish_seen = true;
             self.asm.set_stop_reason(map_finish_reason(reason));
         }
         Ok(())
     }
 
-    fn on_delta(&mut self, delta: &Value, out: &mut Vec<AssistantMessageEvent>) {
+    fn on_delta(&mut self, delta: &Delta, out: &mut Vec<AssistantMessageEvent>) {
         // Reasoning arrives as `reasoning_content` (DeepSeek, vLLM, llama.cpp) or `reasoning`
         // (OpenRouter, Ollama).
-        let reasoning = ["reasoning_content", "reasoning"]
-            .iter()
-            .find_map(|k| delta.get(*k).and_then(Value::as_str))
+        let reasoning = delta
+            .reasoning_content
+            .get()
+            .or_else(|| delta.reasoning.get())
             .filter(|s| !s.is_empty());
         if let Some(r) = reasoning {
             self.asm.end(BlockKey::Text, out);
             self.asm.thinking(BlockKey::Thinking, r, out);
         }
-        if let Some(text) = delta
-            .get("content")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-        {
+        if let Some(text) = delta.content.get().filter(|s| !s.is_empty()) {
             self.asm.end(BlockKey::Thinking, out);
             self.asm.text(BlockKey::Text, text, out);
         }
-        let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) else {
+        let Some(calls) = &delta.tool_calls.0 else {
             return;
         };
         for (pos, call) in calls.iter().enumerate() {
-            let index = call
-                .get("index")
-                .and_then(Value::as_u64)
-                .unwrap_or(pos as u64);
+            // An entry that is not an object carries nothing, but still counts for positions.
+            let Some(call) = &call.0 else {
+                continue;
+            };
+            let index = call.index.0.unwrap_or(pos as u64);
             let key = BlockKey::Tool(index);
-            let id = call.get("id").and_then(Value::as_str);
-            let name = call.pointer("/function/name").and_then(Value::as_str);
+            let id = call.id.get();
+            let function = call.function.0.as_ref();
+            let name = function.and_then(|f| f.name.get());
             if id.is_some() || name.is_some() {
                 self.asm.end(BlockKey::Text, out);
                 self.asm.end(BlockKey::Thinking, out);
                 self.asm.tool_start(key, id, name.unwrap_or(""), out);
             }
-            if let Some(args) = call.pointer("/function/arguments") {
-                match args {
-                    Value::String(s) => self.asm.tool_args(key, s, out),
-                    // A few servers send the arguments as an object in one piece.
-                    Value::Object(_) => self.asm.tool_args(key, &args.to_string(), out),
-                    _ => {}
+            match function.map(|f| &f.arguments) {
+                Some(StrOrObject::Str(s)) => self.asm.tool_args(key, s, out),
+                // A few servers send the arguments as an object in one piece.
+                Some(StrOrObject::Object(args)) => {
+                    self.asm.tool_args(key, &args.to_string(), out);
                 }
+                Some(StrOrObject::Absent) | None => {}
             }
         }
     }
@@ -415,11 +717,11 @@ impl Decoder for OpenAiDecoder {
         if data.is_empty() {
             return Ok(false);
         }
-        let chunk: Value = serde_json::from_str(data)
+        let Obj(chunk) = serde_json::from_str::<Obj<Chunk>>(data)
             .map_err(|e| self.malformed(format!("invalid JSON chunk: {e}")))?;
-        if !chunk.is_object() {
+        let Some(chunk) = chunk else {
             return Err(self.malformed("chunk is not a JSON object"));
-        }
+        };
         self.on_chunk(&chunk, out)?;
         Ok(false)
     }

@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 use super::*;
 use crate::error::ErrorKind;
 use crate::model::Api;
-use crate::test_support::{decode, decode_all_splits, decode_mutations, model, request, sse};
+use crate::test_support::{
+    decode, decode_all_splits, decode_mutations, model, request, rich_request, sse,
+};
 
 fn m() -> Model {
     model(Api::OpenAiCompletions)
@@ -35,16 +37,25 @@ fn tool_result(id: &str, content: Vec<ContentBlock>, is_error: bool) -> Message 
 
 // ---- request building ----
 
+fn json_of(body: &[u8]) -> Value {
+    serde_json::from_slice(body).unwrap()
+}
+
+/// The encoded body, parsed back for inspection.
+fn body_json(req: &CompletionRequest) -> Value {
+    json_of(&build_body(req).unwrap())
+}
+
 #[test]
 fn request_url_headers_and_basics() {
     let req = request(m(), vec![Message::user("hi")]);
-    let w = build_request(&req);
+    let w = build_request(&req).unwrap();
     assert_eq!(w.url, "http://localhost:1/v1/chat/completions");
     assert!(
         w.headers
             .contains(&("authorization".into(), "Bearer secret-key".into()))
     );
-    let b = &w.body;
+    let b = &json_of(&w.body);
     assert_eq!(b["model"], "model-1");
     assert_eq!(b["stream"], true);
     assert_eq!(b["stream_options"], json!({"include_usage": true}));
@@ -72,7 +83,7 @@ fn no_key_no_authorization_and_trailing_slash() {
     let mut model = m();
     model.api_key = None;
     model.base_url = "http://h/v1/".into();
-    let w = build_request(&request(model, vec![]));
+    let w = build_request(&request(model, vec![])).unwrap();
     assert_eq!(w.url, "http://h/v1/chat/completions");
     assert!(!w.headers.iter().any(|(k, _)| k == "authorization"));
 }
@@ -82,7 +93,7 @@ fn empty_system_prompt_and_no_tools_are_left_out() {
     let mut req = request(m(), vec![Message::user("x")]);
     req.system_prompt.clear();
     req.tools = Vec::new().into();
-    let b = build_body(&req);
+    let b = body_json(&req);
     assert_eq!(b["messages"], json!([{"role": "user", "content": "x"}]));
     assert!(b.get("tools").is_none());
 }
@@ -94,7 +105,7 @@ fn compat_switches() {
     model.compat.max_tokens_field = Some("max_tokens".into());
     model.compat.supports_store = Some(true);
     model.max_tokens = 100_000;
-    let b = build_body(&request(model, vec![]));
+    let b = body_json(&request(model, vec![]));
     assert!(b.get("stream_options").is_none());
     assert_eq!(b["max_tokens"], DEFAULT_MAX_OUTPUT);
     assert!(b.get("max_completion_tokens").is_none());
@@ -102,7 +113,7 @@ fn compat_switches() {
 
     let mut model = m();
     model.max_tokens = 0;
-    let b = build_body(&request(model, vec![]));
+    let b = body_json(&request(model, vec![]));
     assert!(b.get("max_completion_tokens").is_none());
 }
 
@@ -110,10 +121,10 @@ fn compat_switches() {
 fn developer_role_for_reasoning_models_unless_compat_says_no() {
     let mut model = m();
     model.reasoning = true;
-    let b = build_body(&request(model.clone(), vec![]));
+    let b = body_json(&request(model.clone(), vec![]));
     assert_eq!(b["messages"][0]["role"], "developer");
     model.compat.supports_developer_role = Some(false);
-    let b = build_body(&request(model, vec![]));
+    let b = body_json(&request(model, vec![]));
     assert_eq!(b["messages"][0]["role"], "system");
 }
 
@@ -161,7 +172,7 @@ fn reasoning_effort_from_levels_map_and_compat() {
 
     let mut req = request(model.clone(), vec![]);
     req.thinking = ThinkingLevel::Medium;
-    assert_eq!(build_body(&req)["reasoning_effort"], "medium");
+    assert_eq!(body_json(&req)["reasoning_effort"], "medium");
 
     model.compat.supports_reasoning_effort = Some(false);
     assert_eq!(reasoning_effort(&model, ThinkingLevel::High), None);
@@ -209,7 +220,7 @@ fn conversation_mapping() {
             redacted: false,
         }]),
     ];
-    let b = build_body(&request(m(), msgs));
+    let b = body_json(&request(m(), msgs));
     let got = &b["messages"];
     assert_eq!(
         *got,
@@ -234,7 +245,7 @@ fn tool_only_assistant_has_null_content() {
         name: "read".into(),
         arguments: json!({}),
     })])];
-    let b = build_body(&request(m(), msgs));
+    let b = body_json(&request(m(), msgs));
     assert_eq!(b["messages"][1]["content"], Value::Null);
     assert_eq!(
         b["messages"][1]["tool_calls"][0]["function"]["arguments"],
@@ -260,7 +271,7 @@ fn images_in_user_and_tool_messages() {
         tool_result("c1", vec![img], false),
         Message::user("next"),
     ];
-    let b = build_body(&request(m(), msgs));
+    let b = body_json(&request(m(), msgs));
     let got = &b["messages"];
     assert_eq!(
         got[1]["content"],
@@ -275,6 +286,105 @@ fn images_in_user_and_tool_messages() {
     assert_eq!(got[4]["role"], "user");
     assert_eq!(got[4]["content"][1]["type"], "image_url");
     assert_eq!(got[5]["content"], "next");
+}
+
+/// The body the former `serde_json::Value` builder produced for [`rich_request`], recorded from
+/// it when bodies became encoded straight from the request: the encoder must send the same JSON.
+const RICH_BODY: &str = r#"{
+    "max_completion_tokens": 32000,
+    "messages": [
+        {"content": "You are terse.", "role": "developer"},
+        {
+            "content": [
+                {"text": "Look at this \u0001 <image>:", "type": "text"},
+                {
+                    "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="},
+                    "type": "image_url"
+                }
+            ],
+            "role": "user"
+        },
+        {"content": "a note\nwith two lines", "role": "user"},
+        {
+            "content": "I will read\ttwo files ✓.\n\nThen run one command.",
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "function": {
+                        "arguments": "{\"limit\":10,\"path\":\"a.txt\"}",
+                        "name": "read"
+                    },
+                    "id": "toolu_1",
+                    "type": "function"
+                },
+                {
+                    "function": {
+                        "arguments": "{\"path\":\"b \\\"quoted\\\".txt\"}",
+                        "name": "read"
+                    },
+                    "id": "call.2:x",
+                    "type": "function"
+                },
+                {
+                    "function": {"arguments": "{\"command\": ls", "name": "bash"},
+                    "id": "c3",
+                    "type": "function"
+                }
+            ]
+        },
+        {"content": "line 1\nline 2\n", "role": "tool", "tool_call_id": "toolu_1"},
+        {
+            "content": "no such file: b \"quoted\".txt",
+            "role": "tool",
+            "tool_call_id": "call.2:x"
+        },
+        {"content": "screen:", "role": "tool", "tool_call_id": "c3"},
+        {
+            "content": [
+                {"text": "Attached image(s) from tool result:", "type": "text"},
+                {"image_url": {"url": "data:image/png;base64,R0lGODlh"}, "type": "image_url"}
+            ],
+            "role": "user"
+        }
+    ],
+    "model": "model-1",
+    "reasoning_effort": "high",
+    "stream": true,
+    "stream_options": {"include_usage": true},
+    "tools": [
+        {
+            "function": {
+                "description": "Read a file",
+                "name": "read",
+                "parameters": {
+                    "properties": {
+                        "limit": {"minimum": 1, "type": "integer"},
+                        "path": {"type": "string"}
+                    },
+                    "required": ["path"],
+                    "type": "object"
+                }
+            },
+            "type": "function"
+        },
+        {
+            "function": {
+                "description": "Run a \"command\"",
+                "name": "bash",
+                "parameters": {"properties": {"command": {"type": "string"}}, "type": "object"}
+            },
+            "type": "function"
+        }
+    ]
+}"#;
+
+#[test]
+fn rich_conversation_encodes_as_the_value_builder_did() {
+    let want: Value = serde_json::from_str(RICH_BODY).unwrap();
+    let req = rich_request(Api::OpenAiCompletions, "openai-completions");
+    assert_eq!(body_json(&req), want);
+    let bytes = build_body(&req).unwrap();
+    assert!(bytes.starts_with(b"{\"model\":\"model-1\",\"messages\":[{\"role\":\"developer\","));
 }
 
 // ---- stream decoding ----
@@ -639,4 +749,97 @@ fn fixture_decodes() {
 #[test]
 fn mutated_streams_never_panic() {
     decode_mutations(FIXTURE, fresh_decoder);
+}
+
+#[test]
+fn escaped_strings_in_chunks_are_decoded() {
+    let text = "say \"hi\"\n\tto C:\\dir — é 😀 \u{1}";
+    let input = stream(
+        &[
+            chunk(json!({"reasoning_content": "a\\b"}), None),
+            chunk(json!({"content": text}), None),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": "c\"1", "function": {"name": "re\\ad",
+                       "arguments": "{\"path\": \"a\\\\b\"}"}}]}),
+                None,
+            ),
+            chunk(json!({}), Some("tool_calls")),
+        ],
+        true,
+    );
+    let (_, result) = decode_all_splits(fresh_decoder, &input);
+    let msg = result.unwrap();
+    assert_eq!(msg.text(), text);
+    assert_eq!(
+        msg.content[0],
+        ContentBlock::Thinking {
+            thinking: "a\\b".into(),
+            signature: None,
+            redacted: false
+        }
+    );
+    let call = msg.tool_calls().next().unwrap();
+    assert_eq!((call.id.as_str(), call.name.as_str()), ("c\"1", "re\\ad"));
+    assert_eq!(call.arguments, json!({"path": "a\\b"}));
+}
+
+#[test]
+fn fields_of_another_type_count_as_missing() {
+    let input = stream(
+        &[
+            // An index that is not a number counts as choice 0.
+            json!({"choices": [{"index": "3", "delta": {"content": "a"}}]}),
+            chunk(
+                json!({"content": 5, "reasoning_content": ["x"], "reasoning": {}}),
+                None,
+            ),
+            chunk(json!({"content": "b"}), Some("")),
+            // Entries that are not objects still count for the positions of the others.
+            chunk(
+                json!({"tool_calls": [7, {"id": "c2", "function": {"name": "read", "arguments": 1}},
+                       {"index": "x", "function": "read"}]}),
+                None,
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 1, "function": {"arguments": "{}"}}]}),
+                None,
+            ),
+            json!({"choices": "none", "usage": {"prompt_tokens": "3", "completion_tokens": 2,
+                   "prompt_tokens_details": {"cached_tokens": -1}}}),
+            json!({"choices": [5], "error": null}),
+            chunk(json!({}), Some("tool_calls")),
+        ],
+        true,
+    );
+    let (_, result) = decode_all_splits(fresh_decoder, &input);
+    let msg = result.unwrap();
+    assert_eq!(msg.text(), "ab");
+    let calls: Vec<_> = msg.tool_calls().collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        (calls[0].id.as_str(), calls[0].name.as_str()),
+        ("c2", "read")
+    );
+    assert_eq!(calls[0].arguments, json!({}));
+    assert_eq!(msg.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        (
+            msg.usage.input,
+            msg.usage.output,
+            msg.usage.cache_read,
+            msg.usage.total_tokens
+        ),
+        (0, 2, 0, 2)
+    );
+}
+
+#[test]
+fn map_usage_reads_a_value() {
+    let u = map_usage(&json!({"prompt_tokens": 10, "completion_tokens": 4,
+                              "prompt_tokens_details": {"cached_tokens": 30}}));
+    assert_eq!(
+        (u.input, u.cache_read, u.output, u.total_tokens),
+        (0, 10, 4, 14)
+    );
+    assert_eq!(map_usage(&json!("not usage")).total_tokens, 0);
 }

@@ -156,3 +156,108 @@ pub fn sse(events: &[(&str, serde_json::Value)]) -> Vec<u8> {
     }
     s.into_bytes()
 }
+
+/// A conversation that touches every part of the request mapping: a system prompt, user text
+/// with an image, a custom message, an assistant turn with signed and redacted thinking, text
+/// and three tool calls (one with an id other providers minted, one with arguments that were not
+/// JSON), then their results (plain, an error, one with an image), and two tools. Strings carry
+/// characters that need escaping. The model reasons and thinking is on.
+pub fn rich_request(api: Api, origin_api: &str) -> CompletionRequest {
+    use cadre_protocol::{
+        ContentBlock, CustomMessage, ToolCall, ToolResultMessage, UserContent, UserMessage,
+    };
+    let image = |data: &str| ContentBlock::Image {
+        data: data.into(),
+        mime_type: "image/png".into(),
+    };
+    let call = |id: &str, name: &str, arguments: serde_json::Value| {
+        ContentBlock::ToolCall(ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        })
+    };
+    let result = |id: &str, content: Vec<ContentBlock>, is_error: bool| {
+        Message::ToolResult(ToolResultMessage {
+            tool_call_id: id.into(),
+            tool_name: "read".into(),
+            content,
+            details: Some(json!({"ignored": true})),
+            is_error,
+            timestamp: 7,
+        })
+    };
+    let mut model = model(api);
+    model.reasoning = true;
+    model.max_tokens = 64_000;
+    let assistant = AssistantMessage {
+        content: vec![
+            ContentBlock::Thinking {
+                thinking: "Plan: read \"a\" then b\\c.".into(),
+                signature: Some("sig-1".into()),
+                redacted: false,
+            },
+            ContentBlock::Thinking {
+                thinking: String::new(),
+                signature: Some("opaque==".into()),
+                redacted: true,
+            },
+            ContentBlock::text("I will read\ttwo files ✓."),
+            ContentBlock::text(""),
+            ContentBlock::text("Then run one command."),
+            call("toolu_1", "read", json!({"path": "a.txt", "limit": 10})),
+            call("call.2:x", "read", json!({"path": "b \"quoted\".txt"})),
+            call("c3", "bash", json!("{\"command\": ls")),
+        ],
+        ..AssistantMessage::empty(origin_api, "prov", "model-1")
+    };
+    let messages = vec![
+        Message::User(UserMessage {
+            content: UserContent::Blocks(vec![
+                ContentBlock::text("Look at this \u{1} <image>:"),
+                image("iVBORw0KGgo="),
+            ]),
+            timestamp: 1,
+        }),
+        Message::Custom(CustomMessage {
+            custom_type: "note".into(),
+            content: UserContent::Text("a note\nwith two lines".into()),
+            display: false,
+            details: None,
+            timestamp: 2,
+        }),
+        Message::Assistant(assistant),
+        result(
+            "toolu_1",
+            vec![ContentBlock::text("line 1\nline 2"), ContentBlock::text("")],
+            false,
+        ),
+        result(
+            "call.2:x",
+            vec![ContentBlock::text("no such file: b \"quoted\".txt")],
+            true,
+        ),
+        result(
+            "c3",
+            vec![ContentBlock::text("screen:"), image("R0lGODlh")],
+            false,
+        ),
+    ];
+    let mut req = request(model, messages);
+    req.tools = vec![
+        ToolSpec {
+            name: "read".into(),
+            description: "Read a file".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"},
+                "limit": {"type": "integer", "minimum": 1}}, "required": ["path"]}),
+        },
+        ToolSpec {
+            name: "bash".into(),
+            description: "Run a \"command\"".into(),
+            parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+        },
+    ]
+    .into();
+    req.thinking = ThinkingLevel::High;
+    req
+}

@@ -69,10 +69,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn specs_are_built_once_and_follow_changes() {
+        let mut registry = builtin_tools();
+        let first = registry.specs();
+        assert!(Arc::ptr_eq(&first, &registry.specs()), "built again");
+        assert_eq!(first.len(), registry.names().len());
+        registry
+            .retain_named(&["read".to_string(), "ls".to_string()])
+            .unwrap();
+        let names: Vec<String> = registry.specs().iter().map(|s| s.name.clone()).collect();
+        assert_eq!(names, ["read", "ls"]);
+        registry.register(Arc::new(GrepTool));
+        let names: Vec<String> = registry.specs().iter().map(|s| s.name.clone()).collect();
+        assert_eq!(names, ["read", "ls", "grep"]);
+    }
+
+    #[test]
     fn builtin_registry_matches_names() {
         let registry = builtin_tools();
         assert_eq!(registry.names(), BUILTIN_TOOL_NAMES);
-        for spec in registry.specs() {
+        for spec in registry.specs().iter() {
             assert_eq!(spec.parameters["type"], "object", "{}", spec.name);
             assert!(!spec.description.is_empty());
         }

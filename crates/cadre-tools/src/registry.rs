@@ -1,7 +1,7 @@
 //! The tool trait and the registry of an agent's active tools.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cadre_protocol::{ContentBlock, ToolSpec};
 use futures_util::future::BoxFuture;
@@ -79,6 +79,9 @@ pub trait Tool: Send + Sync {
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
+    /// The tools' specs, built on first use: a child agent needs them for its system prompt and
+    /// for every request, and building them allocates a JSON schema per tool.
+    specs: OnceLock<Arc<[ToolSpec]>>,
 }
 
 impl ToolRegistry {
@@ -90,6 +93,7 @@ impl ToolRegistry {
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
         self.tools.retain(|t| t.name() != tool.name());
         self.tools.push(tool);
+        self.specs = OnceLock::new();
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
@@ -100,8 +104,12 @@ impl ToolRegistry {
         self.tools.iter().map(|t| t.name().to_string()).collect()
     }
 
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.iter().map(|t| t.spec()).collect()
+    /// The specs of the tools, in order; built once and shared by every caller.
+    pub fn specs(&self) -> Arc<[ToolSpec]> {
+        Arc::clone(
+            self.specs
+                .get_or_init(|| self.tools.iter().map(|t| t.spec()).collect()),
+        )
     }
 
     /// Keep only the named tools. Unknown names are returned as an error listing them, so a
@@ -116,6 +124,7 @@ impl ToolRegistry {
             return Err(unknown);
         }
         self.tools.retain(|t| names.iter().any(|n| n == t.name()));
+        self.specs = OnceLock::new();
         Ok(())
     }
 

@@ -75,7 +75,7 @@ impl Agent {
             }
         }
         Agent {
-            tool_specs: config.tools.specs().into(),
+            tool_specs: config.tools.specs(),
             shared: Shared::new(emitter.clone()),
             config,
             messages,

@@ -173,7 +173,8 @@ pub(crate) async fn execute_tool_calls(
             artifacts_dir: env.artifacts_dir.to_path_buf(),
             emitter: env.emitter.clone(),
         };
-        let handle = tokio::spawn(job.run());
+        // Boxed so tokio moves a pointer, not the whole future, at spawn and completion.
+        let handle = tokio::spawn(Box::pin(job.run()));
         aborts.push(handle.abort_handle());
         running.push(async move { (i, handle.await) });
     }

@@ -504,8 +504,8 @@ fn validate_id(what: &'static str, value: &str) -> Result<(), StoreError> {
         && value.len() <= 128
         && !value.starts_with('.')
         && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
     if ok {
         Ok(())
     } else {

@@ -35,7 +35,10 @@ where
     // Held until the watcher is done: a panic drops the run's own pending guard, and the count
     // must not reach zero before the task's notice exists.
     let watching = inner.pending.guard();
-    let task = tokio::spawn(run);
+    // Boxed: a run's future is tens of KiB, and tokio moves a task's whole future (or the
+    // stage that replaces it) by value at spawn and at every stage change; a box moves as a
+    // pointer (SPEC P1).
+    let task = tokio::spawn(Box::pin(run));
     let inner = Arc::clone(inner);
     let h = Arc::clone(h);
     tokio::spawn(async move {

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::assemble::{BlockKey, MessageAssembler};
 use crate::client::{Decoder, WireRequest};
+use crate::encoded_tools::{EncodedTools, Json};
 use crate::error::LlmError;
 use crate::lenient::{Num, Obj, Str};
 use crate::model::Model;
@@ -91,8 +92,11 @@ pub fn token_limits(model: &Model, level: ThinkingLevel) -> (u64, Option<u64>) {
 /// The JSON body of a streamed Messages request, encoded straight from the request: the
 /// conversation, system prompt and tool schemas are borrowed, not copied into a JSON tree.
 pub fn build_body(req: &CompletionRequest) -> Result<Bytes, LlmError> {
-    crate::client::encode_body(&body(req))
+    crate::client::encode_body(&body(req)?)
 }
+
+/// The JSON of the tool sets sent last (see [`crate::encoded_tools`]).
+static TOOLS: EncodedTools = EncodedTools::new();
 
 /// The body's fields; serialized in this order.
 #[derive(Serialize)]
@@ -103,8 +107,8 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<[Block<'a>; 1]>,
     messages: Vec<WireMessage<'a>>,
-    #[serde(skip_serializing_if = "Tools::is_empty")]
-    tools: Tools<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Json>,
     #[serde(skip_serializing_if = "Option::is_none")]
     thinking: Option<Thinking>,
 }
@@ -213,12 +217,6 @@ impl Serialize for ToolInput<'_> {
 /// The tool definitions, each borrowing its schema.
 struct Tools<'a>(&'a [ToolSpec]);
 
-impl Tools<'_> {
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
 impl Serialize for Tools<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
@@ -235,7 +233,7 @@ impl Serialize for Tools<'_> {
     }
 }
 
-fn body(req: &CompletionRequest) -> Body<'_> {
+fn body(req: &CompletionRequest) -> Result<Body<'_>, LlmError> {
     let model = &req.model;
     let messages = build_messages(req);
     let (mut max_tokens, mut budget) = token_limits(model, req.thinking);
@@ -252,18 +250,23 @@ fn body(req: &CompletionRequest) -> Body<'_> {
             cache_control: Some(EPHEMERAL),
         }]
     });
-    Body {
+    let tools = if req.tools.is_empty() {
+        None
+    } else {
+        Some(TOOLS.get(&req.tools, || Tools(&req.tools))?)
+    };
+    Ok(Body {
         model: &model.id,
         max_tokens,
         stream: true,
         system,
         messages,
-        tools: Tools(&req.tools),
+        tools,
         thinking: budget.map(|budget_tokens| Thinking {
             kind: "enabled",
             budget_tokens,
         }),
-    }
+    })
 }
 
 /// With thinking enabled, an assistant message that is still being continued (the conversation

@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use crate::assemble::{BlockKey, MessageAssembler};
 use crate::client::{Decoder, WireRequest};
+use crate::encoded_tools::{EncodedTools, Json};
 use crate::error::LlmError;
 use crate::lenient::{Arr, Num, Obj, Str, StrOrObject};
 use crate::model::Model;
@@ -53,16 +54,27 @@ pub fn build_request(req: &CompletionRequest) -> Result<WireRequest, LlmError> {
 /// The JSON body of a streamed Chat Completions request, encoded straight from the request: the
 /// conversation, system prompt and tool schemas are borrowed, not copied into a JSON tree.
 pub fn build_body(req: &CompletionRequest) -> Result<Bytes, LlmError> {
-    crate::client::encode_body(&Body(req))
+    let tools = if req.tools.is_empty() {
+        None
+    } else {
+        Some(TOOLS.get(&req.tools, || Tools(&req.tools))?)
+    };
+    crate::client::encode_body(&Body { req, tools })
 }
+
+/// The JSON of the tool sets sent last (see [`crate::encoded_tools`]).
+static TOOLS: EncodedTools = EncodedTools::new();
 
 /// The body, written field by field: the name of the max-tokens field comes from the model's
 /// compat settings, so it is not a fixed struct field.
-struct Body<'a>(&'a CompletionRequest);
+struct Body<'a> {
+    req: &'a CompletionRequest,
+    tools: Option<Json>,
+}
 
 impl Serialize for Body<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let req = self.0;
+        let req = self.req;
         let model = &req.model;
         let compat = &model.compat;
         let mut body = s.serialize_map(None)?;
@@ -88,8 +100,8 @@ impl Serialize for Body<'_> {
                 .unwrap_or("max_completion_tokens");
             body.serialize_entry(field, &model.max_tokens.min(DEFAULT_MAX_OUTPUT))?;
         }
-        if !req.tools.is_empty() {
-            body.serialize_entry("tools", &Tools(&req.tools))?;
+        if let Some(tools) = &self.tools {
+            body.serialize_entry("tools", tools)?;
         }
         if let Some(effort) = reasoning_effort(model, req.thinking) {
             body.serialize_entry("reasoning_effort", &effort)?;

@@ -92,7 +92,9 @@ fn fill(tmp: &Path, bytes: &[u8], reuse: bool) -> io::Result<()> {
     if reuse {
         f.set_len(bytes.len() as u64)?;
     }
-    f.sync_all()
+    // fdatasync: the contents and what reading them needs (size, block map) reach the disk;
+    // timestamps may lag, which saves an inode write on every rewrite of a same-sized record.
+    f.sync_data()
 }
 
 /// Put the written `tmp` in place of `path`; the old version becomes the spare when none exists.

@@ -75,6 +75,10 @@ fn test_roles() -> Vec<RoleDef> {
         },
         role("nester", &["Agent", "ls"]),
         RoleDef {
+            one_shot: true,
+            ..role("oneshot-nester", &["Agent", "ls"])
+        },
+        RoleDef {
             fallback_model: Some("fake/other".into()),
             ..role("flaky", &["ls"])
         },
@@ -988,6 +992,49 @@ async fn a_nested_background_result_goes_to_its_direct_parent() {
     guarded(h.manager.wait_idle()).await;
     assert!(h.notices.try_recv().is_err());
     assert!(h.output(&o.task_id).ends_with("---\n\nmid got: true"));
+}
+
+#[tokio::test]
+async fn a_background_result_for_an_ended_one_shot_parent_is_passed_up_to_the_root() {
+    let gate = Arc::new(Notify::new());
+    let g2 = gate.clone();
+    let mut h = harness(json!({}), move |r| match (key_of(r).as_str(), turn(r)) {
+        ("CHILD once", 0) => call(
+            "Agent",
+            json!({"description": "gc", "prompt": "CHILD late", "subagent_type": "lister",
+                       "run_in_background": true}),
+        ),
+        ("CHILD once", _) => text("once done"),
+        ("CHILD late", _) => Reply {
+            gate: Some(g2.clone()),
+            ..text("late result")
+        },
+        _ => text("?"),
+    });
+    let o = h
+        .launch(spec("oneshot-nester", "CHILD once"))
+        .await
+        .unwrap();
+    assert_eq!(o.result, "once done");
+    // The one-shot parent has ended and cannot be reopened; its child's result comes to the
+    // root, saying why, instead of being dropped.
+    gate.notify_one();
+    let n = h.next_completion().await;
+    assert_ne!(n.task_id, o.task_id);
+    assert!(n.text().contains("late result"), "{}", n.text());
+    assert!(
+        n.text()
+            .contains(&format!("Task {} launched this task", o.task_id)),
+        "{}",
+        n.text()
+    );
+    let late = h.record(&n.task_id);
+    assert_eq!(late.parent_task_id.as_deref(), Some(o.task_id.as_str()));
+    drop(n);
+    guarded(h.manager.wait_idle()).await;
+    assert!(h.notices.try_recv().is_err(), "exactly once");
+    // The one-shot parent stayed as it ended.
+    assert_eq!(h.output(&o.task_id), "once done");
 }
 
 #[tokio::test]

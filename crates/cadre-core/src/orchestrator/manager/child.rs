@@ -18,7 +18,7 @@ use super::prompt::{child_system_prompt, task_message};
 use super::structured::{
     STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, StructuredOutputTool, StructuredSlot,
 };
-use super::types::{LaunchError, ParentNotice, ParentRef, TaskSpec};
+use super::types::{LaunchError, NoticeKind, ParentNotice, ParentRef, TaskSpec};
 use crate::agent::{Agent, AgentConfig};
 use crate::handoff::contract::{render_packet, render_scope};
 use crate::handoff::packet::SHA256_TOOL;
@@ -197,7 +197,9 @@ fn child_parent_ref(inner: &Arc<Inner>, b: &ChildBuild<'_>) -> ParentRef {
 
 /// The notice channel of a nesting task, created once. Notices are steered into its live run;
 /// one arriving after the run ended reopens the task with it, in the background, so its new
-/// answer reaches its own parent as a notification.
+/// answer reaches its own parent as a notification. A task that cannot be reopened (a one-shot
+/// role, a missing session file) passes a completion on to its own parent instead, so a
+/// background child's result is never dropped because its launcher has ended.
 fn child_sink(inner: &Arc<Inner>, task_id: &str) -> mpsc::UnboundedSender<ParentNotice> {
     let mut sinks = lock(&inner.sinks);
     if let Some(tx) = sinks.get(task_id) {
@@ -210,11 +212,38 @@ fn child_sink(inner: &Arc<Inner>, task_id: &str) -> mpsc::UnboundedSender<Parent
     tokio::spawn(async move {
         while let Some(notice) = rx.recv().await {
             let Some(inner) = weak.upgrade() else { return };
-            let _ = super::reopen::steer_or_reopen(&inner, &id, notice.text(), true).await;
-            drop(notice);
+            let taken = super::reopen::steer_or_reopen(&inner, &id, notice.text(), true).await;
+            if taken.is_err() && !inner.is_closed() && notice.kind == NoticeKind::Completion {
+                pass_up(&inner, &id, notice);
+            }
         }
     });
     tx
+}
+
+/// Hand a completion that ended task `via` could not take to `via`'s own parent: the root's
+/// notice channel, or its parent task's sink (which steers, reopens or passes it up again).
+fn pass_up(inner: &Arc<Inner>, via: &str, notice: ParentNotice) {
+    let parent = inner
+        .handle(via)
+        .map(|h| lock(&h.record).parent_task_id.clone())
+        .or_else(|| {
+            inner
+                .store
+                .load(&inner.root_session_id, via)
+                .ok()
+                .map(|r| r.parent_task_id)
+        });
+    let Some(parent) = parent else {
+        // No record of `via` at all: nothing knows its parent; the root still hears of it.
+        let _ = inner.root_notices.send(notice.passed_up(via));
+        return;
+    };
+    let notice = notice.passed_up(via);
+    let _ = match parent {
+        Some(grandparent) => child_sink(inner, &grandparent).send(notice),
+        None => inner.root_notices.send(notice),
+    };
 }
 
 #[cfg(test)]

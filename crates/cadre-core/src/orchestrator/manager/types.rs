@@ -102,6 +102,18 @@ impl ParentNotice {
         &self.text
     }
 
+    /// The notice handed on to the parent of `via`, the task it was meant for, which has ended
+    /// and cannot take it: said up front so the receiver knows why a task it did not launch
+    /// reports to it.
+    pub(crate) fn passed_up(mut self, via: &str) -> ParentNotice {
+        self.text = format!(
+            "Task {via} launched this task and has ended without taking its result, so it is \
+             passed on to you.\n{}",
+            self.text
+        );
+        self
+    }
+
     /// The notice as a runtime message (Pi's `custom` role, shown and sent as user content).
     pub fn message(&self) -> Message {
         let custom_type = match self.kind {

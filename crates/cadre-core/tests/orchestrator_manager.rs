@@ -1038,6 +1038,47 @@ async fn a_background_result_for_an_ended_one_shot_parent_is_passed_up_to_the_ro
 }
 
 #[tokio::test]
+async fn children_with_the_same_tool_set_share_one_copy_of_its_specs() {
+    type Seen = Vec<(String, Arc<[cadre_protocol::ToolSpec]>)>;
+    let seen: Arc<std::sync::Mutex<Seen>> = Arc::default();
+    let s2 = seen.clone();
+    let h = harness(json!({}), move |r| {
+        s2.lock().unwrap().push((key_of(r), r.tools.clone()));
+        text("done")
+    });
+    for (role, prompt) in [
+        ("lister", "CHILD one"),
+        ("lister", "CHILD two"),
+        ("ro-shell", "CHILD three"),
+        ("ro-shell", "CHILD four"),
+    ] {
+        h.launch(spec(role, prompt)).await.unwrap();
+    }
+    let seen = seen.lock().unwrap();
+    let tools = |key: &str| {
+        seen.iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, t)| t.clone())
+            .unwrap()
+    };
+    assert!(Arc::ptr_eq(&tools("CHILD one"), &tools("CHILD two")));
+    assert!(Arc::ptr_eq(&tools("CHILD three"), &tools("CHILD four")));
+    assert!(!Arc::ptr_eq(&tools("CHILD one"), &tools("CHILD three")));
+    // The shared copy still describes each set's own tools: the read-only shell says so.
+    let bash = tools("CHILD three")
+        .iter()
+        .find(|t| t.name == "bash")
+        .cloned()
+        .unwrap();
+    assert!(
+        bash.description.contains("read-only sandbox"),
+        "{}",
+        bash.description
+    );
+    assert!(tools("CHILD one").iter().all(|t| t.name == "ls"));
+}
+
+#[tokio::test]
 async fn task_output_snapshots_a_running_and_a_finished_task() {
     let started = Arc::new(Notify::new());
     let s2 = started.clone();

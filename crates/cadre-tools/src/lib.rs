@@ -85,6 +85,25 @@ mod tests {
     }
 
     #[test]
+    fn reused_specs_must_name_the_same_tools_in_order() {
+        let mut a = builtin_tools();
+        a.retain_named(&["read".to_string(), "ls".to_string()])
+            .unwrap();
+        let specs = a.specs();
+        let mut b = builtin_tools();
+        b.retain_named(&["read".to_string(), "ls".to_string()])
+            .unwrap();
+        assert!(b.reuse_specs(&specs));
+        assert!(Arc::ptr_eq(&b.specs(), &specs));
+        let mut c = builtin_tools();
+        c.retain_named(&["ls".to_string(), "grep".to_string()])
+            .unwrap();
+        assert!(!c.reuse_specs(&specs));
+        let names: Vec<String> = c.specs().iter().map(|s| s.name.clone()).collect();
+        assert_eq!(names, ["grep", "ls"]);
+    }
+
+    #[test]
     fn builtin_registry_matches_names() {
         let registry = builtin_tools();
         assert_eq!(registry.names(), BUILTIN_TOOL_NAMES);

@@ -112,6 +112,22 @@ impl ToolRegistry {
         )
     }
 
+    /// Take `specs`, built for an earlier registry of the same kind of tools, instead of
+    /// building them again (a fan-out's children share one copy). Ignored, returning false,
+    /// unless they name exactly these tools in this order; the caller vouches that tools of the
+    /// same name here describe themselves the same way.
+    pub fn reuse_specs(&mut self, specs: &Arc<[ToolSpec]>) -> bool {
+        let same = specs.len() == self.tools.len()
+            && specs
+                .iter()
+                .zip(&self.tools)
+                .all(|(spec, tool)| spec.name == tool.name());
+        if same {
+            self.specs = OnceLock::from(Arc::clone(specs));
+        }
+        same
+    }
+
     /// Keep only the named tools. Unknown names are returned as an error listing them, so a
     /// typo never silently widens or empties the set.
     pub fn retain_named(&mut self, names: &[String]) -> Result<(), Vec<String>> {

@@ -119,6 +119,7 @@ pub(crate) fn build_child_agent(
             tools.register(Arc::clone(tool));
         }
     }
+    shared_specs(inner, &b, &mut tools);
     let system_prompt = match b.system_prompt {
         Some(p) => p,
         None => child_system_prompt(b.role, b.skills, &tools.specs(), &b.cwd, &inner.cadre_home),
@@ -139,6 +140,32 @@ pub(crate) fn build_child_agent(
     // The supervisor needs turn and tool boundaries only, not a copy of every delta.
     agent.set_streaming_updates(false);
     Ok((agent, rx))
+}
+
+/// Give `tools` the specs of an earlier child with the same tool set, or make theirs the shared
+/// copy. The specs of the manager's tool objects never change, and a child's own `bash` is
+/// described by its read-only flag, shell policy and plan-file permission alone; a set with an
+/// `Agent` tool (described per depth) or a structured-output tool (per schema) is not shared.
+/// With plan files allowed, a read-only bash names the project's plans directory, so the
+/// working directory is part of the shape.
+fn shared_specs(inner: &Inner, b: &ChildBuild<'_>, tools: &mut ToolRegistry) {
+    if b.structured.is_some() || b.caps.tools.iter().any(|t| t == AGENT_TOOL) {
+        return;
+    }
+    let plans_in = b.role.allow_plan_files.then_some(&b.cwd);
+    let key = format!(
+        "{:?}|{}|{:?}|{:?}",
+        b.caps.tools, b.readonly, b.shell_policy, plans_in
+    );
+    let mut cache = lock(&inner.child_specs);
+    match cache.get(&key) {
+        Some(specs) => {
+            tools.reuse_specs(specs);
+        }
+        None => {
+            cache.insert(key, tools.specs());
+        }
+    }
 }
 
 /// The child's bash: its role's shell policy is checked before every command (S3); a read-only

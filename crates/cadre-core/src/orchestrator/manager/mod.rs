@@ -152,6 +152,9 @@ pub(crate) struct Inner {
     /// Per task id: held while a message is steered into the task or reopens it, so two
     /// messages never both reopen it (the second reaches the run the first started).
     pub continuing: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Tool specs of children by the shape of their tool set (see `child::shared_specs`), so
+    /// the children of a fan-out share one copy instead of building their own.
+    pub child_specs: Mutex<HashMap<String, Arc<[cadre_protocol::ToolSpec]>>>,
     /// Set by [`TaskManager::shutdown`]: the parent is ending, so no run starts any more (L6).
     pub closed: std::sync::atomic::AtomicBool,
     pub me: Weak<Inner>,
@@ -214,6 +217,7 @@ impl TaskManager {
             runs: Mutex::new(HashMap::new()),
             sinks: Mutex::new(HashMap::new()),
             continuing: Mutex::new(HashMap::new()),
+            child_specs: Mutex::new(HashMap::new()),
             closed: std::sync::atomic::AtomicBool::new(false),
             me: me.clone(),
         });

@@ -498,22 +498,21 @@ impl MessageAssembler {
         let Some(current) = self.partial.message().content.get(index).cloned() else {
             return;
         };
+        // The end events of text and thinking carry the block as the partial message already
+        // holds it, so applying them would only copy the text a second time: they go straight
+        // out.
         match (block.kind, current) {
-            (Kind::Text, ContentBlock::Text { text }) => self.emit(
-                AssistantMessageEvent::TextEnd {
+            (Kind::Text, ContentBlock::Text { text }) => {
+                out.push(AssistantMessageEvent::TextEnd {
                     content_index: index,
                     content: text,
-                },
-                out,
-            ),
+                });
+            }
             (Kind::Thinking, ContentBlock::Thinking { thinking, .. }) => {
-                self.emit(
-                    AssistantMessageEvent::ThinkingEnd {
-                        content_index: index,
-                        content: thinking,
-                    },
-                    out,
-                );
+                out.push(AssistantMessageEvent::ThinkingEnd {
+                    content_index: index,
+                    content: thinking,
+                });
                 if let Some(sig) = self.signatures.remove(&index)
                     && let Some(ContentBlock::Thinking { signature, .. }) =
                         self.partial.message.content.get_mut(index)

@@ -3,12 +3,14 @@
 //! One attempt = send the request, check the status, feed the body through the SSE parser into
 //! the wire format's [`Decoder`], forward the resulting deltas. Every await of an attempt is raced
 //! against the cancellation token (so abort is immediate: dropping the reqwest future closes the
-//! connection) and, for network reads, against the idle timeout. Failed attempts are retried as
+//! connection) and, for network reads, against the idle timeout; one [`Watch`] per request holds
+//! both, so a streamed chunk costs no new waiter or timer. Failed attempts are retried as
 //! [`RetryPolicy`] decides, with a `Retry` event before each wait. As in Pi's
 //! `auto_retry_start`, `Retry.attempt` is the number of the retry about to happen (1 for the first)
 //! and `Retry.max_attempts` the most retries there can be (`RetryPolicy::max_attempts - 1`).
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
@@ -17,7 +19,9 @@ use cadre_protocol::{AssistantMessage, AssistantMessageEvent, StopReason};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::anthropic::{self, AnthropicDecoder};
 use crate::error::LlmError;
@@ -132,7 +136,6 @@ struct Ctx<'a> {
     headers: HeaderMap,
     /// Shared, so each attempt's request takes it without copying.
     body: Bytes,
-    cancel: &'a CancellationToken,
     tx: &'a mpsc::Sender<StreamEvent>,
     idle: Duration,
 }
@@ -165,16 +168,19 @@ async fn drive(
     // than hold a second copy for as long as the reply streams.
     let CompletionRequest { model, .. } = req;
     let model = &model;
-    let ctx = match prepare(policy, model, wire, cancel, tx) {
+    let ctx = match prepare(policy, model, wire, tx) {
         Ok(ctx) => ctx,
         Err(e) => return failed(e, empty_message(model)),
     };
+    let mut watch = Watch::new(cancel, ctx.idle);
     let attempts = policy.attempts();
     let mut attempt = 1;
     loop {
         let result = match model.api {
-            Api::AnthropicMessages => run_attempt(&ctx, AnthropicDecoder::new(model)).await,
-            _ => run_attempt(&ctx, OpenAiDecoder::new(model)).await,
+            Api::AnthropicMessages => {
+                run_attempt(&ctx, &mut watch, AnthropicDecoder::new(model)).await
+            }
+            _ => run_attempt(&ctx, &mut watch, OpenAiDecoder::new(model)).await,
         };
         let Failure { error, partial } = match result {
             Ok(mut message) => {
@@ -197,18 +203,8 @@ async fn drive(
             delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
             error,
         };
-        let sent = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => false,
-            r = tx.send(retry) => r.is_ok(),
-        };
-        if !sent {
+        if watch.send(tx, retry).await.is_err() || !watch.pause(delay).await {
             return aborted(empty_message(model));
-        }
-        tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return aborted(empty_message(model)),
-            _ = tokio::time::sleep(delay) => {}
         }
         attempt += 1;
     }
@@ -218,7 +214,6 @@ fn prepare<'a>(
     policy: RetryPolicy,
     model: &'a Model,
     wire: WireRequest,
-    cancel: &'a CancellationToken,
     tx: &'a mpsc::Sender<StreamEvent>,
 ) -> Result<Ctx<'a>, LlmError> {
     let client = http::shared_client()?;
@@ -259,7 +254,6 @@ fn prepare<'a>(
         url: wire.url,
         headers,
         body: wire.body,
-        cancel,
         tx,
         idle: policy.idle_timeout,
     })
@@ -271,16 +265,94 @@ enum Guarded<T> {
     Cancelled,
 }
 
-/// Await `fut` unless the request is cancelled or nothing happens for the idle timeout.
-async fn guarded<F: Future>(ctx: &Ctx<'_>, fut: F) -> Guarded<F::Output> {
-    tokio::select! {
-        biased;
-        _ = ctx.cancel.cancelled() => Guarded::Cancelled,
-        r = tokio::time::timeout(ctx.idle, fut) => match r {
-            Ok(v) => Guarded::Ready(v),
-            Err(_) => Guarded::Idle,
-        },
+/// What every wait of a request races against: its cancellation and a timer. Both are created
+/// once per request and reused by every await of every attempt; a fresh `cancelled()` future and
+/// `timeout` per awaited chunk registered a waiter in the token's tree and a timer-wheel entry
+/// each time and removed both again (SPEC P1). Moving the deadline of a registered timer later
+/// is a single atomic store.
+struct Watch<'a> {
+    cancel: &'a CancellationToken,
+    cancelled: Pin<Box<WaitForCancellationFuture<'a>>>,
+    /// The idle timeout during network reads, the backoff between attempts.
+    timer: Pin<Box<Sleep>>,
+    idle: Duration,
+}
+
+impl<'a> Watch<'a> {
+    fn new(cancel: &'a CancellationToken, idle: Duration) -> Self {
+        Watch {
+            cancel,
+            cancelled: Box::pin(cancel.cancelled()),
+            timer: Box::pin(tokio::time::sleep(idle)),
+            idle,
+        }
     }
+
+    /// Await a network step unless the request is cancelled (checked first) or it makes no
+    /// progress for the idle timeout. The timeout counts from the start of this wait, so time
+    /// the consumer took to accept earlier events never counts as network silence.
+    async fn network<F: Future>(&mut self, fut: F) -> Guarded<F::Output> {
+        self.timer.as_mut().reset(deadline_after(self.idle));
+        tokio::select! {
+            biased;
+            _ = self.cancelled.as_mut() => Guarded::Cancelled,
+            v = fut => Guarded::Ready(v),
+            _ = self.timer.as_mut() => Guarded::Idle,
+        }
+    }
+
+    /// Wait `delay` (a retry backoff); false when the request was cancelled first.
+    async fn pause(&mut self, delay: Duration) -> bool {
+        self.timer.as_mut().reset(deadline_after(delay));
+        tokio::select! {
+            biased;
+            _ = self.cancelled.as_mut() => false,
+            _ = self.timer.as_mut() => true,
+        }
+    }
+
+    /// Hand one event to the consumer; a cancelled request or a closed channel is an abort.
+    async fn send(
+        &mut self,
+        tx: &mpsc::Sender<StreamEvent>,
+        ev: StreamEvent,
+    ) -> Result<(), LlmError> {
+        // Abort wins over an event the consumer could still take.
+        if self.cancel.is_cancelled() {
+            return Err(LlmError::Aborted);
+        }
+        let ev = match tx.try_send(ev) {
+            Ok(()) => return Ok(()),
+            Err(TrySendError::Closed(_)) => return Err(LlmError::Aborted),
+            Err(TrySendError::Full(ev)) => ev,
+        };
+        // The consumer is behind: wait for room, abortable.
+        tokio::select! {
+            biased;
+            _ = self.cancelled.as_mut() => Err(LlmError::Aborted),
+            r = tx.send(ev) => r.map_err(|_| LlmError::Aborted),
+        }
+    }
+
+    /// Forward events to the consumer, in order (see [`Watch::send`]).
+    async fn forward(
+        &mut self,
+        tx: &mpsc::Sender<StreamEvent>,
+        events: &mut Vec<AssistantMessageEvent>,
+    ) -> Result<(), LlmError> {
+        for ev in events.drain(..) {
+            self.send(tx, StreamEvent::Delta(ev)).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The instant `after` from now; a duration too long to represent waits practically forever,
+/// as `tokio::time::sleep` does.
+fn deadline_after(after: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(after)
+        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
 }
 
 impl Ctx<'_> {
@@ -294,27 +366,12 @@ impl Ctx<'_> {
     fn key(&self) -> Option<&str> {
         self.model.api_key.as_deref()
     }
-
-    /// Forward events to the consumer; a closed channel counts as an abort.
-    async fn forward(&self, events: &mut Vec<AssistantMessageEvent>) -> Result<(), LlmError> {
-        for ev in events.drain(..) {
-            tokio::select! {
-                biased;
-                _ = self.cancel.cancelled() => return Err(LlmError::Aborted),
-                r = self.tx.send(StreamEvent::Delta(ev)) => {
-                    if r.is_err() {
-                        return Err(LlmError::Aborted);
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
 /// One attempt: request, status check, streamed body.
 async fn run_attempt<D: Decoder>(
     ctx: &Ctx<'_>,
+    watch: &mut Watch<'_>,
     mut decoder: D,
 ) -> Result<AssistantMessage, Failure> {
     let fail = |error: LlmError, decoder: D| Failure {
@@ -327,7 +384,7 @@ async fn run_attempt<D: Decoder>(
         .headers(ctx.headers.clone())
         .body(ctx.body.clone())
         .send();
-    let mut response = match guarded(ctx, send).await {
+    let mut response = match watch.network(send).await {
         Guarded::Cancelled => return Err(fail(LlmError::Aborted, decoder)),
         Guarded::Idle => return Err(fail(ctx.idle_error(), decoder)),
         Guarded::Ready(Err(e)) => {
@@ -341,7 +398,7 @@ async fn run_attempt<D: Decoder>(
     let status = response.status().as_u16();
     if !(200..300).contains(&status) {
         let retry_after = http::retry_after(response.headers(), SystemTime::now());
-        let body = match read_error_body(ctx, &mut response).await {
+        let body = match read_error_body(watch, &mut response).await {
             Some(b) => b,
             None => return Err(fail(LlmError::Aborted, decoder)),
         };
@@ -351,7 +408,7 @@ async fn run_attempt<D: Decoder>(
 
     if is_json(&response) {
         // The server ignored `stream: true` (or a proxy answered 200 with an error object).
-        let body = read_error_body(ctx, &mut response).await;
+        let body = read_error_body(watch, &mut response).await;
         let Some(body) = body else {
             return Err(fail(LlmError::Aborted, decoder));
         };
@@ -371,13 +428,13 @@ async fn run_attempt<D: Decoder>(
 
     let mut out = Vec::new();
     decoder.begin(&mut out);
-    if let Err(e) = ctx.forward(&mut out).await {
+    if let Err(e) = watch.forward(ctx.tx, &mut out).await {
         return Err(fail(e, decoder));
     }
     let mut parser = SseParser::new();
     let mut events = Vec::new();
     loop {
-        let bytes = match guarded(ctx, response.chunk()).await {
+        let bytes = match watch.network(response.chunk()).await {
             Guarded::Cancelled => return Err(fail(LlmError::Aborted, decoder)),
             Guarded::Idle => return Err(fail(ctx.idle_error(), decoder)),
             Guarded::Ready(Err(e)) => {
@@ -397,8 +454,8 @@ async fn run_attempt<D: Decoder>(
             return Err(fail(error, decoder));
         }
         let mut terminal = false;
-        for ev in events.drain(..) {
-            match decoder.on_event(&ev, &mut out) {
+        for ev in &events {
+            match decoder.on_event(ev, &mut out) {
                 Ok(false) => {}
                 Ok(true) => {
                     terminal = true;
@@ -407,7 +464,9 @@ async fn run_attempt<D: Decoder>(
                 Err(e) => return Err(fail(e, decoder)),
             }
         }
-        if let Err(e) = ctx.forward(&mut out).await {
+        // The next chunk's events are built in these events' buffers.
+        parser.recycle(&mut events);
+        if let Err(e) = watch.forward(ctx.tx, &mut out).await {
             return Err(fail(e, decoder));
         }
         if terminal {
@@ -421,7 +480,7 @@ async fn run_attempt<D: Decoder>(
         return Err(fail(e, decoder));
     }
     let message = decoder.finish(&mut out);
-    match ctx.forward(&mut out).await {
+    match watch.forward(ctx.tx, &mut out).await {
         Ok(()) => Ok(message),
         Err(error) => Err(Failure {
             error,
@@ -432,10 +491,13 @@ async fn run_attempt<D: Decoder>(
 
 /// Read up to [`http::MAX_ERROR_BODY`] bytes of an error response. `None` when cancelled; a
 /// body that stalls or breaks is used as far as it arrived.
-async fn read_error_body(ctx: &Ctx<'_>, response: &mut reqwest::Response) -> Option<String> {
+async fn read_error_body(
+    watch: &mut Watch<'_>,
+    response: &mut reqwest::Response,
+) -> Option<String> {
     let mut body = Vec::new();
     while body.len() < http::MAX_ERROR_BODY {
-        match guarded(ctx, response.chunk()).await {
+        match watch.network(response.chunk()).await {
             Guarded::Cancelled => return None,
             Guarded::Ready(Ok(Some(chunk))) => body.extend_from_slice(&chunk),
             Guarded::Ready(Ok(None)) | Guarded::Ready(Err(_)) | Guarded::Idle => break,
@@ -481,5 +543,172 @@ fn aborted(mut partial: AssistantMessage) -> StreamEvent {
     StreamEvent::Failed {
         error: LlmError::Aborted,
         partial,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod watch_tests {
+    //! The request's one cancellation future and one timer, driven on tokio's paused clock:
+    //! the timer only moves when every task waits, so these are exact, not timing-dependent.
+
+    use super::*;
+
+    const IDLE: Duration = Duration::from_secs(10);
+
+    /// A network step that completes after `d`.
+    async fn step(d: Duration) -> u32 {
+        tokio::time::sleep(d).await;
+        7
+    }
+
+    fn delta(i: usize) -> StreamEvent {
+        StreamEvent::Delta(AssistantMessageEvent::TextStart { content_index: i })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn steady_progress_never_times_out_however_long_the_stream() {
+        let cancel = CancellationToken::new();
+        let mut watch = Watch::new(&cancel, IDLE);
+        // Fifty steps of just under the idle timeout: five times longer than it in total.
+        for _ in 0..50 {
+            let r = watch.network(step(IDLE - Duration::from_millis(1))).await;
+            assert!(matches!(r, Guarded::Ready(7)));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn silence_after_progress_times_out_and_the_timer_rearms() {
+        let cancel = CancellationToken::new();
+        let mut watch = Watch::new(&cancel, IDLE);
+        assert!(matches!(
+            watch.network(step(Duration::from_secs(3))).await,
+            Guarded::Ready(7)
+        ));
+        let start = Instant::now();
+        assert!(matches!(
+            watch.network(std::future::pending::<()>()).await,
+            Guarded::Idle
+        ));
+        // Counted from the start of the silent wait, not from the request's start.
+        assert_eq!(Instant::now() - start, IDLE);
+        // After it fired, the same timer serves the next attempt.
+        assert!(matches!(
+            watch.network(step(IDLE / 2)).await,
+            Guarded::Ready(7)
+        ));
+        let start = Instant::now();
+        assert!(matches!(
+            watch.network(std::future::pending::<()>()).await,
+            Guarded::Idle
+        ));
+        assert_eq!(Instant::now() - start, IDLE);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn time_spent_handing_events_over_is_not_network_silence() {
+        let cancel = CancellationToken::new();
+        let mut watch = Watch::new(&cancel, IDLE);
+        let (tx, mut rx) = mpsc::channel(1);
+        watch.send(&tx, delta(0)).await.unwrap();
+        // The consumer takes the next event only after three idle timeouts.
+        let consumer = tokio::spawn(async move {
+            tokio::time::sleep(IDLE * 3).await;
+            let mut n = 0;
+            while rx.recv().await.is_some() {
+                n += 1;
+            }
+            n
+        });
+        watch.send(&tx, delta(1)).await.unwrap();
+        assert!(matches!(
+            watch.network(step(IDLE / 2)).await,
+            Guarded::Ready(7)
+        ));
+        drop(tx);
+        assert_eq!(consumer.await.unwrap(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn abort_wins_over_a_ready_step_and_ends_a_pending_one() {
+        let cancel = CancellationToken::new();
+        let mut watch = Watch::new(&cancel, IDLE);
+        let trigger = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(IDLE / 2).await;
+            trigger.cancel();
+        });
+        assert!(matches!(
+            watch.network(std::future::pending::<()>()).await,
+            Guarded::Cancelled
+        ));
+        assert!(matches!(
+            watch.network(std::future::ready(1)).await,
+            Guarded::Cancelled
+        ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn sending_stops_on_abort_or_a_closed_channel() {
+        let cancel = CancellationToken::new();
+        let mut watch = Watch::new(&cancel, IDLE);
+        let (tx, rx) = mpsc::channel(1);
+        watch.send(&tx, delta(0)).await.unwrap();
+        // Full channel, nobody reading: the abort ends the wait for room.
+        let trigger = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(IDLE).await;
+            trigger.cancel();
+        });
+        assert!(matches!(
+            watch.send(&tx, delta(1)).await,
+            Err(LlmError::Aborted)
+        ));
+        drop(rx);
+        let fresh = CancellationToken::new();
+        let mut watch = Watch::new(&fresh, IDLE);
+        assert!(matches!(
+            watch.send(&tx, delta(2)).await,
+            Err(LlmError::Aborted)
+        ));
+        // Room in the channel does not let an event past an abort.
+        let (tx, mut rx) = mpsc::channel(4);
+        fresh.cancel();
+        assert!(matches!(
+            watch.send(&tx, delta(3)).await,
+            Err(LlmError::Aborted)
+        ));
+        assert!(rx.try_recv().is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn backoff_waits_its_delay_unless_aborted() {
+        let cancel = CancellationToken::new();
+        let mut watch = Watch::new(&cancel, IDLE);
+        let start = Instant::now();
+        assert!(watch.pause(IDLE * 3).await);
+        assert_eq!(Instant::now() - start, IDLE * 3);
+        // The timer is back to the idle timeout for the next network step.
+        assert!(matches!(
+            watch.network(step(IDLE - Duration::from_millis(1))).await,
+            Guarded::Ready(7)
+        ));
+        let trigger = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(IDLE).await;
+            trigger.cancel();
+        });
+        assert!(!watch.pause(IDLE * 100).await);
+    }
+
+    #[test]
+    fn an_unrepresentable_deadline_is_far_away_instead_of_a_panic() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            assert!(deadline_after(Duration::MAX) > Instant::now() + IDLE);
+        });
     }
 }

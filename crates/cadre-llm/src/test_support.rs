@@ -59,8 +59,8 @@ pub fn decode<D: Decoder>(mut decoder: D, chunks: &[&[u8]]) -> Decoded {
     let mut events = Vec::new();
     for chunk in chunks {
         parser.push(chunk, &mut events).unwrap();
-        for ev in events.drain(..) {
-            match decoder.on_event(&ev, &mut out) {
+        for ev in &events {
+            match decoder.on_event(ev, &mut out) {
                 Ok(false) => {}
                 Ok(true) => return finish(decoder, out),
                 Err(e) => {
@@ -69,6 +69,8 @@ pub fn decode<D: Decoder>(mut decoder: D, chunks: &[&[u8]]) -> Decoded {
                 }
             }
         }
+        // As the client does: later events are built in these events' buffers.
+        parser.recycle(&mut events);
     }
     finish(decoder, out)
 }

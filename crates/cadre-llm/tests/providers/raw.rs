@@ -151,6 +151,43 @@ async fn terminal_event_ends_the_reply_even_if_the_connection_stays_open() {
 }
 
 #[tokio::test]
+async fn a_stream_that_stalls_after_progress_times_out_and_the_retry_completes() {
+    // Everything up to the first text delta, then silence on an open connection.
+    let cut = ANTHROPIC_DONE.find("event: content_block_stop").unwrap();
+    let stalled = sse_ok(&ANTHROPIC_DONE[..cut], true);
+    let policy = RetryPolicy {
+        idle_timeout: Duration::from_millis(300),
+        max_attempts: 1,
+        ..fast_policy()
+    };
+    let (base, _) = serve(vec![stalled.clone()]).await;
+    let m = model_at(&base, Api::AnthropicMessages).await;
+    let out = run_with(policy, request(m, "x")).await;
+    let (err, partial) = out.failed();
+    assert!(matches!(err, LlmError::IdleTimeout { .. }), "{err}");
+    assert_eq!(
+        partial.text(),
+        "hi",
+        "what arrived before the stall is kept"
+    );
+    // The retry reuses the request's timer after it fired; the second attempt completes.
+    let (base, count) = serve(vec![stalled, sse_ok(ANTHROPIC_DONE, false)]).await;
+    let m = model_at(&base, Api::AnthropicMessages).await;
+    let out = run_with(
+        RetryPolicy {
+            max_attempts: 2,
+            ..policy
+        },
+        request(m, "x"),
+    )
+    .await;
+    assert_eq!(out.done().text(), "hi");
+    assert_eq!(out.retries.len(), 1);
+    assert!(matches!(out.retries[0].3, LlmError::IdleTimeout { .. }));
+    assert_eq!(count.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
 async fn crlf_framing_comments_and_event_names_are_understood() {
     let openai = OPENAI_DONE.replace("\n", "\r\n");
     let openai = format!(": OPENROUTER PROCESSING\r\n\r\nevent: chunk\r\n{openai}");

@@ -41,15 +41,26 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
+/// How far a rewrite must survive. Either way readers never see a torn file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durable {
+    /// fdatasync before the rename: the new contents survive a power loss or kernel crash.
+    AgainstPowerLoss,
+    /// No flush: the new contents survive the death of the process (`kill -9`, a panic, OOM)
+    /// through the page cache, like appended session lines; a power loss may bring back the
+    /// previous version. A flush costs a disk write and, in a VM, an exit to the hypervisor.
+    AgainstProcessDeath,
+}
+
 /// [`atomic_write`] for a file that is rewritten again and again (task records, task outputs):
-/// the same guarantees (temp file, fsync, rename), but the version it replaces is kept beside it as
+/// the same guarantees (temp file, fsync as `durable` asks, rename), but the version it replaces is kept beside it as
 /// `.<file>.spare` and becomes the temp file of the next rewrite. So after its first two writes a
 /// file is rewritten without creating or freeing an inode. That matters beyond the saved syscalls:
 /// on ext4 without a journal every new inode is searched for past the inodes freed in the last
 /// few minutes, so a fan-out that freed two inodes per task made each later task slower
 /// (SPEC P1). The swap is `renameat2(RENAME_EXCHANGE)`; where the file system lacks it, or the
 /// file does not exist yet, this is a plain rename.
-pub fn atomic_rewrite(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub fn atomic_rewrite(path: &Path, bytes: &[u8], durable: Durable) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -62,10 +73,10 @@ pub fn atomic_rewrite(path: &Path, bytes: &[u8]) -> io::Result<()> {
     // Claiming the spare by renaming it to our own temp name is atomic: two writers never share
     // it. Without one (first rewrite, or another writer holds it) a new temp file is created.
     let claimed = fs::rename(&spare, &tmp).is_ok();
-    let mut result = fill(&tmp, bytes, claimed);
+    let mut result = fill(&tmp, bytes, claimed, durable);
     if !claimed && matches!(&result, Err(e) if e.kind() == io::ErrorKind::NotFound) {
         fs::create_dir_all(dir)?;
-        result = fill(&tmp, bytes, false);
+        result = fill(&tmp, bytes, false, durable);
     }
     let result = result.and_then(|()| swap_in(&tmp, path, &spare));
     if result.is_err() {
@@ -79,8 +90,9 @@ pub fn spare_path(dir: &Path, name: &OsStr) -> PathBuf {
     dir.join(format!(".{}.spare", name.to_string_lossy()))
 }
 
-/// Write `bytes` to `tmp` (a claimed spare, overwritten in place, or a new file) and fsync it.
-fn fill(tmp: &Path, bytes: &[u8], reuse: bool) -> io::Result<()> {
+/// Write `bytes` to `tmp` (a claimed spare, overwritten in place, or a new file), flushed to the
+/// disk when `durable` asks for it.
+fn fill(tmp: &Path, bytes: &[u8], reuse: bool, durable: Durable) -> io::Result<()> {
     let mut f = if reuse {
         OpenOptions::new().write(true).open(tmp)?
     } else {
@@ -92,9 +104,12 @@ fn fill(tmp: &Path, bytes: &[u8], reuse: bool) -> io::Result<()> {
     if reuse {
         f.set_len(bytes.len() as u64)?;
     }
-    // fdatasync: the contents and what reading them needs (size, block map) reach the disk;
-    // timestamps may lag, which saves an inode write on every rewrite of a same-sized record.
-    f.sync_data()
+    match durable {
+        // fdatasync: the contents and what reading them needs (size, block map) reach the
+        // disk; timestamps may lag, which saves an inode write on a same-sized rewrite.
+        Durable::AgainstPowerLoss => f.sync_data(),
+        Durable::AgainstProcessDeath => Ok(()),
+    }
 }
 
 /// Put the written `tmp` in place of `path`; the old version becomes the spare when none exists.
@@ -267,7 +282,7 @@ mod tests {
     #[test]
     fn rejects_paths_without_a_file_name() {
         assert!(atomic_write(Path::new("/"), b"x").is_err());
-        assert!(atomic_rewrite(Path::new("/"), b"x").is_err());
+        assert!(atomic_rewrite(Path::new("/"), b"x", Durable::AgainstPowerLoss).is_err());
     }
 
     fn names(dir: &Path) -> Vec<String> {
@@ -283,14 +298,14 @@ mod tests {
     fn rewrite_creates_then_keeps_the_previous_version_as_the_spare() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("a/b/task.json");
-        atomic_rewrite(&path, b"one").unwrap();
+        atomic_rewrite(&path, b"one", Durable::AgainstPowerLoss).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"one");
         assert_eq!(names(path.parent().unwrap()), ["task.json"]);
-        atomic_rewrite(&path, b"two, longer").unwrap();
+        atomic_rewrite(&path, b"two, longer", Durable::AgainstPowerLoss).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"two, longer");
         let spare = spare_path(path.parent().unwrap(), OsStr::new("task.json"));
         assert_eq!(fs::read(&spare).unwrap(), b"one");
-        atomic_rewrite(&path, b"3").unwrap();
+        atomic_rewrite(&path, b"3", Durable::AgainstPowerLoss).unwrap();
         // The spare was overwritten in place: no stale tail of the longer text.
         assert_eq!(fs::read(&path).unwrap(), b"3");
         assert_eq!(fs::read(&spare).unwrap(), b"two, longer");
@@ -305,8 +320,8 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("f");
-        atomic_rewrite(&path, b"a").unwrap();
-        atomic_rewrite(&path, b"b").unwrap();
+        atomic_rewrite(&path, b"a", Durable::AgainstPowerLoss).unwrap();
+        atomic_rewrite(&path, b"b", Durable::AgainstPowerLoss).unwrap();
         let inodes = || {
             let mut v: Vec<u64> = fs::read_dir(tmp.path())
                 .unwrap()
@@ -317,7 +332,13 @@ mod tests {
         };
         let before = inodes();
         for i in 0..10 {
-            atomic_rewrite(&path, format!("round {i}").as_bytes()).unwrap();
+            // Either durability: the flush changes nothing about the files used.
+            let durable = if i % 2 == 0 {
+                Durable::AgainstPowerLoss
+            } else {
+                Durable::AgainstProcessDeath
+            };
+            atomic_rewrite(&path, format!("round {i}").as_bytes(), durable).unwrap();
             assert_eq!(inodes(), before);
         }
         assert_eq!(fs::read(&path).unwrap(), b"round 9");
@@ -327,14 +348,14 @@ mod tests {
     fn concurrent_rewriters_each_leave_a_whole_file_and_no_temp_files() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("f");
-        atomic_rewrite(&path, b"start").unwrap();
+        atomic_rewrite(&path, b"start", Durable::AgainstPowerLoss).unwrap();
         let handles: Vec<_> = (0..8)
             .map(|i| {
                 let path = path.clone();
                 std::thread::spawn(move || {
                     for round in 0..20 {
                         let body = vec![b'a' + i as u8; 1024 + 512 * (round % 3)];
-                        atomic_rewrite(&path, &body).unwrap();
+                        atomic_rewrite(&path, &body, Durable::AgainstPowerLoss).unwrap();
                     }
                 })
             })
@@ -355,7 +376,8 @@ mod tests {
         let file = tmp.path().join("plain");
         fs::write(&file, b"keep").unwrap();
         // The parent is a file: neither the temp file nor the parent can be created.
-        let err = atomic_rewrite(&file.join("task.json"), b"x").unwrap_err();
+        let err =
+            atomic_rewrite(&file.join("task.json"), b"x", Durable::AgainstPowerLoss).unwrap_err();
         assert!(
             err.raw_os_error() == Some(libc::ENOTDIR) || err.kind() == io::ErrorKind::NotADirectory
         );
@@ -367,13 +389,13 @@ mod tests {
     fn a_spare_claimed_by_a_dead_writer_is_replaced_by_a_new_temp_file() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("f");
-        atomic_rewrite(&path, b"one").unwrap();
-        atomic_rewrite(&path, b"two").unwrap();
+        atomic_rewrite(&path, b"one", Durable::AgainstPowerLoss).unwrap();
+        atomic_rewrite(&path, b"two", Durable::AgainstPowerLoss).unwrap();
         // A writer that claimed the spare and died leaves only its temp file; the next rewrite
         // creates its own and leaves a spare again.
         let spare = spare_path(tmp.path(), OsStr::new("f"));
         fs::rename(&spare, tmp.path().join(".f.999999.dead.tmp")).unwrap();
-        atomic_rewrite(&path, b"three").unwrap();
+        atomic_rewrite(&path, b"three", Durable::AgainstPowerLoss).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"three");
         assert_eq!(fs::read(&spare).unwrap(), b"two");
     }

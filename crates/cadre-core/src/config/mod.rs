@@ -8,7 +8,7 @@ pub mod trust;
 
 use std::path::PathBuf;
 
-pub use fsutil::{atomic_rewrite, atomic_write};
+pub use fsutil::{Durable, atomic_rewrite, atomic_write};
 pub use paths::{CadreHome, project_config_dir, project_root};
 pub use settings::{LoadedSettings, Settings, load_settings};
 pub use trust::TrustStore;

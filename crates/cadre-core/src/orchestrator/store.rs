@@ -2,8 +2,8 @@
 //!
 //! Layout: `<tasks_dir>/<root-session-id>/<task-id>/task.json` (the authoritative record) and
 //! `output.md` (the task's whole final text, written when there is one). Both are only ever
-//! replaced atomically (temp file, fsync, rename), so after a crash at any point every `task.json`
-//! parses and every output that was reported is on disk. Each keeps its previous version as a
+//! replaced atomically (temp file, rename; the record also fsynced), so after a crash at any point
+//! every `task.json` parses and every output that was reported is on disk. Each keeps its previous version as a
 //! hidden `.spare` file that the next rewrite reuses ([`atomic_rewrite`]), so a task costs the
 //! same few inodes however often its record changes. A crash can leave a temp file behind;
 //! [`TaskStore::recover_orphans`] sweeps those whose writer is gone.
@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime};
 
 use cadre_protocol::{TaskPhase, TaskRecord, TaskStatus};
 
-use crate::config::atomic_rewrite;
+use crate::config::{Durable, atomic_rewrite};
 
 /// The record file in a task directory.
 pub const TASK_FILE: &str = "task.json";
@@ -34,6 +34,12 @@ pub const ORPHANED: &str = "orphaned";
 /// What separates a continuation's output from the earlier output in `output.md` (O2). Blank lines
 /// around it keep Markdown from reading the `---` as a heading underline of the line above.
 pub const CONTINUATION_SEPARATOR: &str = "\n\n---\n\n";
+
+/// Outputs are flushed as far as the conversation that produced them: session files are
+/// appended without fsync, so an output survives what the parent's copy of it survives (process
+/// death: `kill -9`, a panic, OOM), and the record, flushed on every write (O12), stays the one
+/// file that also survives a power loss. A flush per output cost a disk write per task.
+const OUTPUT_DURABILITY: Durable = Durable::AgainstProcessDeath;
 
 /// Room for a pretty-printed task record besides its prompt (a typical one is about 2 KiB).
 const RECORD_CAPACITY: usize = 3 * 1024;
@@ -218,7 +224,7 @@ impl TaskStore {
             message: e.to_string(),
         })?;
         json.push(b'\n');
-        write_file(&path, &json)
+        write_file(&path, &json, Durable::AgainstPowerLoss)
     }
 
     /// Read one record. The record must name the directory it lives in.
@@ -303,7 +309,7 @@ impl TaskStore {
     /// Replace the task's output atomically.
     pub fn write_output(&self, root: &str, id: &str, text: &str) -> Result<(), StoreError> {
         let path = self.output_path(root, id)?;
-        write_file(&path, text.as_bytes())
+        write_file(&path, text.as_bytes(), OUTPUT_DURABILITY)
     }
 
     /// Add a continuation's output after a `---` line (O2), by atomically replacing the file with
@@ -312,7 +318,11 @@ impl TaskStore {
     pub fn append_output(&self, root: &str, id: &str, text: &str) -> Result<(), StoreError> {
         let path = self.output_path(root, id)?;
         let old = self.read_output(root, id)?;
-        write_file(&path, join_continuation(&old, text).as_bytes())
+        write_file(
+            &path,
+            join_continuation(&old, text).as_bytes(),
+            OUTPUT_DURABILITY,
+        )
     }
 
     /// Start-up recovery (O13): every record still `running` whose owner process is missing or
@@ -516,8 +526,8 @@ fn validate_id(what: &'static str, value: &str) -> Result<(), StoreError> {
     }
 }
 
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    atomic_rewrite(path, bytes).map_err(|source| StoreError::Write {
+fn write_file(path: &Path, bytes: &[u8], durable: Durable) -> Result<(), StoreError> {
+    atomic_rewrite(path, bytes, durable).map_err(|source| StoreError::Write {
         path: path.to_path_buf(),
         source,
     })

@@ -132,7 +132,8 @@ struct Failure {
 struct Ctx<'a> {
     client: reqwest::Client,
     model: &'a Model,
-    url: String,
+    /// Parsed once: each attempt's request takes a copy instead of parsing the text again.
+    url: reqwest::Url,
     headers: HeaderMap,
     /// Shared, so each attempt's request takes it without copying.
     body: Bytes,
@@ -218,7 +219,7 @@ fn prepare<'a>(
 ) -> Result<Ctx<'a>, LlmError> {
     let client = http::shared_client()?;
     // A malformed base URL is a configuration error, not a connection problem to retry.
-    reqwest::Url::parse(&wire.url).map_err(|e| {
+    let url = reqwest::Url::parse(&wire.url).map_err(|e| {
         LlmError::Fatal(format!(
             "{}: invalid base URL {:?}: {e}",
             model.full_name(),
@@ -251,7 +252,7 @@ fn prepare<'a>(
     Ok(Ctx {
         client,
         model,
-        url: wire.url,
+        url,
         headers,
         body: wire.body,
         tx,
@@ -380,7 +381,7 @@ async fn run_attempt<D: Decoder>(
     };
     let send = ctx
         .client
-        .post(&ctx.url)
+        .post(ctx.url.clone())
         .headers(ctx.headers.clone())
         .body(ctx.body.clone())
         .send();

@@ -194,7 +194,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         // Text mode prints only the final answer and the fork mirror reads only message ends:
         // no one reads `message_update`, and each copies the reply so far (a reply that
         // launches N tasks would cost N² copies).
-        agent.set_streaming_updates(false);
+        agent.set_event_detail(cadre_core::agent::EventDetail::NoUpdates);
     }
     let printer = events_rx.map(|rx| tokio::spawn(print_events(rx)));
 

@@ -1410,6 +1410,58 @@ async fn a_task_of_an_earlier_process_is_continued_from_disk() {
     assert_eq!(h.record(&o.task_id).usage.turns, 2);
 }
 
+/// The kinds of the events an agent with `detail` sends over one run: an `ls` call, then text.
+async fn event_kinds(detail: cadre_core::agent::EventDetail) -> Vec<&'static str> {
+    let h = harness(json!({}), |r| match turn(r) {
+        0 => call("ls", json!({})),
+        _ => text("done"),
+    });
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut agent = Agent::new(
+        AgentConfig {
+            system_prompt: String::new(),
+            tools: cadre_tools::builtin_tools(),
+            ..root_config(&h, &h.root, Some(tx))
+        },
+        Vec::new(),
+        None,
+    );
+    agent.set_event_detail(detail);
+    guarded(agent.prompt("ROOT quiet")).await.unwrap();
+    drop(agent);
+    let mut kinds = Vec::new();
+    while let Some(e) = rx.recv().await {
+        kinds.push(match e {
+            AgentEvent::TurnStart => "turn_start",
+            AgentEvent::TurnEnd { .. } => "turn_end",
+            AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
+            _ => "other",
+        });
+    }
+    kinds
+}
+
+#[tokio::test]
+async fn a_supervised_agent_sends_only_turn_and_tool_ends() {
+    use cadre_core::agent::EventDetail;
+    assert_eq!(
+        event_kinds(EventDetail::Supervisor).await,
+        [
+            "turn_start",
+            "tool_execution_end",
+            "turn_end",
+            "turn_start",
+            "turn_end"
+        ]
+    );
+    // The other levels send these and more.
+    for detail in [EventDetail::All, EventDetail::NoUpdates] {
+        let kinds = event_kinds(detail).await;
+        assert!(kinds.contains(&"other"), "{detail:?}");
+        assert_eq!(kinds.iter().filter(|k| **k == "turn_end").count(), 2);
+    }
+}
+
 #[tokio::test]
 async fn an_agent_without_streaming_updates_still_reports_boundaries() {
     let h = harness(json!({}), |r| match turn(r) {
@@ -1426,7 +1478,7 @@ async fn an_agent_without_streaming_updates_still_reports_boundaries() {
         Vec::new(),
         None,
     );
-    agent.set_streaming_updates(false);
+    agent.set_event_detail(cadre_core::agent::EventDetail::NoUpdates);
     guarded(agent.prompt("ROOT quiet")).await.unwrap();
     drop(agent);
     let mut kinds = Vec::new();

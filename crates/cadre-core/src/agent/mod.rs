@@ -33,6 +33,7 @@ use cadre_tools::ToolRegistry;
 use tokio::sync::mpsc;
 
 pub use controller::AgentController;
+pub use emit::EventDetail;
 pub use repair::repair_history;
 pub use run::Agent;
 

@@ -11,7 +11,7 @@ use cadre_protocol::{
 use tokio_util::sync::CancellationToken;
 
 use super::controller::{AgentController, Shared};
-use super::emit::Emitter;
+use super::emit::{Emitter, EventDetail};
 use super::repair::{repair_history, unexecuted_result};
 use super::stream::stream_reply;
 use super::tools::{OPERATION_ABORTED, ToolEnv, execute_tool_calls, refuse_all};
@@ -140,11 +140,9 @@ impl Agent {
         self.gate = Some(gate);
     }
 
-    /// Turn `message_update` and `tool_execution_update` events off (or on again). Each copies
-    /// the message or tool output so far; a listener that needs only message, turn and tool
-    /// boundaries, such as a task supervisor, should not pay for them.
-    pub fn set_streaming_updates(&mut self, on: bool) {
-        self.emitter = self.emitter.clone().with_updates(on);
+    /// Which events this agent builds (see [`EventDetail`]); every event by default.
+    pub fn set_event_detail(&mut self, detail: EventDetail) {
+        self.emitter = self.emitter.clone().with_detail(detail);
     }
 
     pub fn set_system_prompt(&mut self, system_prompt: String) {
@@ -208,7 +206,7 @@ impl Agent {
         };
         let first_index = self.messages.len();
         self.emitter.emit(AgentEvent::AgentStart);
-        self.emitter.emit(AgentEvent::TurnStart);
+        self.emitter.emit_boundary_with(|| AgentEvent::TurnStart);
 
         let had_prompt = !prompts.is_empty();
         for message in prompts {
@@ -233,7 +231,7 @@ impl Agent {
             let mut more_tool_calls = true;
             while more_tool_calls || !pending.is_empty() {
                 if outcome.turns > 0 {
-                    self.emitter.emit(AgentEvent::TurnStart);
+                    self.emitter.emit_boundary_with(|| AgentEvent::TurnStart);
                 }
                 for message in pending.drain(..) {
                     self.add(message);
@@ -313,7 +311,7 @@ impl Agent {
         for result in &results {
             self.add(Message::ToolResult(result.clone()));
         }
-        self.emitter.emit_with(|| AgentEvent::TurnEnd {
+        self.emitter.emit_boundary_with(|| AgentEvent::TurnEnd {
             message: Message::Assistant(reply.clone()),
             tool_results: results,
         });

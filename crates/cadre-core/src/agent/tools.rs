@@ -65,7 +65,7 @@ fn result_value(output: &ToolOutput) -> Value {
 }
 
 fn emit_end(emitter: &Emitter, call: &ToolCall, output: &ToolOutput) {
-    emitter.emit_with(|| AgentEvent::ToolExecutionEnd {
+    emitter.emit_boundary_with(|| AgentEvent::ToolExecutionEnd {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
         result: result_value(output),

@@ -19,7 +19,7 @@ use super::structured::{
     STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, StructuredOutputTool, StructuredSlot,
 };
 use super::types::{LaunchError, NoticeKind, ParentNotice, ParentRef, TaskSpec};
-use crate::agent::{Agent, AgentConfig};
+use crate::agent::{Agent, AgentConfig, EventDetail};
 use crate::handoff::contract::{render_packet, render_scope};
 use crate::handoff::packet::SHA256_TOOL;
 use crate::orchestrator::capability::{AGENT_TOOL, CapabilitySet};
@@ -137,8 +137,9 @@ pub(crate) fn build_child_agent(
     };
     let mut agent = Agent::new(config, b.history, Some(b.session));
     let _ = stop.set(agent.controller());
-    // The supervisor needs turn and tool boundaries only, not a copy of every delta.
-    agent.set_streaming_updates(false);
+    // The supervisor acts on turn ends and tool ends only: no copies of deltas, messages or
+    // the conversation for events it would drop.
+    agent.set_event_detail(EventDetail::Supervisor);
     Ok((agent, rx))
 }
 

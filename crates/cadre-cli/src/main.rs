@@ -33,6 +33,10 @@ use clap::Parser;
 
 use args::{Cli, Command};
 
+/// See the `mimalloc` entry in Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     // The hidden re-exec entry points, handled before any parsing or thread: the sandbox of
     // read-only roles' bash (S2), and the supervisor that ends a bash command when cadre dies.

@@ -416,7 +416,9 @@ impl TaskStore {
             }
         }
         for root in roots {
-            // Fails (and is meant to) while the root still holds other tasks.
+            // Both fail (and are meant to) while a stop request is pending or the root still
+            // holds other tasks.
+            let _ = fs::remove_dir(self.dir.join(&root).join(STOP_REQUESTS_DIR));
             let _ = fs::remove_dir(self.dir.join(root));
         }
         cleanup
@@ -964,6 +966,27 @@ mod tests {
         r.phase = TaskPhase::Terminal;
         r.ended_at = ended.map(timestamp);
         r
+    }
+
+    #[test]
+    fn cleanup_removes_an_emptied_root_with_its_stop_request_directory() {
+        let (_tmp, s) = store();
+        let now = SystemTime::now();
+        let old = now - Duration::from_secs(86_400 * 10);
+        s.create(&mut finished("old", TaskStatus::Completed, Some(old)))
+            .unwrap();
+        let requests = s.stop_requests_dir(ROOT).unwrap();
+        fs::create_dir_all(&requests).unwrap();
+        // A pending request keeps the root.
+        fs::write(requests.join("other"), b"{}").unwrap();
+        assert_eq!(s.cleanup(7, now).removed.len(), 1);
+        assert!(requests.join("other").exists());
+        // Without one, the emptied root goes with its request directory.
+        fs::remove_file(requests.join("other")).unwrap();
+        s.create(&mut finished("old2", TaskStatus::Completed, Some(old)))
+            .unwrap();
+        assert_eq!(s.cleanup(7, now).removed.len(), 1);
+        assert!(!s.dir().join(ROOT).exists());
     }
 
     #[test]

@@ -52,6 +52,15 @@ fn role(name: &str, tools: &[&str]) -> RoleDef {
     }
 }
 
+/// A reply launching `prompt` as a background `lister` child.
+fn background_lister(description: &str, prompt: &str) -> Reply {
+    call(
+        "Agent",
+        json!({"description": description, "prompt": prompt, "subagent_type": "lister",
+               "run_in_background": true}),
+    )
+}
+
 fn test_roles() -> Vec<RoleDef> {
     vec![
         role("lister", &["ls"]),
@@ -355,11 +364,7 @@ async fn background_completion_reaches_an_idle_parent_exactly_once() {
                 return text("root saw notification");
             }
             if turn(r) == 0 {
-                return call(
-                    "Agent",
-                    json!({"description": "bg job", "prompt": "CHILD bg",
-                           "subagent_type": "lister", "run_in_background": true}),
-                );
+                return background_lister("bg job", "CHILD bg");
             }
             return text("root waiting");
         }
@@ -966,11 +971,7 @@ async fn a_nested_background_result_goes_to_its_direct_parent() {
     let gate = Arc::new(Notify::new());
     let g2 = gate.clone();
     let mut h = harness(json!({}), move |r| match (key_of(r).as_str(), turn(r)) {
-        ("CHILD mid", 0) => call(
-            "Agent",
-            json!({"description": "gc", "prompt": "CHILD gc", "subagent_type": "lister",
-                       "run_in_background": true}),
-        ),
+        ("CHILD mid", 0) => background_lister("gc", "CHILD gc"),
         ("CHILD mid", _) if last_text(r).contains("<task-id>") => {
             text(&format!("mid got: {}", last_text(r).contains("gc result")))
         }
@@ -999,11 +1000,7 @@ async fn a_background_result_for_an_ended_one_shot_parent_is_passed_up_to_the_ro
     let gate = Arc::new(Notify::new());
     let g2 = gate.clone();
     let mut h = harness(json!({}), move |r| match (key_of(r).as_str(), turn(r)) {
-        ("CHILD once", 0) => call(
-            "Agent",
-            json!({"description": "gc", "prompt": "CHILD late", "subagent_type": "lister",
-                       "run_in_background": true}),
-        ),
+        ("CHILD once", 0) => background_lister("gc", "CHILD late"),
         ("CHILD once", _) => text("once done"),
         ("CHILD late", _) => Reply {
             gate: Some(g2.clone()),
@@ -1116,11 +1113,7 @@ async fn a_nested_background_result_is_steered_into_a_running_parent() {
     let gate = Arc::new(Notify::new());
     let g2 = gate.clone();
     let mut h = harness(json!({}), move |r| match (key_of(r).as_str(), turn(r)) {
-        ("CHILD mid", 0) => call(
-            "Agent",
-            json!({"description": "gc", "prompt": "CHILD gc", "subagent_type": "lister",
-                   "run_in_background": true}),
-        ),
+        ("CHILD mid", 0) => background_lister("gc", "CHILD gc"),
         ("CHILD mid", 1) => Reply {
             gate: Some(g2.clone()),
             ..call("ls", json!({}))

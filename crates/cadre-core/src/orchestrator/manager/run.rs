@@ -565,7 +565,18 @@ async fn finish(
         drop(guard);
         None
     };
-    // Listeners see the end before any waiter wakes.
+    announce_end(inner, h, &record, notice);
+}
+
+/// Make a recorded end known, in the order every end keeps: listeners see it before any waiter
+/// wakes, then the parent gets the notice of a background task, then the task leaves the live
+/// set. Shared by a run's normal end and the end recorded for a run that panicked.
+pub(crate) fn announce_end(
+    inner: &Arc<Inner>,
+    h: &Arc<TaskHandle>,
+    record: &cadre_protocol::TaskRecord,
+    notice: Option<ParentNotice>,
+) {
     let _ = inner.events.send(TaskEvent::Ended {
         task_id: record.id.clone(),
         status: record.status,

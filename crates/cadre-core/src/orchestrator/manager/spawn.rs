@@ -14,8 +14,8 @@ use cadre_protocol::TaskPhase;
 
 use super::Inner;
 use super::handle::{RunState, TaskHandle, lock};
-use super::run::completion_text;
-use super::types::{NoticeKind, ParentNotice, TaskEvent};
+use super::run::{announce_end, completion_text};
+use super::types::{NoticeKind, ParentNotice};
 use crate::handoff::build_receipt;
 use crate::orchestrator::lifecycle::FinalFacts;
 use crate::orchestrator::store::timestamp;
@@ -99,14 +99,5 @@ fn end_after_panic(inner: &Arc<Inner>, h: &Arc<TaskHandle>, why: &str) {
             Some(inner.pending.guard()),
         )
     });
-    let _ = inner.events.send(TaskEvent::Ended {
-        task_id: record.id.clone(),
-        status: record.status,
-        termination: record.termination,
-    });
-    h.set_state(RunState::Ended);
-    if let Some(notice) = notice {
-        let _ = h.notices.send(notice);
-    }
-    inner.retire(h);
+    announce_end(inner, h, &record, notice);
 }

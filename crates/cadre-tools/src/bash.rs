@@ -5,6 +5,7 @@
 //! stderr share one pipe, so the output interleaves exactly as in a terminal. The output keeps its
 //! tail (last 2000 lines / 50 KiB, like Pi); once it outgrows that, the full output streams to a
 //! file in the artifacts directory, and memory stays bounded however much the command prints.
+//! That file is capped too: past 16 MiB it keeps the first and last 8 MiB (`full_output`).
 //!
 //! Where the process has a supervisor (the cadre binary sets one, see [`crate::supervise`]), the
 //! command runs under `<cadre> __supervise`, which kills the command's whole group if cadre dies
@@ -17,8 +18,7 @@
 //! refuses to run it at all where Landlock is unavailable.
 
 use std::ffi::{OsStr, OsString};
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -34,6 +34,7 @@ use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
 use crate::args::{ArgError, Args};
+use crate::full_output::{DEFAULT_FULL_OUTPUT_CAP, FullOutput};
 use crate::registry::{Tool, ToolContext, ToolOutput};
 use crate::sandbox::{
     SandboxConfig, SandboxStatus, ensure_scratch_dir, landlock_status, sandbox_args,
@@ -542,6 +543,7 @@ fn finish(sink: OutputSink, ending: Ending, timeout: Option<Duration>) -> ToolOu
         details["truncation"] = json!(report.truncation);
         if let Some(path) = &report.full_output_path {
             details["fullOutputPath"] = json!(path.to_string_lossy());
+            details["fullOutputDroppedBytes"] = json!(report.full_output_dropped);
         }
     }
     ToolOutput {
@@ -575,14 +577,18 @@ struct OutputSink {
     /// Everything while within the limits; afterwards at least the last `limits.max_bytes + 4`
     /// bytes (enough for a tail truncation and one partial UTF-8 character).
     tail: Vec<u8>,
-    spill: Option<(PathBuf, BufWriter<File>)>,
+    spill: Option<FullOutput>,
     spill_error: Option<String>,
+    /// The most output bytes the full-output file keeps (see [`crate::full_output`]).
+    full_output_cap: u64,
 }
 
 struct SinkReport {
     text: String,
     truncation: Truncation,
     full_output_path: Option<PathBuf>,
+    /// Bytes of output the full-output file had to drop to stay within its cap.
+    full_output_dropped: u64,
 }
 
 impl OutputSink {
@@ -598,7 +604,15 @@ impl OutputSink {
             tail: Vec::new(),
             spill: None,
             spill_error: None,
+            full_output_cap: DEFAULT_FULL_OUTPUT_CAP,
         }
+    }
+
+    /// Keep at most `cap` bytes of output in the full-output file.
+    #[cfg(test)]
+    fn with_full_output_cap(mut self, cap: u64) -> Self {
+        self.full_output_cap = cap;
+        self
     }
 
     fn total_lines(&self) -> u64 {
@@ -643,8 +657,8 @@ impl OutputSink {
             return;
         }
         match &mut self.spill {
-            Some((_, file)) => {
-                if let Err(e) = file.write_all(data) {
+            Some(full) => {
+                if let Err(e) = full.write(data) {
                     self.spill_error = Some(e.to_string());
                     self.spill = None;
                 }
@@ -663,15 +677,10 @@ impl OutputSink {
     /// Open the full-output file and write everything so far (still all in `tail`: nothing is
     /// trimmed before the limits are exceeded).
     fn start_spill(&mut self) {
-        let path = self
-            .artifacts_dir
-            .join(format!("bash-{}.log", uuid::Uuid::new_v4().simple()));
-        let opened = std::fs::create_dir_all(&self.artifacts_dir)
-            .and_then(|()| File::create(&path))
-            .map(|f| BufWriter::with_capacity(64 * 1024, f))
-            .and_then(|mut w| w.write_all(&self.tail).map(|()| w));
+        let opened = FullOutput::create(&self.artifacts_dir, self.full_output_cap)
+            .and_then(|mut full| full.write(&self.tail).map(|()| full));
         match opened {
-            Ok(writer) => self.spill = Some((path, writer)),
+            Ok(full) => self.spill = Some(full),
             Err(e) => self.spill_error = Some(e.to_string()),
         }
     }
@@ -688,21 +697,19 @@ impl OutputSink {
             "content": [{"type": "text", "text": t.content}],
             "details": {
                 "truncation": if t.truncated { json!(t) } else { Value::Null },
-                "fullOutputPath": self.spill.as_ref().map(|(p, _)| p.to_string_lossy().into_owned()),
+                "fullOutputPath": self.spill.as_ref().map(|f| f.path().to_string_lossy().into_owned()),
             }
         })
     }
 
     fn finish(mut self) -> SinkReport {
         let mut truncation = self.truncated_tail();
-        let full_output_path = match self.spill.take() {
-            Some((path, mut writer)) => match writer.flush() {
-                Ok(()) => Some(path),
-                Err(e) => {
-                    self.spill_error = Some(e.to_string());
-                    None
-                }
-            },
+        let saved = match self.spill.take().map(FullOutput::finish) {
+            Some(Ok(saved)) => Some(saved),
+            Some(Err(e)) => {
+                self.spill_error = Some(e.to_string());
+                None
+            }
             None => None,
         };
         let total_lines = self.total_lines();
@@ -710,8 +717,8 @@ impl OutputSink {
         truncation.total_bytes = usize::try_from(self.total_bytes).unwrap_or(usize::MAX);
         let mut text = truncation.content.clone();
         if truncation.truncated {
-            let where_full = match (&full_output_path, &self.spill_error) {
-                (Some(p), _) => format!("Full output: {}", p.display()),
+            let where_full = match (&saved, &self.spill_error) {
+                (Some(saved), _) => saved.describe(),
                 (None, Some(e)) => format!("Full output could not be saved: {e}"),
                 (None, None) => "Full output was not saved".to_string(),
             };
@@ -742,7 +749,8 @@ impl OutputSink {
         SinkReport {
             text,
             truncation,
-            full_output_path,
+            full_output_dropped: saved.as_ref().map_or(0, |s| s.dropped),
+            full_output_path: saved.map(|s| s.path),
         }
     }
 }
@@ -808,6 +816,28 @@ mod tests {
         assert!(r.text.contains("(64B limit)"), "{}", r.text);
         let saved = std::fs::read(r.full_output_path.unwrap()).unwrap();
         assert_eq!(saved.len(), 110_000);
+    }
+
+    #[test]
+    fn full_output_file_is_capped_and_says_what_it_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let cap = 64 * 1024;
+        let mut s = sink(dir.path(), 2000, 1024).with_full_output_cap(cap);
+        let line = [b'y', b'\n'];
+        let chunk = line.repeat(32 * 1024);
+        for _ in 0..160 {
+            s.push(&chunk);
+        }
+        let total = 160 * chunk.len() as u64;
+        let r = s.finish();
+        let dropped = total - cap;
+        assert_eq!(r.full_output_dropped, dropped);
+        assert!(r.text.contains("in the middle dropped"), "{}", r.text);
+        let path = r.full_output_path.unwrap();
+        let marker = crate::full_output::dropped_marker(dropped);
+        let saved = std::fs::read(&path).unwrap();
+        assert!(saved.len() as u64 <= cap + marker.len() as u64 + 1);
+        assert!(String::from_utf8_lossy(&saved).contains(&marker));
     }
 
     #[test]

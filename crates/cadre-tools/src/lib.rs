@@ -11,6 +11,7 @@ pub mod diff;
 pub mod edit;
 pub mod find;
 mod fsutil;
+pub mod full_output;
 mod fuzzy;
 pub mod grep;
 mod listing;

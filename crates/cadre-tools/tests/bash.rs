@@ -140,6 +140,31 @@ async fn huge_output_keeps_tail_and_saves_full_file() {
 }
 
 #[tokio::test]
+async fn runaway_output_saves_a_capped_file() {
+    let env = Env::new();
+    let total: u64 = 40_000_000;
+    let out = env
+        .call("bash", json!({"command": format!("yes | head -c {total}")}))
+        .await;
+    let t = ok(&out);
+    assert!(
+        t.contains("in the middle dropped"),
+        "{}",
+        &t[t.len() - 300..]
+    );
+    let details = out.details.clone().unwrap();
+    let cap = cadre_tools::full_output::DEFAULT_FULL_OUTPUT_CAP;
+    let dropped = details["fullOutputDroppedBytes"].as_u64().unwrap();
+    assert_eq!(dropped, total - cap);
+    let path = details["fullOutputPath"].as_str().unwrap();
+    let size = std::fs::metadata(path).unwrap().len();
+    let marker = cadre_tools::full_output::dropped_marker(dropped);
+    assert_eq!(size, cap + marker.len() as u64);
+    // Nothing else was left in the artifacts directory (the tail's ring file is gone).
+    assert_eq!(std::fs::read_dir(env.artifacts.path()).unwrap().count(), 1);
+}
+
+#[tokio::test]
 async fn updates_stream_partial_output() {
     let env = Env::new();
     let mut ctx = env.ctx();

@@ -32,6 +32,7 @@ fn unreachable_sandbox(env: &Env, policy: ShellPolicy) -> BashTool {
         scratch_dir: create_scratch_dir(&env.path(".scratch")).unwrap(),
         extra_writable: vec![],
         policy,
+        network: false,
     })
 }
 
@@ -120,6 +121,7 @@ async fn a_scratch_dir_that_cannot_be_created_refuses_the_command() {
         scratch_dir: file.join("scratch-x"),
         extra_writable: vec![],
         policy: ShellPolicy::Unrestricted,
+        network: false,
     });
     let out = run(&tool, &env, "echo x > f").await;
     let message = err(&out);
@@ -139,6 +141,7 @@ async fn missing_writable_dirs_refuse_the_command() {
         scratch_dir: create_scratch_dir(&env.path(".scratch")).unwrap(),
         extra_writable: vec![env.path("no-such-plans")],
         policy: ShellPolicy::Unrestricted,
+        network: false,
     });
     let out = run(&tool, &env, "echo x > f").await;
     let message = err(&out);

@@ -11,10 +11,12 @@ pub const EXEC_ARG: &str = "__sandbox-exec";
 /// Exit code when the sandbox could not be set up and the command did not run.
 pub const SANDBOX_FAILURE_EXIT: u8 = 125;
 
-/// `--rw <dir>`… `--` `<program>` `<args>`…
+/// `[--net]` `--rw <dir>`… `--` `<program>` `<args>`…
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecArgs {
     pub writable: Vec<PathBuf>,
+    /// `--net`: the command may open sockets (the `research` role); otherwise it has none.
+    pub network: bool,
     pub program: OsString,
     pub args: Vec<OsString>,
 }
@@ -23,7 +25,7 @@ pub struct ExecArgs {
 pub enum ExecArgsError {
     #[error("`--rw` needs a directory")]
     MissingDir,
-    #[error("unexpected argument `{0}` (expected `--rw <dir>` or `--`)")]
+    #[error("unexpected argument `{0}` (expected `--net`, `--rw <dir>` or `--`)")]
     Unexpected(String),
     #[error("no program to run after `--`")]
     NoProgram,
@@ -36,8 +38,10 @@ impl ExecArgs {
     pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Self, ExecArgsError> {
         let mut iter = args.into_iter();
         let mut writable = Vec::new();
+        let mut network = false;
         loop {
             match iter.next() {
+                Some(a) if a == "--net" => network = true,
                 Some(a) if a == "--rw" => match iter.next() {
                     Some(dir) if !dir.is_empty() => writable.push(PathBuf::from(dir)),
                     _ => return Err(ExecArgsError::MissingDir),
@@ -50,6 +54,7 @@ impl ExecArgs {
         let program = iter.next().ok_or(ExecArgsError::NoProgram)?;
         Ok(ExecArgs {
             writable,
+            network,
             program,
             args: iter.collect(),
         })
@@ -66,13 +71,17 @@ impl ExecArgs {
 }
 
 /// The arguments for the cadre binary that run `program args…` sandboxed, writable only
-/// beneath `writable`.
+/// beneath `writable`, with sockets only when `network`.
 pub fn sandbox_args(
     writable: &[PathBuf],
+    network: bool,
     program: impl AsRef<OsStr>,
     args: impl IntoIterator<Item = impl AsRef<OsStr>>,
 ) -> Vec<OsString> {
     let mut out = vec![OsString::from(EXEC_ARG)];
+    if network {
+        out.push("--net".into());
+    }
     for dir in writable {
         out.push("--rw".into());
         out.push(dir.as_os_str().to_owned());
@@ -117,7 +126,24 @@ fn run(exec: ExecArgs) -> ExitCode {
             );
         }
     };
-    if let Err(e) = super::landlock::restrict_self(&exec.writable, abi) {
+    // Capabilities first: setting the secure bits needs one. Then Landlock, which also sets
+    // `no_new_privs`, which the unprivileged system-call filter needs.
+    if let Err(e) = super::caps::drop_all() {
+        return fail(
+            SANDBOX_FAILURE_EXIT,
+            format_args!("capabilities could not be dropped ({e}); the command was not run"),
+        );
+    }
+    if let Err(e) = super::landlock::restrict_self(&exec.writable, exec.network, abi) {
+        return fail(
+            SANDBOX_FAILURE_EXIT,
+            format_args!("{e}; the command was not run"),
+        );
+    }
+    let options = super::seccomp::FilterOptions {
+        network: exec.network,
+    };
+    if let Err(e) = super::seccomp::apply(options) {
         return fail(
             SANDBOX_FAILURE_EXIT,
             format_args!("{e}; the command was not run"),
@@ -163,8 +189,11 @@ mod tests {
         assert_eq!(a.writable, [PathBuf::from("/a"), PathBuf::from("/b")]);
         assert_eq!(a.program, "bash");
         assert_eq!(a.args, os(&["-c", "ls -- x"]));
+        assert!(!a.network);
         let a = ExecArgs::parse(os(&["--", "true"])).unwrap();
         assert!(a.writable.is_empty());
+        let a = ExecArgs::parse(os(&["--net", "--rw", "/a", "--", "true"])).unwrap();
+        assert!(a.network);
         assert!(a.args.is_empty());
     }
 
@@ -193,6 +222,7 @@ mod tests {
         std::fs::write(&file, "").unwrap();
         let with = |p: PathBuf| ExecArgs {
             writable: vec![p],
+            network: false,
             program: "true".into(),
             args: vec![],
         };
@@ -211,10 +241,13 @@ mod tests {
     #[test]
     fn built_arguments_parse_back() {
         let dirs = [PathBuf::from("/s"), PathBuf::from("/p lans")];
-        let args = sandbox_args(&dirs, "bash", ["-c", "echo --rw"]);
+        let args = sandbox_args(&dirs, false, "bash", ["-c", "echo --rw"]);
         assert_eq!(args[0], EXEC_ARG);
         let parsed = ExecArgs::parse(args.into_iter().skip(1)).unwrap();
         assert_eq!(parsed.writable, dirs);
+        assert!(!parsed.network);
+        let args = sandbox_args(&dirs, true, "bash", ["-c", "true"]);
+        assert!(ExecArgs::parse(args.into_iter().skip(1)).unwrap().network);
         assert_eq!(parsed.program, "bash");
         assert_eq!(parsed.args, os(&["-c", "echo --rw"]));
     }

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, PathFdError,
-    Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError, RulesetStatus, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
+    PathFdError, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError, RulesetStatus, Scope,
 };
 
 /// The rights are those of ABI 3 (see `MIN_LANDLOCK_ABI`), required in full: a kernel that
@@ -22,6 +22,15 @@ pub enum RestrictError {
         #[source]
         source: PathFdError,
     },
+    #[error(
+        "the writable directory {path} cannot be opened without following a symbolic link \
+         ({source}); a sandbox rule is never made through a link"
+    )]
+    Link {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("Landlock refused the restriction: {0}")]
     Ruleset(#[from] RulesetError),
     #[error("Landlock enforced the restriction only partly ({0:?})")]
@@ -37,9 +46,80 @@ fn open(path: &Path) -> Result<PathFd, RestrictError> {
     })
 }
 
+/// The kernel's `struct open_how` (libc's is non-exhaustive, so it cannot be built here).
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+/// Open a writable directory for its rule without following any symbolic link on the way
+/// (`openat2` with `RESOLVE_NO_SYMLINKS`): a link planted in a repository — `.cadre/plans ->
+/// /` — must not turn a rule for the plans directory into a rule for the whole disk. Callers
+/// pass canonical paths, so a legitimate path has no link to follow. Where the kernel has no
+/// `openat2` (before 5.6), the path must equal its canonical form and is opened with
+/// `O_NOFOLLOW`.
+#[allow(unsafe_code)]
+fn open_no_links(path: &Path) -> Result<std::os::fd::OwnedFd, RestrictError> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+
+    let link_error = |source: std::io::Error| RestrictError::Link {
+        path: path.to_path_buf(),
+        source,
+    };
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| link_error(std::io::Error::other(e)))?;
+    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+    let how = OpenHow {
+        flags: flags as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_NO_SYMLINKS,
+    };
+    // SAFETY: openat2 reads a NUL-terminated path and an `open_how` of the size passed; both
+    // live across the call. It returns a new descriptor or -1.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd >= 0 {
+        let fd = i32::try_from(fd).map_err(|e| link_error(std::io::Error::other(e)))?;
+        // SAFETY: `fd` is a descriptor openat2 just returned, owned by nobody else.
+        return Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) });
+    }
+    let error = std::io::Error::last_os_error();
+    if error.raw_os_error() != Some(libc::ENOSYS) {
+        return Err(link_error(error));
+    }
+    let canonical = std::fs::canonicalize(path).map_err(link_error)?;
+    if canonical != path {
+        return Err(link_error(std::io::Error::other(format!(
+            "it resolves to {}",
+            canonical.display()
+        ))));
+    }
+    // SAFETY: as above, with a plain open of a NUL-terminated path.
+    let fd = unsafe { libc::open(c_path.as_ptr(), flags | libc::O_NOFOLLOW) };
+    if fd < 0 {
+        return Err(link_error(std::io::Error::last_os_error()));
+    }
+    // SAFETY: `fd` was just returned by open and is owned by nobody else.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
 /// From this ABI on, the sandbox is also scoped: no signals to processes outside it (cadre
 /// itself included) and no connections to abstract Unix sockets created outside it.
 const SCOPE_ABI: i32 = 6;
+
+/// From this ABI on, TCP `bind` and `connect` can be refused: a sandbox without network gets
+/// both refused here too, beside the system-call filter's refusal of `socket()`.
+const NET_ABI: i32 = 4;
 
 /// Restrict the calling thread (and everything it later executes) for good. `kernel_abi` is
 /// the probed Landlock ABI: it decides (deterministically, per kernel) whether the scopes are
@@ -47,7 +127,11 @@ const SCOPE_ABI: i32 = 6;
 ///
 /// Must run while the process has a single thread: Landlock before ABI 8 restricts only the
 /// calling thread.
-pub fn restrict_self(writable: &[PathBuf], kernel_abi: i32) -> Result<(), RestrictError> {
+pub fn restrict_self(
+    writable: &[PathBuf],
+    network: bool,
+    kernel_abi: i32,
+) -> Result<(), RestrictError> {
     let read: BitFlags<AccessFs> = AccessFs::from_read(ABI_USED);
     let all: BitFlags<AccessFs> = AccessFs::from_all(ABI_USED);
     let mut ruleset = Ruleset::default()
@@ -56,12 +140,15 @@ pub fn restrict_self(writable: &[PathBuf], kernel_abi: i32) -> Result<(), Restri
     if kernel_abi >= SCOPE_ABI {
         ruleset = ruleset.scope(Scope::from_all(ABI::V6))?;
     }
+    if !network && kernel_abi >= NET_ABI {
+        ruleset = ruleset.handle_access(AccessNet::from_all(ABI::V4))?;
+    }
     let mut ruleset = ruleset
         .create()?
         .no_new_privs(true)
         .add_rule(PathBeneath::new(open(Path::new("/"))?, read))?;
     for dir in writable {
-        ruleset = ruleset.add_rule(PathBeneath::new(open(dir)?, all))?;
+        ruleset = ruleset.add_rule(PathBeneath::new(open_no_links(dir)?, all))?;
     }
     // `2>/dev/null` is everyday shell; writing there changes nothing.
     let dev_null = Path::new("/dev/null");

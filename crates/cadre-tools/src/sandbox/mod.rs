@@ -12,20 +12,28 @@
 //! all: [`landlock_status`] says so up front (for `cadre doctor` and the bash tool), and the
 //! re-executed process refuses to exec if the kernel enforces less than asked.
 //!
-//! What Landlock (ABI ≥ 3) denies outside the writable directories: opening a file for writing,
-//! truncating, creating, removing, renaming and linking files, directories, symlinks, devices,
-//! sockets and fifos. What it does not cover (a kernel limitation, documented rather than hidden):
-//! metadata — `chmod`, `chown`, timestamps (`touch` of an existing file), extended attributes —
-//! and side effects through other processes reached over a pathname Unix socket or the network.
-//! From ABI 6 the sandbox is also scoped: no signals to processes outside it and no connections
-//! to abstract Unix sockets created outside it.
+//! The layers, in the order `__sandbox-exec` applies them (see `docs/security.md`):
+//! 1. every capability dropped ([`caps`]: root's too, bounding set included);
+//! 2. Landlock (ABI ≥ 3): no opening for writing, truncating, creating, removing, renaming or
+//!    linking outside the writable directories, whose rules are opened without following any
+//!    link; from ABI 4 no TCP bind/connect without the network, from ABI 6 no signals to
+//!    processes outside the sandbox and no connections to abstract Unix sockets made outside it;
+//! 3. a system-call filter ([`seccomp`]): no metadata changes (modes, owners, times, xattrs,
+//!    inode flags, device nodes), nothing done to another process by pid (limits, priority,
+//!    affinity, scheduling, ptrace), no namespaces, io_uring, keyrings, BPF or terminal input
+//!    injection, and no sockets unless the role has the network.
 //!
-//! Metadata is left open on purpose: blocking `chmod`/`utimensat` with seccomp would also break
-//! legitimate work in the scratch directory (linkers `chmod` their output, `tar` restores times).
+//! Side effects through a daemon reached some other way than a socket (a shared file the
+//! daemon watches, say) are not covered: nothing the command can write reaches it.
 
+#[cfg(target_os = "linux")]
+mod caps;
 mod exec;
 #[cfg(target_os = "linux")]
 mod landlock;
+mod mechanisms;
+#[cfg(target_os = "linux")]
+pub mod seccomp;
 mod status;
 
 use std::io;
@@ -33,6 +41,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 pub use exec::{EXEC_ARG, ExecArgs, ExecArgsError, SANDBOX_FAILURE_EXIT, exec_main, sandbox_args};
+pub use mechanisms::{Mechanism, mechanisms};
 pub use status::{MIN_LANDLOCK_ABI, SandboxStatus, landlock_status};
 
 use crate::shell_policy::ShellPolicy;
@@ -51,6 +60,9 @@ pub struct SandboxConfig {
     /// Each must exist.
     pub extra_writable: Vec<PathBuf>,
     pub policy: ShellPolicy,
+    /// Whether the command may use the network (the `research` role); otherwise it cannot
+    /// create a socket.
+    pub network: bool,
 }
 
 impl SandboxConfig {
@@ -66,6 +78,7 @@ impl SandboxConfig {
             scratch_dir,
             extra_writable,
             policy,
+            network: false,
         })
     }
 
@@ -74,6 +87,29 @@ impl SandboxConfig {
         let mut dirs = vec![self.scratch_dir.clone()];
         dirs.extend(self.extra_writable.iter().cloned());
         dirs
+    }
+}
+
+/// Removes a task's scratch directory when the last bash tool that uses it is dropped (the
+/// task's run ended), so scratch files do not pile up in `CADRE_HOME` (bounded disk, S8).
+#[derive(Debug)]
+pub struct ScratchCleanup {
+    dir: PathBuf,
+}
+
+impl ScratchCleanup {
+    pub fn new(dir: PathBuf) -> Self {
+        ScratchCleanup { dir }
+    }
+}
+
+impl Drop for ScratchCleanup {
+    fn drop(&mut self) {
+        // Never through a link: `remove_dir_all` does not follow links inside the tree, and
+        // the directory itself must be a real one.
+        if std::fs::symlink_metadata(&self.dir).is_ok_and(|m| m.is_dir()) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
@@ -167,6 +203,26 @@ mod tests {
     }
 
     #[test]
+    fn a_scratch_cleanup_removes_its_directory_and_nothing_through_a_link() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = create_scratch_dir(&root.path().join("s")).unwrap();
+        std::fs::create_dir_all(dir.join("a/b")).unwrap();
+        std::fs::write(dir.join("a/b/f"), "x").unwrap();
+        let outside = root.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("kept"), "x").unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("link")).unwrap();
+        drop(ScratchCleanup::new(dir.clone()));
+        assert!(!dir.exists());
+        assert!(outside.join("kept").exists());
+        let link = root.path().join("link-dir");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        drop(ScratchCleanup::new(link));
+        assert!(outside.join("kept").exists());
+        drop(ScratchCleanup::new(root.path().join("never-made")));
+    }
+
+    #[test]
     fn scratch_dir_fails_under_a_file() {
         let root = tempfile::tempdir().unwrap();
         let file = root.path().join("f");
@@ -189,6 +245,7 @@ mod tests {
             scratch_dir: "/s".into(),
             extra_writable: vec!["/p".into()],
             policy: ShellPolicy::Inspect,
+            network: false,
         };
         assert_eq!(
             config.writable_dirs(),

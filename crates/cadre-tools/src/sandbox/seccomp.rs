@@ -1,0 +1,270 @@
+//! The system-call filter of the sandbox (S8): what Landlock does not cover.
+//!
+//! Landlock decides which files may be opened for writing; it does not see metadata calls on
+//! files that may be read (`chmod`, `chown`, times, extended attributes, inode flags), calls
+//! that act on other processes by pid (`prlimit`, `setpriority`, affinity, scheduling), or —
+//! before ABI 4, and for families other than TCP always — the network. This filter refuses
+//! those with `EPERM` (so tools fail with an ordinary "Operation not permitted"), inherited by
+//! every process the command starts and impossible to lift (`no_new_privs` is set first).
+//!
+//! Calls on *the calling process itself* stay allowed (`ulimit`, `nice`, `taskset` of a new
+//! command): pid 0 means "me", and Landlock's scoping keeps signals inside the sandbox.
+//!
+//! Trade-off, stated rather than hidden: metadata calls are refused in the scratch directory
+//! too, since a filter cannot see paths. A read-only child cannot `chmod +x` a script it wrote
+//! (it can still run it as `bash script.sh`).
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+/// What the filter refuses beyond the fixed list: the network, unless the role may use it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FilterOptions {
+    /// Allow `socket()` (of every family). Off: no sockets at all (`socketpair` still works).
+    pub network: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FilterError {
+    #[error("this architecture ({0}) has no seccomp filter here")]
+    Arch(&'static str),
+    #[error("the system-call filter could not be built: {0}")]
+    Build(String),
+    #[error("the kernel refused the system-call filter: {0}")]
+    Apply(String),
+}
+
+// Inode-flag and terminal ioctls. `FS_IOC_SETFLAGS` is `_IOW('f', 2, long)` (its 32-bit form
+// takes an int); `FS_IOC_FSSETXATTR` is `_IOW('X', 32, struct fsxattr)`. `TIOCSTI` pushes
+// bytes into a terminal's input (typing commands into the user's shell); `TIOCLINUX` can too.
+const FS_IOC_SETFLAGS: u64 = 0x4008_6602;
+const FS_IOC32_SETFLAGS: u64 = 0x4004_6602;
+const FS_IOC_SETVERSION: u64 = 0x4008_7602;
+const FS_IOC32_SETVERSION: u64 = 0x4004_7602;
+const FS_IOC_FSSETXATTR: u64 = 0x401c_5820;
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541c;
+const DENIED_IOCTLS: [u64; 7] = [
+    FS_IOC_SETFLAGS,
+    FS_IOC32_SETFLAGS,
+    FS_IOC_SETVERSION,
+    FS_IOC32_SETVERSION,
+    FS_IOC_FSSETXATTR,
+    TIOCSTI,
+    TIOCLINUX,
+];
+
+/// `clone` flags that make a new namespace: a user namespace would hand the command a root
+/// of its own (and with it mounts over the files it reads).
+const NAMESPACE_FLAGS: [u64; 7] = [
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+];
+
+/// Calls refused whatever their arguments.
+fn always_denied() -> Vec<i64> {
+    let mut calls = vec![
+        // File metadata.
+        libc::SYS_fchmod,
+        libc::SYS_fchmodat,
+        libc::SYS_fchmodat2,
+        libc::SYS_fchown,
+        libc::SYS_fchownat,
+        libc::SYS_utimensat,
+        libc::SYS_setxattr,
+        libc::SYS_lsetxattr,
+        libc::SYS_fsetxattr,
+        libc::SYS_removexattr,
+        libc::SYS_lremovexattr,
+        libc::SYS_fremovexattr,
+        SYS_SETXATTRAT,
+        SYS_REMOVEXATTRAT,
+        libc::SYS_mknodat,
+        // Other processes' memory and files (Landlock already limits these to the sandbox's
+        // own processes; refused outright as a second layer).
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_pidfd_getfd,
+        libc::SYS_kcmp,
+        // io_uring performs socket, xattr and file operations without passing this filter.
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+        // Namespaces, kernel keyrings, BPF and perf: nothing a read-only command needs.
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_userfaultfd,
+    ];
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([
+        libc::SYS_chmod,
+        libc::SYS_chown,
+        libc::SYS_lchown,
+        libc::SYS_utime,
+        libc::SYS_utimes,
+        libc::SYS_futimesat,
+        libc::SYS_mknod,
+    ]);
+    calls
+}
+
+// Newer than some libc releases name: the numbers are the same on every architecture that
+// uses the generic table (x86_64 included).
+const SYS_SETXATTRAT: i64 = 463;
+const SYS_REMOVEXATTRAT: i64 = 466;
+
+fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, FilterError> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
+        .map_err(|e| FilterError::Build(e.to_string()))
+}
+
+fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, FilterError> {
+    SeccompRule::new(conditions).map_err(|e| FilterError::Build(e.to_string()))
+}
+
+/// A rule that matches when argument `arg` (a pid or "who") is not 0, i.e. not the caller.
+fn not_self(arg: u8) -> Result<SeccompRule, FilterError> {
+    rule(vec![cond(arg, SeccompCmpOp::Ne, 0)?])
+}
+
+/// The rules: syscall number → the argument patterns that are refused (empty: always).
+fn rules(options: FilterOptions) -> Result<BTreeMap<i64, Vec<SeccompRule>>, FilterError> {
+    let mut map: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for call in always_denied() {
+        map.insert(call, Vec::new());
+    }
+    // Limits, scheduling and affinity of another process: refused; of the caller: allowed.
+    for call in [
+        libc::SYS_prlimit64,
+        libc::SYS_sched_setaffinity,
+        libc::SYS_sched_setscheduler,
+        libc::SYS_sched_setparam,
+        libc::SYS_sched_setattr,
+        libc::SYS_migrate_pages,
+        libc::SYS_move_pages,
+    ] {
+        map.insert(call, vec![not_self(0)?]);
+    }
+    // setpriority(which, who, prio) and ioprio_set(which, who, prio): only "this process"
+    // (PRIO_PROCESS = 0, IOPRIO_WHO_PROCESS = 1) with who = 0. `who = 0` with a group or user
+    // `which` would mean the caller's whole group or user, cadre included.
+    map.insert(
+        libc::SYS_setpriority,
+        vec![
+            rule(vec![cond(0, SeccompCmpOp::Ne, libc::PRIO_PROCESS as u64)?])?,
+            not_self(1)?,
+        ],
+    );
+    map.insert(
+        libc::SYS_ioprio_set,
+        vec![rule(vec![cond(0, SeccompCmpOp::Ne, 1)?])?, not_self(1)?],
+    );
+    let ioctls = DENIED_IOCTLS
+        .iter()
+        .map(|&request| rule(vec![cond(1, SeccompCmpOp::Eq, request)?]))
+        .collect::<Result<Vec<_>, _>>()?;
+    map.insert(libc::SYS_ioctl, ioctls);
+    let clones = NAMESPACE_FLAGS
+        .iter()
+        .map(|&flag| rule(vec![cond(0, SeccompCmpOp::MaskedEq(flag), flag)?]))
+        .collect::<Result<Vec<_>, _>>()?;
+    map.insert(libc::SYS_clone, clones);
+    if !options.network {
+        map.insert(libc::SYS_socket, Vec::new());
+    }
+    Ok(map)
+}
+
+fn arch() -> Result<TargetArch, FilterError> {
+    std::env::consts::ARCH
+        .try_into()
+        .map_err(|_| FilterError::Arch(std::env::consts::ARCH))
+}
+
+/// Compile the two filters: the refusals (`EPERM`), and `clone3` answered `ENOSYS`, whose
+/// flags live in memory a filter cannot read — C libraries fall back to `clone`, whose flags
+/// the first filter checks.
+pub fn build(options: FilterOptions) -> Result<[BpfProgram; 2], FilterError> {
+    let arch = arch()?;
+    let compile = |map: BTreeMap<i64, Vec<SeccompRule>>, errno: i32| {
+        let filter = SeccompFilter::new(
+            map,
+            SeccompAction::Allow,
+            SeccompAction::Errno(errno as u32),
+            arch,
+        )
+        .map_err(|e| FilterError::Build(e.to_string()))?;
+        BpfProgram::try_from(filter).map_err(|e| FilterError::Build(e.to_string()))
+    };
+    let refusals = compile(rules(options)?, libc::EPERM)?;
+    let clone3 = compile(
+        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+        libc::ENOSYS,
+    )?;
+    Ok([refusals, clone3])
+}
+
+/// Install the filters on the calling thread (and so on everything it executes). Needs
+/// `no_new_privs` (set by the Landlock step) unless the caller has `CAP_SYS_ADMIN`.
+pub fn apply(options: FilterOptions) -> Result<(), FilterError> {
+    for program in build(options)? {
+        seccompiler::apply_filter(&program).map_err(|e| FilterError::Apply(e.to_string()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_filters_compile_with_and_without_network() {
+        for network in [false, true] {
+            let [refusals, clone3] = build(FilterOptions { network }).unwrap();
+            assert!(!refusals.is_empty());
+            assert!(!clone3.is_empty());
+        }
+        let without = build(FilterOptions { network: false }).unwrap();
+        let with = build(FilterOptions { network: true }).unwrap();
+        assert!(without[0].len() > with[0].len(), "socket() adds rules");
+    }
+
+    #[test]
+    fn the_metadata_and_process_calls_are_listed() {
+        let denied = always_denied();
+        for call in [
+            libc::SYS_fchmodat,
+            libc::SYS_fchownat,
+            libc::SYS_utimensat,
+            libc::SYS_setxattr,
+            libc::SYS_io_uring_setup,
+        ] {
+            assert!(denied.contains(&call));
+        }
+        let map = rules(FilterOptions { network: false }).unwrap();
+        assert_eq!(map[&libc::SYS_prlimit64].len(), 1);
+        assert_eq!(map[&libc::SYS_ioctl].len(), DENIED_IOCTLS.len());
+        assert!(map[&libc::SYS_socket].is_empty());
+        assert!(
+            !rules(FilterOptions { network: true })
+                .unwrap()
+                .contains_key(&libc::SYS_socket)
+        );
+    }
+}

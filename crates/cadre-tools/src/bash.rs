@@ -37,8 +37,9 @@ use crate::args::{ArgError, Args};
 use crate::full_output::{DEFAULT_FULL_OUTPUT_CAP, FullOutput};
 use crate::registry::{Tool, ToolContext, ToolOutput};
 use crate::sandbox::{
-    SandboxConfig, SandboxStatus, ensure_scratch_dir, landlock_status, sandbox_args,
+    SandboxConfig, SandboxStatus, ScratchCleanup, ensure_scratch_dir, landlock_status, sandbox_args,
 };
+use crate::shell_env::{harden_for_inspect, process_shell_env};
 use crate::shell_policy::{ShellPolicy, check_command};
 use crate::supervise::{process_supervisor, supervise_args};
 use crate::truncate::{
@@ -53,6 +54,8 @@ const UPDATE_INTERVAL: Duration = Duration::from_millis(100);
 const DRAIN_IDLE: Duration = Duration::from_millis(100);
 /// The longest wait for background processes' output after the shell itself has exited.
 const DRAIN_MAX: Duration = Duration::from_secs(2);
+/// How long a supervisor gets to end a timed-out or aborted command's processes itself.
+const SUPERVISOR_GRACE: Duration = Duration::from_secs(2);
 /// Read buffer size for the output pipe.
 const CHUNK: usize = 64 * 1024;
 
@@ -67,6 +70,11 @@ pub struct BashTool {
     /// The binary that supervises commands (see [`crate::supervise`]); `None`: the process's
     /// supervisor if one is set, otherwise commands run directly.
     supervisor: Option<PathBuf>,
+    /// End every process a command started when the command exits (children's bash, S8);
+    /// off for the root, whose `server &` may outlive the call as in Pi.
+    reap: bool,
+    /// Removes the sandbox's scratch directory once the last clone of this tool is dropped.
+    scratch_cleanup: Option<std::sync::Arc<ScratchCleanup>>,
 }
 
 impl BashTool {
@@ -103,6 +111,33 @@ impl BashTool {
         self
     }
 
+    /// End everything a command starts — background jobs, `setsid`, double forks — when the
+    /// command exits (needs a supervisor; without one only the process group is reachable).
+    pub fn with_reaping(mut self) -> Self {
+        self.reap = true;
+        self
+    }
+
+    /// Remove the sandbox's scratch directory when this tool (and every clone) is dropped.
+    pub fn removing_scratch(mut self) -> Self {
+        if let Some(config) = &self.sandbox {
+            let cleanup = ScratchCleanup::new(config.scratch_dir.clone());
+            self.scratch_cleanup = Some(std::sync::Arc::new(cleanup));
+        }
+        self
+    }
+
+    /// Apply `timeout` to calls that give none.
+    pub fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.default_timeout = timeout;
+        self
+    }
+
+    /// The timeout of calls that give none.
+    pub fn default_timeout(&self) -> Option<Duration> {
+        self.default_timeout
+    }
+
     /// Run every command under `exe __supervise` (which must route that to
     /// [`crate::supervise::supervise_main`]), whatever the process's supervisor.
     pub fn with_supervisor(mut self, exe: PathBuf) -> Self {
@@ -132,6 +167,15 @@ impl BashTool {
 enum Launch<'a> {
     Direct,
     Sandboxed(&'a SandboxConfig, &'static str),
+}
+
+/// What a command's process is started with besides its shell and command line.
+#[derive(Clone, Copy)]
+struct Start<'a> {
+    launch: Launch<'a>,
+    supervisor: Option<&'a Path>,
+    reap: bool,
+    policy: ShellPolicy,
 }
 
 /// Decide how a sandboxed command starts, or the error result that explains why it cannot.
@@ -248,7 +292,13 @@ impl Tool for BashTool {
                     Err(refused) => return refused,
                 },
             };
-            run(&command, timeout, &ctx, launch, self.supervisor()).await
+            let start = Start {
+                launch,
+                supervisor: self.supervisor(),
+                reap: self.reap,
+                policy: self.policy,
+            };
+            run(&command, timeout, &ctx, start).await
         })
     }
 }
@@ -298,7 +348,12 @@ fn shell_argv(launch: Launch<'_>, shell: &str, command: &str) -> Vec<OsString> {
         Launch::Sandboxed(config, sandboxed_shell) => {
             let mut argv = vec![config.exe.clone().into_os_string()];
             let args: [&OsStr; 2] = ["-c".as_ref(), command.as_ref()];
-            argv.extend(sandbox_args(&config.writable_dirs(), sandboxed_shell, args));
+            argv.extend(sandbox_args(
+                &config.writable_dirs(),
+                config.network,
+                sandboxed_shell,
+                args,
+            ));
             argv
         }
     }
@@ -312,13 +367,10 @@ struct Spawned {
     _lifeline: Option<OwnedFd>,
 }
 
-fn spawn_shell(
-    launch: Launch<'_>,
-    supervisor: Option<&Path>,
-    shell: &str,
-    command: &str,
-    cwd: &Path,
-) -> io::Result<Spawned> {
+fn spawn_shell(start: Start<'_>, shell: &str, command: &str, cwd: &Path) -> io::Result<Spawned> {
+    let Start {
+        launch, supervisor, ..
+    } = start;
     let (reader, writer) = io::pipe()?;
     let writer_err = writer.try_clone()?;
     let argv = shell_argv(launch, shell, command);
@@ -339,11 +391,15 @@ fn spawn_shell(
                 // Name it in `ps` for what it is rather than for the link that started it.
                 cmd.arg0("cadre");
             }
-            cmd.args(supervise_args(program, args))
+            cmd.args(supervise_args(start.reap, program, args))
                 .stdin(Stdio::from(lifeline_read));
             (cmd, Some(OwnedFd::from(lifeline_write)))
         }
     };
+    process_shell_env().apply(&mut cmd);
+    if start.policy == ShellPolicy::Inspect {
+        harden_for_inspect(&mut cmd, std::env::vars_os().map(|(name, _)| name));
+    }
     if let Launch::Sandboxed(config, _) = launch {
         cmd.env("TMPDIR", &config.scratch_dir);
     }
@@ -374,9 +430,11 @@ async fn run(
     command: &str,
     timeout: Option<Duration>,
     ctx: &ToolContext,
-    launch: Launch<'_>,
-    supervisor: Option<&Path>,
+    start: Start<'_>,
 ) -> ToolOutput {
+    let Start {
+        launch, supervisor, ..
+    } = start;
     if !ctx.cwd.is_dir() {
         return ToolOutput::error(format!(
             "Working directory does not exist: {}\nCannot execute bash commands.",
@@ -390,11 +448,11 @@ async fn run(
         // A missing bash shows as an error of the supervisor's: choose the shell here.
         Some(_) => {
             let shell = if on_path("bash") { "bash" } else { "sh" };
-            spawn_shell(launch, supervisor, shell, command, &ctx.cwd)
+            spawn_shell(start, shell, command, &ctx.cwd)
         }
-        None => match spawn_shell(launch, None, "bash", command, &ctx.cwd) {
+        None => match spawn_shell(start, "bash", command, &ctx.cwd) {
             Err(e) if e.kind() == io::ErrorKind::NotFound && matches!(launch, Launch::Direct) => {
-                spawn_shell(launch, None, "sh", command, &ctx.cwd)
+                spawn_shell(start, "sh", command, &ctx.cwd)
             }
             other => other,
         },
@@ -402,7 +460,7 @@ async fn run(
     let Spawned {
         mut child,
         mut output,
-        _lifeline,
+        _lifeline: mut lifeline,
     } = match spawned {
         Ok(s) => s,
         Err(e) => return ToolOutput::error(format!("Failed to start the shell: {e}")),
@@ -464,6 +522,11 @@ async fn run(
     match ending {
         Ending::Exited(_) => guard.disarm(),
         Ending::TimedOut | Ending::Aborted => {
+            // A supervisor ends the processes that left the group (setsid) too, once its
+            // lifeline closes; the group kill after it is the fallback for a stuck one.
+            if lifeline.take().is_some() {
+                let _ = tokio::time::timeout(SUPERVISOR_GRACE, child.wait()).await;
+            }
             guard.kill();
             guard.disarm();
             let _ = child.wait().await;

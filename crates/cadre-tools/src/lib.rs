@@ -20,6 +20,7 @@ pub mod paths;
 pub mod read;
 pub mod registry;
 pub mod sandbox;
+pub mod shell_env;
 pub mod shell_policy;
 pub mod supervise;
 pub mod truncate;

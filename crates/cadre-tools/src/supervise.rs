@@ -19,6 +19,13 @@
 //!
 //! Output is never touched: the command inherits the supervisor's stdout and stderr (the bash
 //! tool's one shared pipe), so ordering stays exact. Its stdin is `/dev/null`, as before.
+//!
+//! Processes that leave the group (`setsid`, a daemon's double fork) are still caught: the
+//! supervisor is a *child subreaper*, so every orphaned descendant is reparented to it rather
+//! than to init, and it ends all of them — its own children, round after round, until none is
+//! left — when the lifeline closes (cadre died, or the bash tool ended the call on timeout or
+//! abort) and, with `--reap` (children's bash), as soon as the command itself exits: nothing a
+//! child's command starts outlives its call.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{Read, Write};
@@ -33,10 +40,14 @@ pub const SUPERVISE_ARG: &str = "__supervise";
 /// Exit code when the supervisor could not run the command at all.
 pub const SUPERVISE_FAILURE_EXIT: u8 = 125;
 
-/// The watcher thread only reads a pipe and sends one signal: a small stack is plenty.
+/// The watcher thread reads a pipe, a few `/proc` files and sends signals: a small stack is
+/// plenty.
 const WATCHER_STACK: usize = 64 * 1024;
 
 static PROCESS_SUPERVISOR: OnceLock<PathBuf> = OnceLock::new();
+
+/// Set by the watcher once the lifeline has closed (see [`supervise_main`]).
+static LIFELINE_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Declare that `exe` (normally the running cadre binary) handles [`SUPERVISE_ARG`] through
 /// [`supervise_main`]: from now on every bash tool in this process that was not given its own
@@ -64,12 +75,18 @@ pub fn current_exe_for_reexec() -> std::io::Result<PathBuf> {
     std::env::current_exe()
 }
 
-/// The arguments for the supervisor binary that run `program args…` under supervision.
+/// The arguments for the supervisor binary that run `program args…` under supervision;
+/// with `reap`, everything the command started ends when it exits.
 pub fn supervise_args(
+    reap: bool,
     program: impl AsRef<OsStr>,
     args: impl IntoIterator<Item = impl AsRef<OsStr>>,
 ) -> Vec<OsString> {
-    let mut out = vec![OsString::from(SUPERVISE_ARG), OsString::from("--")];
+    let mut out = vec![OsString::from(SUPERVISE_ARG)];
+    if reap {
+        out.push(OsString::from(REAP_ARG));
+    }
+    out.push(OsString::from("--"));
     out.push(program.as_ref().to_owned());
     out.extend(args.into_iter().map(|a| a.as_ref().to_owned()));
     out
@@ -83,16 +100,32 @@ pub enum SuperviseArgsError {
     NoProgram,
 }
 
-/// Parse the arguments that follow [`SUPERVISE_ARG`]: `--` `<program>` `<args>`….
+/// The option that ends every process the command started as soon as it exits.
+pub const REAP_ARG: &str = "--reap";
+
+/// What the supervisor was asked to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuperviseArgs {
+    pub reap: bool,
+    pub program: OsString,
+    pub args: Vec<OsString>,
+}
+
+/// Parse the arguments that follow [`SUPERVISE_ARG`]: `[--reap]` `--` `<program>` `<args>`….
 pub fn parse_args(
     args: impl IntoIterator<Item = OsString>,
-) -> Result<(OsString, Vec<OsString>), SuperviseArgsError> {
-    let mut iter = args.into_iter();
+) -> Result<SuperviseArgs, SuperviseArgsError> {
+    let mut iter = args.into_iter().peekable();
+    let reap = iter.next_if(|a| a == REAP_ARG).is_some();
     if iter.next().is_none_or(|a| a != "--") {
         return Err(SuperviseArgsError::MissingSeparator);
     }
     let program = iter.next().ok_or(SuperviseArgsError::NoProgram)?;
-    Ok((program, iter.collect()))
+    Ok(SuperviseArgs {
+        reap,
+        program,
+        args: iter.collect(),
+    })
 }
 
 /// A shell's exit code for a status: the code itself, or 128 + the signal that ended it.
@@ -112,7 +145,11 @@ fn fail(code: u8, message: std::fmt::Arguments<'_>) -> ExitCode {
 /// Run the hidden entry point with the arguments after [`SUPERVISE_ARG`]; stdin must be the
 /// lifeline. Returns the command's exit code (signals as 128 + n, like a shell).
 pub fn supervise_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
-    let (program, args) = match parse_args(args) {
+    let SuperviseArgs {
+        reap,
+        program,
+        args,
+    } = match parse_args(args) {
         Ok(parsed) => parsed,
         Err(e) => {
             return fail(
@@ -125,6 +162,8 @@ pub fn supervise_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     // leader already; then this changes nothing).
     let pgid = std::process::id();
     let leading = group::lead_own_group(pgid);
+    // Orphans of the command come to us, not to init, wherever they moved (setsid).
+    let reaping = reap::become_subreaper();
     let lifeline = std::io::stdin();
     if leading {
         let spawned = std::thread::Builder::new()
@@ -132,6 +171,8 @@ pub fn supervise_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             .stack_size(WATCHER_STACK)
             .spawn(move || {
                 wait_for_eof(lifeline.lock());
+                LIFELINE_CLOSED.store(true, std::sync::atomic::Ordering::SeqCst);
+                reap::end_descendants();
                 group::kill_group(pgid);
             });
         if let Err(e) = spawned {
@@ -161,7 +202,18 @@ pub fn supervise_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
     };
     match child.wait() {
-        Ok(status) => ExitCode::from(shell_exit_code(status)),
+        Ok(status) => {
+            // The watcher may be killing the command right now: this thread must not exit
+            // (ending the process, and the watcher with it) before the descendants are gone.
+            let closed = LIFELINE_CLOSED.load(std::sync::atomic::Ordering::SeqCst);
+            if (reap || closed) && reaping {
+                reap::end_descendants();
+            }
+            if closed && leading {
+                group::kill_group(pgid);
+            }
+            ExitCode::from(shell_exit_code(status))
+        }
         Err(e) => {
             group::kill_group(pgid);
             fail(
@@ -183,6 +235,105 @@ fn wait_for_eof(mut lifeline: impl Read) {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => return,
         }
+    }
+}
+
+/// Ending every descendant: the supervisor is their subreaper, so killing its own children
+/// round after round reaches all of them — a killed child's children become its own.
+mod reap {
+    use std::time::{Duration, Instant};
+
+    /// Rounds end when no child is left or after this long (a fork bomb racing the kills).
+    const MAX_REAPING: Duration = Duration::from_secs(5);
+
+    /// Make the calling process the subreaper of its descendants. False where the kernel
+    /// does not offer it (then only the process group is reachable).
+    #[allow(unsafe_code)]
+    pub(super) fn become_subreaper() -> bool {
+        // SAFETY: prctl with integer arguments changes only this process's reaper flag.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 }
+    }
+
+    /// SIGKILL every descendant of this process except its own threads, and reap them.
+    pub(super) fn end_descendants() {
+        let started = Instant::now();
+        loop {
+            reap_exited();
+            let children = own_children();
+            if children.is_empty() || started.elapsed() > MAX_REAPING {
+                return;
+            }
+            for pid in children {
+                kill(pid);
+            }
+            // Let the kills land before the next look: a killed child's children are then
+            // ours, and the killed child itself is a zombie to reap.
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[allow(unsafe_code)]
+    fn kill(pid: libc::pid_t) {
+        if pid <= 1 {
+            return;
+        }
+        // SAFETY: kill takes two integers and only sends a signal; `pid` was read as a child
+        // of this process, which cannot be reused before this process reaps it.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+
+    /// Collect every child that has ended, without blocking.
+    #[allow(unsafe_code)]
+    fn reap_exited() {
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid writes the status into a local integer.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+            if pid <= 0 {
+                return;
+            }
+        }
+    }
+
+    /// This process's live children: from `/proc/self/task/*/children` where the kernel has
+    /// it, otherwise by scanning every process's parent.
+    fn own_children() -> Vec<libc::pid_t> {
+        match children_from_tasks() {
+            Some(children) => children,
+            None => children_from_scan(),
+        }
+    }
+
+    fn children_from_tasks() -> Option<Vec<libc::pid_t>> {
+        let mut children = Vec::new();
+        for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+            let text = std::fs::read_to_string(task.path().join("children")).ok()?;
+            children.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<libc::pid_t>().ok()),
+            );
+        }
+        Some(children)
+    }
+
+    fn children_from_scan() -> Vec<libc::pid_t> {
+        let me = std::process::id().to_string();
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok())
+            .filter(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                // `pid (comm) state ppid …`: comm may hold spaces and parentheses.
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                    .is_some_and(|ppid| ppid == me)
+            })
+            .collect()
     }
 }
 
@@ -230,14 +381,19 @@ mod tests {
 
     #[test]
     fn built_arguments_parse_back() {
-        let args = supervise_args("bash", ["-c", "echo -- __supervise"]);
+        let args = supervise_args(false, "bash", ["-c", "echo -- __supervise"]);
         assert_eq!(args[0], SUPERVISE_ARG);
-        let (program, rest) = parse_args(args.into_iter().skip(1)).unwrap();
-        assert_eq!(program, "bash");
-        assert_eq!(rest, os(&["-c", "echo -- __supervise"]));
-        let (program, rest) = parse_args(os(&["--", "true"])).unwrap();
-        assert_eq!(program, "true");
-        assert!(rest.is_empty());
+        let parsed = parse_args(args.into_iter().skip(1)).unwrap();
+        assert!(!parsed.reap);
+        assert_eq!(parsed.program, "bash");
+        assert_eq!(parsed.args, os(&["-c", "echo -- __supervise"]));
+        let parsed = parse_args(os(&["--", "true"])).unwrap();
+        assert_eq!(parsed.program, "true");
+        assert!(parsed.args.is_empty());
+        let args = supervise_args(true, "bash", ["--reap"]);
+        let parsed = parse_args(args.into_iter().skip(1)).unwrap();
+        assert!(parsed.reap);
+        assert_eq!(parsed.args, os(&["--reap"]));
     }
 
     #[test]
@@ -251,6 +407,10 @@ mod tests {
             Err(SuperviseArgsError::MissingSeparator)
         );
         assert_eq!(parse_args(os(&["--"])), Err(SuperviseArgsError::NoProgram));
+        assert_eq!(
+            parse_args(os(&["--reap", "--reap", "--", "x"])),
+            Err(SuperviseArgsError::MissingSeparator)
+        );
     }
 
     #[test]

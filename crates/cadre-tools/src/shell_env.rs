@@ -1,0 +1,238 @@
+//! The environment bash commands run with (S5, S8): without credentials, and for the `inspect`
+//! policy with a git that runs no program a repository could name.
+//!
+//! Every bash command — the root's and every child's — starts from cadre's environment minus
+//! the variables that hold credentials: those whose names say so (`*KEY*`, `*TOKEN*`,
+//! `*SECRET*`, `*PASSWORD*`, `*PASSWD*`, `*CREDENTIAL*`, `*PRIVATE*`, any case) and those whose
+//! value is a provider key cadre resolved, whatever their name. A settings allowlist passes
+//! named variables on anyway (a user's `GITHUB_TOKEN` for `gh`). So `env`, `cat
+//! /proc/self/environ` or a repository's test script cannot show the model a key, and the key
+//! never reaches a session file through a tool result.
+
+use std::ffi::{OsStr, OsString};
+use std::sync::OnceLock;
+
+use tokio::process::Command;
+
+/// Name parts that mark a variable as a credential (matched in upper case).
+const SECRET_NAME_PARTS: [&str; 7] = [
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "PRIVATE",
+];
+
+/// Secret values shorter than this are not matched by value: too likely to be a common word.
+const MIN_SECRET_VALUE: usize = 8;
+
+/// Which variables a command's environment leaves out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShellEnv {
+    removed: Vec<OsString>,
+}
+
+/// Whether a variable's name marks it as a credential.
+pub fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    SECRET_NAME_PARTS.iter().any(|part| upper.contains(part))
+}
+
+impl ShellEnv {
+    /// The variables of `vars` to leave out: credential names not in `allow`, and any
+    /// variable whose value contains one of `secrets` (also when allowed: a key cadre
+    /// resolved for a provider is never passed on).
+    pub fn scrubbed(
+        vars: impl IntoIterator<Item = (OsString, OsString)>,
+        allow: &[String],
+        secrets: &[String],
+    ) -> ShellEnv {
+        let secrets: Vec<&str> = secrets
+            .iter()
+            .map(String::as_str)
+            .filter(|s| s.len() >= MIN_SECRET_VALUE)
+            .collect();
+        let removed = vars
+            .into_iter()
+            .filter(|(name, value)| {
+                let by_name = name
+                    .to_str()
+                    .is_none_or(|n| is_secret_name(n) && !allow.iter().any(|a| a == n));
+                let value = value.to_string_lossy();
+                by_name || secrets.iter().any(|s| value.contains(s))
+            })
+            .map(|(name, _)| name)
+            .collect();
+        ShellEnv { removed }
+    }
+
+    /// The variables left out, in the order of the environment they came from.
+    pub fn removed(&self) -> &[OsString] {
+        &self.removed
+    }
+
+    /// Leave the variables out of `cmd`'s environment.
+    pub fn apply(&self, cmd: &mut Command) {
+        for name in &self.removed {
+            cmd.env_remove(name);
+        }
+    }
+}
+
+static PROCESS_SHELL_ENV: OnceLock<ShellEnv> = OnceLock::new();
+
+/// Declare how this process's bash commands are scrubbed (settings allowlist, resolved keys).
+/// Only the first call counts; without one, [`process_shell_env`] scrubs by name alone.
+pub fn set_process_shell_env(env: ShellEnv) {
+    let _ = PROCESS_SHELL_ENV.set(env);
+}
+
+/// The scrubbing of this process's bash commands.
+pub fn process_shell_env() -> &'static ShellEnv {
+    PROCESS_SHELL_ENV.get_or_init(|| ShellEnv::scrubbed(std::env::vars_os(), &[], &[]))
+}
+
+/// The empty tree: git's attributes read from it are none, so no repository-committed
+/// `.gitattributes` attaches a diff, textconv or filter driver (git ≥ 2.42; older gits ignore
+/// the variable).
+const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+
+/// Configuration given to git on its command-line level, above every file it reads.
+const GIT_OVERRIDES: [(&str, &str); 6] = [
+    // fsmonitor is a program git runs on `status`; hooks are programs too.
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    // A bare-looking directory a repository commits (HEAD, objects/, refs/, config) is never
+    // discovered as a repository, so its config is never read.
+    ("safe.bareRepository", "explicit"),
+    ("protocol.allow", "never"),
+    ("credential.helper", ""),
+];
+
+/// Harden git for the `inspect` policy: no system or global configuration, git variables of
+/// cadre's own environment removed (a `GIT_DIR` there must not choose the repository), the
+/// program-running settings overridden, no pager, no prompts, no optional index writes, and
+/// ripgrep without a configuration file. The policy refuses the options that would choose
+/// another repository (`-C`, `--git-dir`, `--work-tree`, `-c`) and environment assignments.
+pub fn harden_for_inspect(cmd: &mut Command, inherited: impl IntoIterator<Item = OsString>) {
+    for name in inherited {
+        if name.to_str().is_none_or(|n| n.starts_with("GIT_")) {
+            cmd.env_remove(&name);
+        }
+    }
+    cmd.env_remove("RIPGREP_CONFIG_PATH");
+    let set: [(&str, &OsStr); 6] = [
+        ("GIT_CONFIG_NOSYSTEM", "1".as_ref()),
+        ("GIT_CONFIG_GLOBAL", "/dev/null".as_ref()),
+        ("GIT_ATTR_SOURCE", EMPTY_TREE.as_ref()),
+        ("GIT_PAGER", "cat".as_ref()),
+        ("GIT_TERMINAL_PROMPT", "0".as_ref()),
+        ("GIT_OPTIONAL_LOCKS", "0".as_ref()),
+    ];
+    for (name, value) in set {
+        cmd.env(name, value);
+    }
+    cmd.env("PAGER", "cat");
+    cmd.env("GIT_CONFIG_COUNT", GIT_OVERRIDES.len().to_string());
+    for (i, (key, value)) in GIT_OVERRIDES.iter().enumerate() {
+        cmd.env(format!("GIT_CONFIG_KEY_{i}"), key);
+        cmd.env(format!("GIT_CONFIG_VALUE_{i}"), value);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(n, v)| (OsString::from(n), OsString::from(v)))
+            .collect()
+    }
+
+    #[test]
+    fn credentials_are_removed_by_name_in_any_case() {
+        let env = ShellEnv::scrubbed(
+            vars(&[
+                ("ANTHROPIC_API_KEY", "sk-ant-1"),
+                ("github_token", "x"),
+                ("DB_PASSWORD", "x"),
+                ("AWS_SECRET_ACCESS_KEY", "x"),
+                ("GOOGLE_APPLICATION_CREDENTIALS", "/k.json"),
+                ("SSH_PRIVATE", "x"),
+                ("PATH", "/usr/bin"),
+                ("HOME", "/root"),
+                ("SSH_AUTH_SOCK", "/tmp/agent"),
+            ]),
+            &[],
+            &[],
+        );
+        let removed: Vec<_> = env.removed().iter().map(|n| n.to_str().unwrap()).collect();
+        assert_eq!(
+            removed,
+            [
+                "ANTHROPIC_API_KEY",
+                "github_token",
+                "DB_PASSWORD",
+                "AWS_SECRET_ACCESS_KEY",
+                "GOOGLE_APPLICATION_CREDENTIALS",
+                "SSH_PRIVATE"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_allowlist_passes_names_but_never_a_resolved_key() {
+        let env = ShellEnv::scrubbed(
+            vars(&[
+                ("GITHUB_TOKEN", "ghp_abc"),
+                ("OPENAI_API_KEY", "sk-live-123456"),
+                ("MY_PROXY_SETTING", "https://u:sk-live-123456@proxy"),
+                ("SHORT", "abc"),
+            ]),
+            &["GITHUB_TOKEN".into(), "OPENAI_API_KEY".into()],
+            &["sk-live-123456".into(), "abc".into()],
+        );
+        let removed: Vec<_> = env.removed().iter().map(|n| n.to_str().unwrap()).collect();
+        assert_eq!(removed, ["OPENAI_API_KEY", "MY_PROXY_SETTING"]);
+    }
+
+    #[test]
+    fn a_name_that_is_not_unicode_is_removed() {
+        use std::os::unix::ffi::OsStringExt;
+        let odd = OsString::from_vec(vec![b'K', 0xff]);
+        let env = ShellEnv::scrubbed([(odd.clone(), OsString::from("v"))], &[], &[]);
+        assert_eq!(env.removed(), [odd]);
+    }
+
+    #[test]
+    fn inspect_git_gets_overrides_and_loses_inherited_git_variables() {
+        let mut cmd = Command::new("git");
+        harden_for_inspect(
+            &mut cmd,
+            [OsString::from("GIT_DIR"), OsString::from("HOME")],
+        );
+        let envs: Vec<(String, Option<String>)> = cmd
+            .as_std()
+            .get_envs()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.map(|v| v.to_string_lossy().into_owned()),
+                )
+            })
+            .collect();
+        let get = |name: &str| envs.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        assert_eq!(get("GIT_DIR"), Some(None), "removed");
+        assert_eq!(get("HOME"), None, "untouched");
+        assert_eq!(get("GIT_CONFIG_NOSYSTEM"), Some(Some("1".into())));
+        assert_eq!(get("GIT_CONFIG_COUNT"), Some(Some("6".into())));
+        assert_eq!(get("GIT_CONFIG_KEY_0"), Some(Some("core.fsmonitor".into())));
+        assert_eq!(get("GIT_CONFIG_VALUE_3"), Some(Some("explicit".into())));
+    }
+}

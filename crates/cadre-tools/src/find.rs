@@ -10,7 +10,7 @@ use std::collections::BinaryHeap;
 use std::io;
 use std::path::Path;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use cadre_protocol::ToolSpec;
 use futures_util::future::BoxFuture;
@@ -23,7 +23,7 @@ use crate::args::{ArgError, Args};
 use crate::listing::{Notice, listing_output, walker};
 use crate::registry::{Tool, ToolContext, ToolOutput};
 use crate::truncate::DEFAULT_MAX_BYTES;
-use crate::{blocking, paths};
+use crate::{blocking, names, paths};
 
 pub const DEFAULT_FIND_LIMIT: u64 = 1000;
 
@@ -142,9 +142,11 @@ fn find(
     let keep = limit.min(DEFAULT_MAX_BYTES / 2 + 1);
     let best: Mutex<BinaryHeap<String>> = Mutex::new(BinaryHeap::new());
     let found = AtomicUsize::new(0);
+    let quoted = AtomicBool::new(false);
     walk.build_parallel().run(|| {
         let best = &best;
         let found = &found;
+        let quoted = &quoted;
         let glob = &glob;
         Box::new(move |entry| {
             if cancel.is_cancelled() {
@@ -167,7 +169,16 @@ fn find(
             }
             found.fetch_add(1, Ordering::Relaxed);
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            let shown = if is_dir { format!("{rel}/") } else { rel };
+            // The pattern matched the name itself; the output shows it quoted if need be.
+            if names::is_quoted(&rel) {
+                quoted.store(true, Ordering::Relaxed);
+            }
+            let rel = names::shown(&rel);
+            let shown = if is_dir {
+                format!("{rel}/")
+            } else {
+                rel.into_owned()
+            };
             let mut heap = best.lock().unwrap_or_else(|p| p.into_inner());
             if heap.len() < keep {
                 heap.push(shown);
@@ -197,7 +208,8 @@ fn find(
             "resultLimitReached",
         )
     });
-    listing_output(&results, limit_notice, None)
+    let quoted_notice = quoted.load(Ordering::Relaxed).then(names::quoted_notice);
+    listing_output(&results, limit_notice, quoted_notice)
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use crate::args::{ArgError, Args};
 use crate::listing::{Notice, listing_output, walker};
 use crate::registry::{Tool, ToolContext, ToolOutput};
 use crate::truncate::{DEFAULT_MAX_BYTES, GREP_MAX_LINE_CHARS, truncate_line};
-use crate::{blocking, paths};
+use crate::{blocking, names, paths};
 
 pub const DEFAULT_GREP_LIMIT: u64 = 100;
 /// Context lines are clamped to this many on each side.
@@ -119,6 +119,8 @@ struct FileHits {
     matches: usize,
     /// Size of these lines once formatted (label, number, text).
     bytes: usize,
+    /// The file's label is shown quoted (see `names`).
+    quoted: bool,
 }
 
 /// What the output can show at most: the first `limit` matches and `max_bytes` of text, in path
@@ -292,14 +294,17 @@ fn grep(params: &GrepParams, root: &Path, cancel: &CancellationToken) -> ToolOut
         .binary_detection(BinaryDetection::quit(0));
 
     let collected = Mutex::new(Collected::new(params.limit, DEFAULT_MAX_BYTES));
-    let label_for = |path: &Path| -> String {
-        if is_dir {
+    // Labels are what the output shows, so they are quoted here, before sorting and sizing.
+    let label_for = |path: &Path| -> (String, bool) {
+        let label = if is_dir {
             paths::relative_label(path, root)
         } else {
             path.file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| path.to_string_lossy().into_owned())
-        }
+        };
+        let quoted = names::is_quoted(&label);
+        (names::shown(&label).into_owned(), quoted)
     };
 
     walk.build_parallel().run(|| {
@@ -317,12 +322,15 @@ fn grep(params: &GrepParams, root: &Path, cancel: &CancellationToken) -> ToolOut
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
-            let label = label_for(entry.path());
+            let (label, quoted) = label_for(entry.path());
             if lock(collected).can_skip(&label) {
                 return WalkState::Continue;
             }
             let mut sink = HitSink {
-                hits: FileHits::default(),
+                hits: FileHits {
+                    quoted,
+                    ..FileHits::default()
+                },
                 binary: false,
                 label_len: label.len(),
                 max_bytes: DEFAULT_MAX_BYTES,
@@ -363,7 +371,9 @@ fn render(params: &GrepParams, collected: Collected) -> ToolOutput {
     let mut out: Vec<String> = Vec::new();
     let mut shown = 0usize;
     let mut lines_cut = false;
+    let mut quoted = false;
     'files: for (label, hits) in &collected.files {
+        quoted |= hits.quoted;
         let mut last_match: Option<u64> = None;
         for line in &hits.lines {
             if line.is_match {
@@ -392,7 +402,12 @@ fn render(params: &GrepParams, collected: Collected) -> ToolOutput {
         key: "linesTruncated",
         value: json!(true),
     });
-    listing_output(&out, limit_notice, cut_notice)
+    let quoted_notice = quoted.then(names::quoted_notice);
+    listing_output(
+        &out,
+        limit_notice,
+        [cut_notice, quoted_notice].into_iter().flatten(),
+    )
 }
 
 #[cfg(test)]
@@ -412,6 +427,7 @@ mod tests {
                 .collect(),
             matches: n,
             bytes,
+            quoted: false,
         }
     }
 

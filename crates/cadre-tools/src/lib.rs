@@ -16,6 +16,7 @@ mod fuzzy;
 pub mod grep;
 mod listing;
 pub mod ls;
+mod names;
 pub mod paths;
 pub mod read;
 pub mod registry;

@@ -45,20 +45,28 @@ impl Notice {
 }
 
 /// The listing of `lines`, at most `DEFAULT_MAX_BYTES` of them, followed by the notices: the
-/// result limit first (when reached), then the byte limit, then any `extra` one.
+/// result limit first (when reached), then the byte limit, then the `extra` ones.
 pub(crate) fn listing_output(
     lines: &[String],
     limit: Option<Notice>,
-    extra: Option<Notice>,
+    extra: impl IntoIterator<Item = Notice>,
 ) -> ToolOutput {
     let truncation = truncate_head(&lines.join("\n"), Limits::bytes_only(DEFAULT_MAX_BYTES));
-    let mut text = truncation.content.clone();
+    let text = truncation.content.clone();
     let byte_limit = truncation.truncated.then(|| Notice {
         text: format!("{} limit reached", format_size(DEFAULT_MAX_BYTES as u64)),
         key: "truncation",
         value: json!(truncation),
     });
-    let notices: Vec<Notice> = [limit, byte_limit, extra].into_iter().flatten().collect();
+    with_notices(text, limit.into_iter().chain(byte_limit).chain(extra))
+}
+
+/// `text`, then one bracketed line saying every notice, with their facts in `details`.
+pub(crate) fn with_notices(
+    mut text: String,
+    notices: impl IntoIterator<Item = Notice>,
+) -> ToolOutput {
+    let notices: Vec<Notice> = notices.into_iter().collect();
     if notices.is_empty() {
         return ToolOutput::ok(text);
     }

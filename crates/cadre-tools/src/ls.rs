@@ -5,7 +5,7 @@
 
 use std::fs;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use cadre_protocol::ToolSpec;
 use futures_util::future::BoxFuture;
@@ -15,7 +15,7 @@ use crate::args::{ArgError, Args};
 use crate::listing::{Notice, listing_output};
 use crate::registry::{Tool, ToolContext, ToolOutput};
 use crate::truncate::DEFAULT_MAX_BYTES;
-use crate::{blocking, paths};
+use crate::{blocking, names, paths};
 
 pub const DEFAULT_LS_LIMIT: u64 = 500;
 
@@ -66,8 +66,8 @@ impl Tool for LsTool {
 }
 
 /// Sort key: case-insensitive first, then the exact name so the order is total.
-fn sort_entries(names: &mut [String]) {
-    names.sort_by(|a, b| {
+fn sort_entries<T>(entries: &mut [(String, T)]) {
+    entries.sort_by(|(a, _), (b, _)| {
         a.to_lowercase()
             .cmp(&b.to_lowercase())
             .then_with(|| a.cmp(b))
@@ -87,19 +87,28 @@ fn list(raw: &str, dir: &Path, limit: usize) -> ToolOutput {
         Ok(r) => r,
         Err(e) => return ToolOutput::error(format!("Cannot read directory {raw}: {e}")),
     };
-    let mut names: Vec<String> = reader
+    // Each name with its real path: a name that is not UTF-8 prints lossily but is still
+    // looked up as itself.
+    let mut entries: Vec<(String, PathBuf)> = reader
         .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
         .collect();
-    sort_entries(&mut names);
-    let limit_reached = names.len() > limit;
-    let results: Vec<String> = names
+    sort_entries(&mut entries);
+    let limit_reached = entries.len() > limit;
+    let mut quoted = false;
+    let results: Vec<String> = entries
         .into_iter()
         .take(limit)
-        .map(|name| {
+        .map(|(name, path)| {
+            quoted |= names::is_quoted(&name);
+            let name = names::shown(&name);
             // `metadata` follows symlinks, so a link to a directory is shown as one.
-            let is_dir = fs::metadata(dir.join(&name)).is_ok_and(|m| m.is_dir());
-            if is_dir { format!("{name}/") } else { name }
+            let is_dir = fs::metadata(path).is_ok_and(|m| m.is_dir());
+            if is_dir {
+                format!("{name}/")
+            } else {
+                name.into_owned()
+            }
         })
         .collect();
     if results.is_empty() {
@@ -107,7 +116,7 @@ fn list(raw: &str, dir: &Path, limit: usize) -> ToolOutput {
     }
     let limit_notice =
         limit_reached.then(|| Notice::limit(limit, "entries", "", "entryLimitReached"));
-    listing_output(&results, limit_notice, None)
+    listing_output(&results, limit_notice, quoted.then(names::quoted_notice))
 }
 
 #[cfg(test)]
@@ -117,11 +126,12 @@ mod tests {
 
     #[test]
     fn sorting_ignores_case_but_is_total() {
-        let mut v: Vec<String> = ["b", "A", "a", ".z", "B", "c"]
+        let mut v: Vec<(String, ())> = ["b", "A", "a", ".z", "B", "c"]
             .iter()
-            .map(|s| s.to_string())
+            .map(|s| (s.to_string(), ()))
             .collect();
         sort_entries(&mut v);
-        assert_eq!(v, [".z", "A", "a", "B", "b", "c"]);
+        let sorted: Vec<&str> = v.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(sorted, [".z", "A", "a", "B", "b", "c"]);
     }
 }

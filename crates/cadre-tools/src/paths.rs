@@ -71,7 +71,12 @@ pub fn normalize(path: &Path) -> PathBuf {
 /// `path` relative to `base` with `/` separators, or the full path when it is not below `base`.
 pub fn relative_label(path: &Path, base: &Path) -> String {
     match path.strip_prefix(base) {
-        Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().replace('\\', "/"),
+        // A backslash separates components only on Windows; elsewhere it is part of a name,
+        // and turning it into `/` would show a file `src\secret.rs` as `src/secret.rs`.
+        Ok(rel) if !rel.as_os_str().is_empty() && cfg!(windows) => {
+            rel.to_string_lossy().replace('\\', "/")
+        }
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().into_owned(),
         _ => path.to_string_lossy().into_owned(),
     }
 }
@@ -122,5 +127,7 @@ mod tests {
         assert_eq!(relative_label(Path::new("/r/a/b"), base), "a/b");
         assert_eq!(relative_label(Path::new("/x/y"), base), "/x/y");
         assert_eq!(relative_label(Path::new("/r"), base), "/r");
+        #[cfg(unix)]
+        assert_eq!(relative_label(Path::new("/r/a\\b"), base), "a\\b");
     }
 }

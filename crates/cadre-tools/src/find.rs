@@ -20,9 +20,10 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{ArgError, Args};
-use crate::listing::{Notice, listing_output, walker};
+use crate::listing::{Notice, listing_output, walker, with_notices};
 use crate::registry::{Tool, ToolContext, ToolOutput};
 use crate::truncate::DEFAULT_MAX_BYTES;
+use crate::unsearched::Unsearched;
 use crate::{blocking, names, paths};
 
 pub const DEFAULT_FIND_LIMIT: u64 = 1000;
@@ -143,17 +144,24 @@ fn find(
     let best: Mutex<BinaryHeap<String>> = Mutex::new(BinaryHeap::new());
     let found = AtomicUsize::new(0);
     let quoted = AtomicBool::new(false);
+    let unsearched = Mutex::new(Unsearched::default());
     walk.build_parallel().run(|| {
         let best = &best;
         let found = &found;
         let quoted = &quoted;
+        let unsearched = &unsearched;
         let glob = &glob;
         Box::new(move |entry| {
             if cancel.is_cancelled() {
                 return WalkState::Quit;
             }
-            let Ok(entry) = entry else {
-                return WalkState::Continue;
+            // A directory the walk cannot read is said in the result, never silently skipped.
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(err) => {
+                    lock(unsearched).walk_error(&err, root);
+                    return WalkState::Continue;
+                }
             };
             if entry.depth() == 0 {
                 return WalkState::Continue;
@@ -179,7 +187,7 @@ fn find(
             } else {
                 rel.into_owned()
             };
-            let mut heap = best.lock().unwrap_or_else(|p| p.into_inner());
+            let mut heap = lock(best);
             if heap.len() < keep {
                 heap.push(shown);
             } else if heap.peek().is_some_and(|top| &shown < top) {
@@ -196,8 +204,12 @@ fn find(
         .into_inner()
         .unwrap_or_else(|p| p.into_inner())
         .into_sorted_vec();
+    let unsearched = unsearched.into_inner().unwrap_or_else(|p| p.into_inner());
     if results.is_empty() {
-        return ToolOutput::ok("No files found matching pattern");
+        return with_notices(
+            "No files found matching pattern".to_string(),
+            unsearched.notice(),
+        );
     }
     let total = found.load(Ordering::Relaxed);
     let limit_notice = (total >= limit).then(|| {
@@ -209,7 +221,16 @@ fn find(
         )
     });
     let quoted_notice = quoted.load(Ordering::Relaxed).then(names::quoted_notice);
-    listing_output(&results, limit_notice, quoted_notice)
+    listing_output(
+        &results,
+        limit_notice,
+        [quoted_notice, unsearched.notice()].into_iter().flatten(),
+    )
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panicking walker thread leaves nothing half-updated that matters here.
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

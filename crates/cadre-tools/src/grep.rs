@@ -22,9 +22,10 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{ArgError, Args};
-use crate::listing::{Notice, listing_output, walker};
+use crate::listing::{Notice, listing_output, walker, with_notices};
 use crate::registry::{Tool, ToolContext, ToolOutput};
 use crate::truncate::{DEFAULT_MAX_BYTES, GREP_MAX_LINE_CHARS, truncate_line};
+use crate::unsearched::Unsearched;
 use crate::{blocking, names, paths};
 
 pub const DEFAULT_GREP_LIMIT: u64 = 100;
@@ -294,6 +295,7 @@ fn grep(params: &GrepParams, root: &Path, cancel: &CancellationToken) -> ToolOut
         .binary_detection(BinaryDetection::quit(0));
 
     let collected = Mutex::new(Collected::new(params.limit, DEFAULT_MAX_BYTES));
+    let unsearched = Mutex::new(Unsearched::default());
     // Labels are what the output shows, so they are quoted here, before sorting and sizing.
     let label_for = |path: &Path| -> (String, bool) {
         let label = if is_dir {
@@ -311,13 +313,19 @@ fn grep(params: &GrepParams, root: &Path, cancel: &CancellationToken) -> ToolOut
         let mut searcher = searcher_builder.build();
         let matcher = matcher.clone();
         let collected = &collected;
+        let unsearched = &unsearched;
         let label_for = &label_for;
         Box::new(move |entry| {
             if cancel.is_cancelled() {
                 return WalkState::Quit;
             }
-            let Ok(entry) = entry else {
-                return WalkState::Continue;
+            // A directory the walk cannot read is said in the result, never silently skipped.
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(err) => {
+                    lock(unsearched).walk_error(&err, root);
+                    return WalkState::Continue;
+                }
             };
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
@@ -336,13 +344,12 @@ fn grep(params: &GrepParams, root: &Path, cancel: &CancellationToken) -> ToolOut
                 max_bytes: DEFAULT_MAX_BYTES,
                 cancel,
             };
-            // Unreadable files are skipped, as rg does (it only warns).
-            if searcher
-                .search_path(&matcher, entry.path(), &mut sink)
-                .is_err()
-                || sink.binary
-                || sink.hits.matches == 0
-            {
+            // An unreadable file is skipped, as rg does, and counted, as rg warns about it.
+            if let Err(err) = searcher.search_path(&matcher, entry.path(), &mut sink) {
+                lock(unsearched).io_error(entry.path(), &err, root);
+                return WalkState::Continue;
+            }
+            if sink.binary || sink.hits.matches == 0 {
                 return WalkState::Continue;
             }
             lock(collected).insert(label, sink.hits);
@@ -354,7 +361,8 @@ fn grep(params: &GrepParams, root: &Path, cancel: &CancellationToken) -> ToolOut
         return ToolOutput::error("Operation aborted");
     }
     let collected = collected.into_inner().unwrap_or_else(|p| p.into_inner());
-    render(params, collected)
+    let unsearched = unsearched.into_inner().unwrap_or_else(|p| p.into_inner());
+    render(params, collected, &unsearched)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -363,9 +371,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn render(params: &GrepParams, collected: Collected) -> ToolOutput {
+fn render(params: &GrepParams, collected: Collected, unsearched: &Unsearched) -> ToolOutput {
     if collected.total == 0 {
-        return ToolOutput::ok("No matches found");
+        return with_notices("No matches found".to_string(), unsearched.notice());
     }
     let limit = params.limit;
     let mut out: Vec<String> = Vec::new();
@@ -406,7 +414,9 @@ fn render(params: &GrepParams, collected: Collected) -> ToolOutput {
     listing_output(
         &out,
         limit_notice,
-        [cut_notice, quoted_notice].into_iter().flatten(),
+        [cut_notice, quoted_notice, unsearched.notice()]
+            .into_iter()
+            .flatten(),
     )
 }
 

@@ -25,6 +25,7 @@ pub mod shell_env;
 pub mod shell_policy;
 pub mod supervise;
 pub mod truncate;
+mod unsearched;
 pub mod write;
 
 use std::sync::Arc;

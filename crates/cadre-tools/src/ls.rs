@@ -12,7 +12,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use crate::args::{ArgError, Args};
-use crate::listing::{Notice, listing_output};
+use crate::listing::{Notice, listing_output, with_notices};
 use crate::registry::{Tool, ToolContext, ToolOutput};
 use crate::truncate::DEFAULT_MAX_BYTES;
 use crate::{blocking, names, paths};
@@ -89,10 +89,17 @@ fn list(raw: &str, dir: &Path, limit: usize) -> ToolOutput {
     };
     // Each name with its real path: a name that is not UTF-8 prints lossily but is still
     // looked up as itself.
-    let mut entries: Vec<(String, PathBuf)> = reader
-        .filter_map(Result::ok)
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
-        .collect();
+    let mut entries: Vec<(String, PathBuf)> = Vec::new();
+    let mut unreadable: Option<(usize, io::Error)> = None;
+    for entry in reader {
+        match entry {
+            Ok(e) => entries.push((e.file_name().to_string_lossy().into_owned(), e.path())),
+            Err(e) => match &mut unreadable {
+                Some((count, _)) => *count += 1,
+                None => unreadable = Some((1, e)),
+            },
+        }
+    }
     sort_entries(&mut entries);
     let limit_reached = entries.len() > limit;
     let mut quoted = false;
@@ -111,12 +118,22 @@ fn list(raw: &str, dir: &Path, limit: usize) -> ToolOutput {
             }
         })
         .collect();
+    let unreadable_notice = unreadable.map(|(count, first)| Notice {
+        text: format!("{count} entries could not be read ({first})"),
+        key: "unreadableEntries",
+        value: json!(count),
+    });
     if results.is_empty() {
-        return ToolOutput::ok("(empty directory)");
+        return with_notices("(empty directory)".to_string(), unreadable_notice);
     }
     let limit_notice =
         limit_reached.then(|| Notice::limit(limit, "entries", "", "entryLimitReached"));
-    listing_output(&results, limit_notice, quoted.then(names::quoted_notice))
+    let quoted_notice = quoted.then(names::quoted_notice);
+    listing_output(
+        &results,
+        limit_notice,
+        [quoted_notice, unreadable_notice].into_iter().flatten(),
+    )
 }
 
 #[cfg(test)]

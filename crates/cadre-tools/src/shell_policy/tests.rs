@@ -1,0 +1,430 @@
+//! The policy tables: what each policy allows and refuses, attack by attack.
+
+use super::lex::{Token, tokenize};
+use super::*;
+
+fn allowed(policy: ShellPolicy, cmd: &str) {
+    if let Err(e) = check_command(policy, cmd) {
+        panic!("{policy} should allow {cmd:?}, refused: {e}");
+    }
+}
+
+fn refused(policy: ShellPolicy, cmd: &str, why: &str) {
+    match check_command(policy, cmd) {
+        Ok(()) => panic!("{policy} should refuse {cmd:?}"),
+        Err(e) => {
+            let text = e.to_string();
+            assert!(
+                text.contains(why),
+                "{cmd:?}: refusal {text:?} should mention {why:?}"
+            );
+            assert!(text.starts_with(&format!("the `{policy}` shell policy refuses ")));
+        }
+    }
+}
+
+const INSPECT_OK: &[&str] = &[
+    "pwd",
+    "ls",
+    "ls -la src",
+    "ls *.rs",
+    "cat Cargo.toml",
+    "cat src/*.rs | wc -l",
+    "head -n 20 README.md",
+    "tail -5 log.txt",
+    "wc -l a b c",
+    "cut -d: -f1 /etc/passwd",
+    "stat -c %s file",
+    "du -sh .",
+    "grep -rn 'fn main' src",
+    "grep '>' file",
+    "grep \"a > b\" file",
+    "grep '$(rm -rf /)' file",
+    "grep 'a|b' file",
+    "grep a\\>b file",
+    "grep -E \"x$\" f",
+    "grep 'x' f # a comment > here",
+    "rg -n TODO",
+    "rg --pre-glob '*.gz' x",
+    "uniq file",
+    "uniq -c",
+    "uniq -f 2 file",
+    "sort -n file | uniq -c | sort -rn | head",
+    "sort -k2,2 -t , file",
+    "sort -t o file",
+    "find . -name '*.rs' -type f",
+    "find src -newer Cargo.toml -print",
+    "find . ! -name x",
+    "git status",
+    "git status --porcelain",
+    "git log --oneline -n 5",
+    "git diff HEAD~1 -- src",
+    "git show HEAD@{1}",
+    "git show HEAD:src/main.rs",
+    "git rev-parse --show-toplevel",
+    "git ls-files -m",
+    "git -C sub status",
+    "git --no-pager log",
+    "git branch",
+    "git branch -a",
+    "git branch -avv",
+    "git branch --list 'feat/*'",
+    "git branch -l feat",
+    "git branch --contains HEAD",
+    "git branch --merged=main",
+    "git branch --sort=-committerdate --format='%(refname:short)'",
+    "git branch --show-current",
+    "ls && pwd",
+    "ls || pwd",
+    "ls; pwd",
+    "ls;",
+    "ls\npwd",
+    "\nls\n\n",
+    "ls |\n wc -l",
+    "ls 2>&1 | head",
+    "ls >&2",
+    "ls 2>/dev/null",
+    "ls > /dev/null",
+    "ls &>/dev/null",
+    "ls |& head",
+    "cat 'file with spaces' \"and more\"",
+    "cat a\\ b",
+];
+
+#[test]
+fn inspect_allows_inspection() {
+    for cmd in INSPECT_OK {
+        allowed(ShellPolicy::Inspect, cmd);
+        allowed(ShellPolicy::Verify, cmd);
+        allowed(ShellPolicy::Unrestricted, cmd);
+    }
+}
+
+const INSPECT_REFUSED: &[(&str, &str)] = &[
+    ("rm -rf x", "`rm` is not an inspection command"),
+    ("ls; rm -rf x", "`rm` is not an inspection command"),
+    ("ls && rm x", "`rm`"),
+    ("ls | tee f", "`tee`"),
+    ("cat a > b", "redirections that write to a file"),
+    ("cat a >> b", "redirections that write"),
+    ("cat a>b", "redirections that write"),
+    ("ls 2>err.log", "redirections that write"),
+    ("ls >| f", "redirections that write"),
+    ("ls &> f", "redirections that write"),
+    ("ls >&f", "redirections that write"),
+    ("ls 3>&1", "redirections that write"),
+    ("ls > /dev/*", "redirections that write"),
+    ("cat < f", "input redirections"),
+    ("cat <<EOF\nx\nEOF", "input redirections"),
+    ("cat <<< x", "input redirections"),
+    ("cat <> f", "input redirections"),
+    ("ls >", "without a target"),
+    ("find . -exec rm {} \\;", "find's `-exec`"),
+    ("find . -execdir rm {} +", "`-execdir`"),
+    ("find . -delete", "`-delete`"),
+    ("find . -fprint out", "`-fprint`"),
+    ("find . -ok rm {} ;", "`-ok`"),
+    ("find * -print", "unquoted pattern `*`"),
+    ("find . {-delete,}", "unquoted pattern"),
+    ("git branch -D x", "listing forms"),
+    ("git branch -d x", "listing forms"),
+    ("git branch -m a b", "listing forms"),
+    ("git branch newname", "listing forms"),
+    ("git branch --delete x", "listing forms"),
+    ("git branch --del x", "listing forms"),
+    ("git branch -f x HEAD", "listing forms"),
+    ("git branch -u origin/x", "listing forms"),
+    ("git branch --set-upstream-to=o/x", "listing forms"),
+    ("git branch -c a b", "listing forms"),
+    ("git branch -ad x", "listing forms"),
+    (
+        "git commit -am x",
+        "`git commit` is not an inspection command",
+    ),
+    ("git checkout .", "`git checkout`"),
+    ("git -c core.pager=sh log", "global option `-c`"),
+    ("git --git-dir=x status", "global option"),
+    ("git", "needs one of the subcommands"),
+    ("git diff --output=f", "writes the output to a file"),
+    ("git log --out=f", "writes the output"),
+    ("git log *", "unquoted pattern"),
+    ("rg --pre sh x", "`--pre`"),
+    ("rg --pre=sh x", "`--pre`"),
+    ("rg --hostname-bin=x y", "`--hostname-bin`"),
+    ("sort -o out file", "`-o`"),
+    ("sort -ro out file", "`-ro`"),
+    ("sort --output=out file", "`--output`"),
+    ("sort --out=x f", "`--output`"),
+    ("sort -T /tmp f", "`-T`"),
+    ("sort --compress-program=sh f", "`--compress-program`"),
+    ("sort *", "unquoted pattern"),
+    ("uniq in out", "output file"),
+    ("uniq -c in out", "output file"),
+    ("uniq -- in out", "output file"),
+    ("echo $(rm x)", "`$(`"),
+    ("ls $(pwd)", "command substitution"),
+    ("ls \"$(pwd)\"", "command substitution"),
+    ("ls `pwd`", "backticks"),
+    ("ls \"`pwd`\"", "backticks"),
+    ("cat <(ls)", "process substitution"),
+    ("ls >(cat)", "process substitution"),
+    ("ls $HOME", "variable expansion"),
+    ("ls \"$HOME\"", "variable expansion"),
+    ("ls ${X:=-delete}", "parameter expansion"),
+    ("ls $'\\x41'", "ANSI-C"),
+    ("ls $[1+1]", "arithmetic"),
+    ("X=1 ls", "variable assignments"),
+    ("X=-delete; find . $X", "variable expansion"),
+    ("X=-delete; ls", "variable assignments"),
+    ("(ls)", "subshells"),
+    ("{ ls; }", "`{` is not an inspection command"),
+    ("ls &", "background"),
+    ("ls & rm x", "background"),
+    ("eval ls", "`eval`"),
+    ("exec ls", "`exec`"),
+    ("env ls", "`env`"),
+    ("ls | xargs rm", "`xargs`"),
+    ("sh -c ls", "`sh`"),
+    ("bash -c 'ls'", "`bash`"),
+    ("/bin/ls", "`/bin/ls`"),
+    ("l*", "must not be a pattern"),
+    ("ls |", "without a command after it"),
+    ("ls &&", "without a command after it"),
+    ("| ls", "without a command before it"),
+    ("; ls", "without a command before it"),
+    ("ls ;; pwd", "`case` syntax"),
+    ("ls 'unterminated", "unterminated single quote"),
+    ("ls \"unterminated", "unterminated double quote"),
+    ("ls \\", "trailing backslash"),
+    ("", "empty"),
+    ("   ", "empty"),
+    ("# only a comment", "empty"),
+    ("cargo test", "not an inspection command"),
+    ("echo hi", "`echo`"),
+    ("touch f", "`touch`"),
+    ("if true; then rm x; fi", "`if`"),
+];
+
+#[test]
+fn inspect_refuses_everything_else() {
+    for (cmd, why) in INSPECT_REFUSED {
+        refused(ShellPolicy::Inspect, cmd, why);
+        allowed(ShellPolicy::Unrestricted, cmd);
+    }
+}
+
+#[test]
+fn verify_refuses_what_inspect_refuses_apart_from_verifiers() {
+    for (cmd, why) in INSPECT_REFUSED {
+        if *cmd == "cargo test" {
+            continue;
+        }
+        // Verify words an unknown command differently; git's own refusals stay the same.
+        let text = check_command(ShellPolicy::Verify, cmd)
+            .unwrap_err()
+            .to_string();
+        let alt = why.replace("is not an inspection command", "is neither");
+        assert!(
+            text.contains(*why) || text.contains(&alt),
+            "{cmd:?}: refusal {text:?} should mention {why:?}"
+        );
+    }
+}
+
+const VERIFIERS: &[&str] = &[
+    "npm test",
+    "npm run lint",
+    "pnpm typecheck",
+    "yarn build",
+    "bun test",
+    "bun run check",
+    "node --test",
+    "node --test test/",
+    "python -m pytest -x",
+    "python3 -m unittest discover",
+    "python -m mypy src",
+    "python -m ruff check .",
+    "pytest",
+    "pytest tests/test_*.py",
+    "mypy .",
+    "ruff check .",
+    "ruff format --check",
+    "cargo test",
+    "cargo test -p cadre-tools -- --nocapture",
+    "cargo +nightly check",
+    "cargo clippy --all-targets -- -D warnings",
+    "cargo build --release",
+    "cargo nextest run",
+    "cargo fmt --check",
+    "cargo fmt --all -- --check",
+    "go test ./...",
+    "go vet ./...",
+    "go build ./...",
+    "mvn test",
+    "mvn -q verify",
+    "gradle check",
+    "gradle :app:test",
+    "make test",
+    "make -j4 check lint",
+    "tsc --noEmit",
+    "tsc --noEmit -p tsconfig.json",
+    "eslint src",
+    "vitest run",
+    "jest --ci",
+    "rubocop",
+    "dotnet test",
+    "dotnet build",
+    "flutter test",
+    "dart test",
+    "npx eslint .",
+    "npx vitest run",
+    "npx tsc --noEmit",
+    "npx prettier --check .",
+    "prettier -c src",
+    "cargo test 2>&1 | tail -n 50",
+    "cargo test && git status",
+    "cargo test >/dev/null",
+];
+
+#[test]
+fn verify_allows_verifiers() {
+    for cmd in VERIFIERS {
+        allowed(ShellPolicy::Verify, cmd);
+        if !cmd.starts_with("cargo test 2>&1") && !cmd.starts_with("cargo test &&") {
+            refused(ShellPolicy::Inspect, cmd, "is not an inspection command");
+        }
+    }
+}
+
+const VERIFY_REFUSED: &[(&str, &str)] = &[
+    ("cargo clippy --fix", "`--fix` makes the check change files"),
+    ("eslint --fix .", "`--fix`"),
+    ("eslint --fix=true .", "`--fix=true`"),
+    ("npx eslint --fix .", "`--fix`"),
+    ("prettier --write .", "is neither"),
+    ("prettier --check --write .", "`--write`"),
+    ("prettier -c -w .", "`-w`"),
+    ("jest -u", "`-u`"),
+    ("jest --updateSnapshot", "`--updateSnapshot`"),
+    ("vitest --update", "`--update`"),
+    ("npm test -- -u", "`-u`"),
+    ("ruff check --fix", "`--fix`"),
+    ("rubocop -a", "`-a`"),
+    ("rubocop --autocorrect-all", "`--autocorrect-all`"),
+    ("cargo fmt", "is neither"),
+    ("ruff format", "is neither"),
+    ("cargo run", "is neither"),
+    ("cargo install x", "is neither"),
+    ("npm install", "is neither"),
+    ("npm run deploy", "is neither"),
+    ("npm", "is neither"),
+    ("npx", "is neither"),
+    ("npx rm -rf x", "is neither"),
+    ("node script.js --test", "is neither"),
+    ("python script.py", "is neither"),
+    ("python -c 'open(1)'", "is neither"),
+    ("go run .", "is neither"),
+    ("go generate", "is neither"),
+    ("make install", "is neither"),
+    ("make", "is neither"),
+    ("make test install", "is neither"),
+    ("mvn deploy", "is neither"),
+    ("mvn", "is neither"),
+    ("gradle publish", "is neither"),
+    ("tsc", "is neither"),
+    ("dotnet run", "is neither"),
+    ("flutter build", "is neither"),
+    ("RUST_BACKTRACE=1 cargo test", "variable assignments"),
+    ("cargo test > out.txt", "redirections that write"),
+    ("cargo test; rm -rf x", "`rm` is neither"),
+    ("cargo test &", "background"),
+];
+
+#[test]
+fn verify_refuses_mutating_and_unknown() {
+    for (cmd, why) in VERIFY_REFUSED {
+        refused(ShellPolicy::Verify, cmd, why);
+    }
+}
+
+#[test]
+fn none_refuses_everything() {
+    for cmd in INSPECT_OK.iter().chain(VERIFIERS) {
+        refused(ShellPolicy::None, cmd, "may not run shell commands");
+    }
+    refused(ShellPolicy::None, "", "may not run shell commands");
+}
+
+#[test]
+fn refusal_names_the_part() {
+    let e = check_command(ShellPolicy::Inspect, "ls -l; rm -rf x").unwrap_err();
+    assert_eq!(e.part, "`rm -rf x`");
+    assert_eq!(e.policy, ShellPolicy::Inspect);
+    let e = check_command(ShellPolicy::Inspect, "cat a 2> b").unwrap_err();
+    assert_eq!(e.part, "`2>b`");
+    assert_eq!(
+        e.to_string(),
+        "the `inspect` shell policy refuses `2>b`: redirections that write to a file are \
+         not allowed"
+    );
+}
+
+#[test]
+fn tokenizer_reads_quotes_and_escapes() {
+    let words = |s: &str| -> Vec<String> {
+        tokenize(s)
+            .unwrap()
+            .into_iter()
+            .filter_map(|t| match t {
+                Token::Word(w) => Some(w.text),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(words("a 'b c' \"d e\" f\\ g"), ["a", "b c", "d e", "f g"]);
+    assert_eq!(words("a'b'\"c\"d"), ["abcd"]);
+    assert_eq!(words("''"), [""]);
+    assert_eq!(words("\"a\\\"b\\$c\\x\""), ["a\"b$c\\x"]);
+    assert_eq!(words("a\\\nb"), ["ab"]);
+    assert_eq!(words("grep 'x$' \"y$\" z$"), ["grep", "x$", "y$", "z$"]);
+    let toks = tokenize("ls 2>&1|wc").unwrap();
+    assert_eq!(toks.len(), 5);
+    assert!(matches!(&toks[1], Token::Redirect { fd: Some(fd), op } if fd == "2" && op == ">&"));
+    // A quoted digit is a word, not a file descriptor.
+    let toks = tokenize("ls '2'>x").unwrap();
+    assert!(matches!(&toks[2], Token::Redirect { fd: None, .. }));
+}
+
+#[test]
+fn patterns_are_flagged_only_when_unquoted() {
+    let expands = |s: &str| match &tokenize(s).unwrap()[0] {
+        Token::Word(w) => w.expands,
+        other => panic!("{other:?}"),
+    };
+    assert!(expands("*.rs"));
+    assert!(expands("a?"));
+    assert!(expands("[ab]"));
+    assert!(expands("{a,b}"));
+    assert!(expands("x{1..3}"));
+    assert!(!expands("'*.rs'"));
+    assert!(!expands("\"*\""));
+    assert!(!expands("\\*"));
+    assert!(!expands("HEAD@{1}"));
+    assert!(!expands("{}"));
+    assert!(!expands("a,b"));
+}
+
+#[test]
+fn policy_names_round_trip() {
+    for p in [
+        ShellPolicy::Unrestricted,
+        ShellPolicy::Inspect,
+        ShellPolicy::Verify,
+        ShellPolicy::None,
+    ] {
+        assert_eq!(p.as_str().parse::<ShellPolicy>().unwrap(), p);
+        assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
+    }
+    assert!("Inspect".parse::<ShellPolicy>().is_err());
+    assert_eq!(ShellPolicy::default(), ShellPolicy::Unrestricted);
+}

@@ -25,6 +25,36 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// `shellEnv.allow`: names of credential-looking variables that bash commands may still
+    /// see (every other `*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*` … is removed, S8).
+    pub fn shell_env_allow(&self) -> Result<Vec<String>, String> {
+        let Some(value) = self.raw.get("shellEnv") else {
+            return Ok(Vec::new());
+        };
+        let allow = match value {
+            Value::Object(map) => map.get("allow"),
+            _ => {
+                return Err(
+                    "settings: shellEnv must be an object like {\"allow\": [\"NAME\"]}".into(),
+                );
+            }
+        };
+        match allow {
+            None => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|item| {
+                    item.as_str().map(str::to_string).ok_or_else(|| {
+                        format!("settings: shellEnv.allow must list variable names, found {item}")
+                    })
+                })
+                .collect(),
+            Some(other) => Err(format!(
+                "settings: shellEnv.allow must be a list of variable names, found {other}"
+            )),
+        }
+    }
+
     /// The default model as a registry name: `defaultProvider/defaultModel`, or `defaultModel`
     /// alone when no provider is set or the model already carries it.
     pub fn default_model_name(&self) -> Option<String> {

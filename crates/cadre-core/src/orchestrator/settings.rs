@@ -59,6 +59,11 @@ pub struct SubagentSettings {
     pub default_max_tool_calls: Option<u32>,
     pub default_soft_tool_calls: Option<u32>,
     pub default_timeout_ms: Option<u64>,
+    /// The timeout of a child's bash call that gives none (`bashTimeoutMs`; `0` = none): a
+    /// `tail -f` must not hold a child, and with it its parent, forever.
+    pub bash_timeout_ms: Option<u64>,
+    /// Keep a read-only task's scratch directory after it ends (`keepScratch`, for debugging).
+    pub keep_scratch: bool,
     pub enable_background: bool,
     pub enable_fork: bool,
     pub enable_worktrees: bool,
@@ -74,6 +79,10 @@ pub struct SubagentSettings {
     pub authorization: Authorization,
     pub dispatch: DispatchMode,
 }
+
+/// Ten minutes: a full build and test run of a large project fits; a command that waits
+/// forever does not hold its task past it.
+pub const DEFAULT_BASH_TIMEOUT_MS: u64 = 10 * 60 * 1000;
 
 impl Default for SubagentSettings {
     fn default() -> Self {
@@ -94,6 +103,8 @@ impl Default for SubagentSettings {
             default_max_tool_calls: None,
             default_soft_tool_calls: None,
             default_timeout_ms: None,
+            bash_timeout_ms: Some(DEFAULT_BASH_TIMEOUT_MS),
+            keep_scratch: false,
             enable_background: true,
             enable_fork: true,
             enable_worktrees: true,
@@ -143,6 +154,8 @@ const KNOWN_KEYS: &[&str] = &[
     "defaultMaxToolCalls",
     "defaultSoftToolCalls",
     "defaultTimeoutMs",
+    "bashTimeoutMs",
+    "keepScratch",
     "enableBackground",
     "enableFork",
     "enableWorktrees",
@@ -213,6 +226,12 @@ impl SubagentSettings {
         s.default_max_tool_calls = r.u32("defaultMaxToolCalls", 1)?;
         s.default_soft_tool_calls = r.u32("defaultSoftToolCalls", 1)?;
         s.default_timeout_ms = r.u64("defaultTimeoutMs", 1)?;
+        s.bash_timeout_ms = match r.u64("bashTimeoutMs", 0)? {
+            Some(0) => None,
+            Some(ms) => Some(ms),
+            None => d.bash_timeout_ms,
+        };
+        s.keep_scratch = r.bool("keepScratch")?.unwrap_or(d.keep_scratch);
         if let (Some(soft), Some(max)) = (s.default_soft_tool_calls, s.default_max_tool_calls)
             && soft > max
         {

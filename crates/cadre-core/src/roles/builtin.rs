@@ -137,6 +137,7 @@ fn research() -> RoleDef {
         tools: tools(&["bash"]),
         readonly: true,
         shell_policy: ShellPolicy::Unrestricted,
+        network: true,
         ..role(
             "research",
             "Read-only deep research across local code, official documentation and remote \

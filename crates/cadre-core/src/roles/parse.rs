@@ -149,6 +149,10 @@ pub struct RoleDef {
     /// Leave the project's context files (AGENTS.md, CLAUDE.md) out of the child's prompt (T8:
     /// Explore and Plan). Not a frontmatter key: built-ins set it, files cannot.
     pub skip_context_files: bool,
+    /// A read-only role whose bash may use the network (the built-in `research`, which
+    /// fetches documentation). Not a frontmatter key: built-ins set it, files cannot, so a
+    /// repository's role file cannot give itself the network.
+    pub network: bool,
     /// The body: appended to the child's system prompt.
     pub prompt: String,
     pub dialect: Option<Dialect>,

@@ -15,6 +15,7 @@ use super::Inner;
 use super::digest::Sha256Tool;
 use super::handle::lock;
 use super::prompt::{child_system_prompt, task_message};
+use super::sandbox_dirs;
 use super::structured::{
     STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, StructuredOutputTool, StructuredSlot,
 };
@@ -28,10 +29,6 @@ use crate::roles::{RoleDef, ShellPolicy, Skill};
 use crate::session::SessionWriter;
 
 const BASH_TOOL: &str = "bash";
-/// Under CADRE_HOME: the parent of read-only tasks' private scratch directories.
-const SCRATCH_DIR: &str = "scratch";
-/// Under the project root: where a role with `allowPlanFiles` may write.
-const PLANS_DIR: &str = ".cadre/plans";
 
 /// The task as the child reads it: the delegation packet (D1), the prompt, the probe's scope
 /// (D2), and the output contract at the very end (V1).
@@ -113,7 +110,7 @@ pub(crate) fn build_child_agent(
                     Arc::clone(&stop),
                 )));
             }
-        } else if name == BASH_TOOL && (b.readonly || b.shell_policy != ShellPolicy::Unrestricted) {
+        } else if name == BASH_TOOL {
             tools.register(child_bash(inner, &b)?);
         } else if let Some(tool) = inner.tools.get(name) {
             tools.register(Arc::clone(tool));
@@ -155,8 +152,8 @@ fn shared_specs(inner: &Inner, b: &ChildBuild<'_>, tools: &mut ToolRegistry) {
     }
     let plans_in = b.role.allow_plan_files.then_some(&b.cwd);
     let key = format!(
-        "{:?}|{}|{:?}|{:?}",
-        b.caps.tools, b.readonly, b.shell_policy, plans_in
+        "{:?}|{}|{:?}|{:?}|{}",
+        b.caps.tools, b.readonly, b.shell_policy, plans_in, b.role.network
     );
     let mut cache = lock(&inner.child_specs);
     match cache.get(&key) {
@@ -171,33 +168,52 @@ fn shared_specs(inner: &Inner, b: &ChildBuild<'_>, tools: &mut ToolRegistry) {
 
 /// The child's bash: its role's shell policy is checked before every command (S3); a read-only
 /// role's commands run only inside the kernel sandbox, writable beneath a private scratch
-/// directory (and `.cadre/plans/` with `allowPlanFiles`), never unsandboxed (S2).
+/// directory (and `.cadre/plans/` with `allowPlanFiles`), never unsandboxed (S2). Every child's
+/// commands end with their call — whatever they started, `setsid` included — and time out
+/// after `subagents.bashTimeoutMs` when the call names no timeout (S8).
 fn child_bash(
     inner: &Inner,
     b: &ChildBuild<'_>,
 ) -> Result<Arc<dyn cadre_tools::Tool>, LaunchError> {
+    let timeout = inner
+        .settings
+        .bash_timeout_ms
+        .map(std::time::Duration::from_millis);
     let policy = b.shell_policy;
     if !b.readonly {
-        return Ok(Arc::new(BashTool::new().with_policy(policy)));
+        let bash = BashTool::new().with_policy(policy);
+        return Ok(Arc::new(bash.with_reaping().with_timeout(timeout)));
     }
-    let sandbox_error = |what: &str, e: std::io::Error| {
+    let refused = |what: &str, e: String| {
         LaunchError::NotAllowed(format!("cannot prepare the read-only sandbox: {what}: {e}"))
     };
     // Named only: bash creates it before its first command, so a child that never runs bash
     // (most read-only children) costs no directory.
-    let scratch = scratch_dir_path(&inner.cadre_home.join(SCRATCH_DIR));
+    let scratch_parent =
+        sandbox_dirs::scratch_parent(&inner.cadre_home).map_err(|e| refused("scratch", e))?;
+    let scratch = scratch_dir_path(&scratch_parent);
     let mut extra_writable = Vec::new();
     if b.role.allow_plan_files {
-        let plans = crate::config::project_root(&b.cwd).join(PLANS_DIR);
-        std::fs::create_dir_all(&plans).map_err(|e| sandbox_error("plans directory", e))?;
-        extra_writable.push(plans);
+        let root = crate::config::project_root(&b.cwd);
+        let plans = sandbox_dirs::plans_dir(&root, inner.trusted)
+            .map_err(|e| refused("plans directory", e))?;
+        extra_writable.extend(plans);
     }
-    Ok(Arc::new(BashTool::sandboxed(SandboxConfig {
+    let bash = BashTool::sandboxed(SandboxConfig {
         exe: inner.sandbox_exe.clone(),
         scratch_dir: scratch,
         extra_writable,
         policy,
-    })))
+        network: b.role.network,
+    })
+    .with_reaping()
+    .with_timeout(timeout);
+    let bash = if inner.settings.keep_scratch {
+        bash
+    } else {
+        bash.removing_scratch()
+    };
+    Ok(Arc::new(bash))
 }
 
 /// A shell policy as persisted in a task record; an unknown value is the strictest.

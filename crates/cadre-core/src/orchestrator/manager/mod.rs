@@ -37,6 +37,7 @@ mod prompt;
 mod reopen;
 mod review;
 mod run;
+mod sandbox_dirs;
 mod scope;
 mod spawn;
 mod structured;

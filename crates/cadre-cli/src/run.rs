@@ -70,6 +70,15 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         })?,
         None => settings.default_thinking_level.unwrap_or_default(),
     };
+    // Bash commands never see a credential: not by a credential-like name, and not the key
+    // resolved for this run's provider under any name (S5, S8).
+    let allow = settings.shell_env_allow().map_err(|e| anyhow!(e))?;
+    let secrets: Vec<String> = model.api_key.iter().cloned().collect();
+    cadre_tools::shell_env::set_process_shell_env(cadre_tools::shell_env::ShellEnv::scrubbed(
+        std::env::vars_os(),
+        &allow,
+        &secrets,
+    ));
     let thinking = resolve_thinking(&model, requested);
     if let Some(reason) = &thinking.clamp_reason {
         errln!(

@@ -39,6 +39,8 @@ mod readonly_child;
 mod review_gate;
 #[path = "cli/sandbox.rs"]
 mod sandbox;
+#[path = "cli/sandbox_layers.rs"]
+mod sandbox_layers;
 #[path = "cli/secrets.rs"]
 mod secrets;
 #[path = "cli/sessions.rs"]

@@ -19,7 +19,7 @@ use cadre_llm::ModelRegistry;
 use cadre_llm::registry::ModelInfo;
 use cadre_llm::registry::{KeySource, ModelsFile, ProcessEnv, home_dir};
 use cadre_protocol::TaskStatus;
-use cadre_tools::sandbox::{SandboxStatus, landlock_status};
+use cadre_tools::sandbox::{SandboxStatus, landlock_status, mechanisms};
 
 use super::format::show_path;
 use super::tasks::in_project;
@@ -301,10 +301,51 @@ fn sandbox_line(status: &SandboxStatus) -> Result<String, String> {
 
 fn sandbox_section(r: &mut Report) {
     r.section("Sandbox");
-    match sandbox_line(&landlock_status()) {
+    let status = landlock_status();
+    match sandbox_line(&status) {
         Ok(line) => r.line(line),
         Err(line) => r.warn(line),
     }
+    for m in mechanisms(&status) {
+        let line = format!("{}: {}", m.name, m.detail);
+        if m.active { r.line(line) } else { r.warn(line) }
+    }
+    if status.is_enforced() {
+        match probe_sandbox() {
+            Ok(()) => r.line("probe: a command ran with every layer applied"),
+            Err(why) => r.error(format!("probe: the sandbox could not run a command ({why}); read-only roles' bash will fail")),
+        }
+    }
+    r.line("credentials: bash commands run without *KEY*/*TOKEN*/*SECRET*/*PASSWORD* variables (settings shellEnv.allow passes named ones)");
+}
+
+/// Run `true` through this binary's own sandbox entry point: the layers are applied for real.
+fn probe_sandbox() -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let scratch = tempfile_dir()?;
+    let out = std::process::Command::new(exe)
+        .args([cadre_tools::sandbox::EXEC_ARG, "--rw"])
+        .arg(&scratch)
+        .args(["--", "true"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| e.to_string());
+    let _ = std::fs::remove_dir(&scratch);
+    let out = out?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+    }
+}
+
+/// A fresh empty directory for the probe's writable rule.
+fn tempfile_dir() -> Result<std::path::PathBuf, String> {
+    let dir = std::fs::canonicalize(std::env::temp_dir())
+        .map_err(|e| e.to_string())?
+        .join(format!("cadre-doctor-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    Ok(dir)
 }
 
 fn roles_section(

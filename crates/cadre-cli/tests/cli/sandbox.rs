@@ -67,15 +67,15 @@ fn git(repo: &Path, args: &[&str]) {
 
 /// A temp root holding a git repository with a committed file that has an uncommitted edit
 /// (so `git commit -am` has something to commit), a private scratch dir and an artifacts dir.
-struct Tree {
-    root: tempfile::TempDir,
-    repo: PathBuf,
-    scratch: PathBuf,
-    artifacts: PathBuf,
+pub(crate) struct Tree {
+    pub(crate) root: tempfile::TempDir,
+    pub(crate) repo: PathBuf,
+    pub(crate) scratch: PathBuf,
+    pub(crate) artifacts: PathBuf,
 }
 
 impl Tree {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let root = tempfile::tempdir().unwrap();
         let repo = root.path().join("repo");
         std::fs::create_dir_all(repo.join("sub")).unwrap();
@@ -104,20 +104,21 @@ impl Tree {
         snapshot(self.root.path(), &[&self.scratch, &self.artifacts])
     }
 
-    fn sandboxed(&self, policy: ShellPolicy, extra_writable: Vec<PathBuf>) -> BashTool {
+    pub(crate) fn sandboxed(&self, policy: ShellPolicy, extra_writable: Vec<PathBuf>) -> BashTool {
         BashTool::sandboxed(SandboxConfig {
             exe: PathBuf::from(CADRE),
             scratch_dir: self.scratch.clone(),
             extra_writable,
             policy,
+            network: false,
         })
     }
 
-    async fn run(&self, tool: &BashTool, command: &str) -> ToolOutput {
+    pub(crate) async fn run(&self, tool: &BashTool, command: &str) -> ToolOutput {
         self.run_with(tool, json!({ "command": command })).await
     }
 
-    async fn run_with(&self, tool: &BashTool, args: serde_json::Value) -> ToolOutput {
+    pub(crate) async fn run_with(&self, tool: &BashTool, args: serde_json::Value) -> ToolOutput {
         let ctx = ToolContext {
             cwd: self.repo.clone(),
             cancel: CancellationToken::new(),
@@ -130,7 +131,7 @@ impl Tree {
     }
 }
 
-fn text(out: &ToolOutput) -> String {
+pub(crate) fn text(out: &ToolOutput) -> String {
     out.content
         .iter()
         .filter_map(|b| match b {

@@ -281,6 +281,7 @@ async fn sandboxed_commands_run_supervised() {
         scratch_dir: scratch.clone(),
         extra_writable: vec![],
         policy: ShellPolicy::Unrestricted,
+        network: false,
     })
     .with_supervisor(exe);
     let out = execute(

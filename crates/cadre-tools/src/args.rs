@@ -3,7 +3,15 @@
 //! Models send garbage sometimes: a JSON string instead of an object (when their arguments were
 //! not valid JSON), numbers as strings, a missing field. Every problem becomes an [`ArgError`]
 //! that says exactly what is wrong, so the model can fix its call; nothing here panics.
+//!
+//! [`Args::normalize`] turns a call's arguments into the one object every tool reads. Whoever
+//! checks a call before it runs (allowlists, scopes, budgets) checks that object and hands the
+//! same object to the tool, so a check can never read other arguments than the tool does (a
+//! path hidden in a JSON-encoded string, for example).
 
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use thiserror::Error;
 
@@ -15,6 +23,8 @@ pub enum ArgError {
     NotJson(String),
     #[error("the arguments must be a JSON object, got {0}")]
     NotObject(String),
+    #[error("the arguments are ambiguous ({0}); send each argument once")]
+    Ambiguous(String),
     #[error("missing required argument `{name}` ({expected})")]
     Missing {
         name: String,
@@ -68,6 +78,8 @@ pub struct Args(Map<String, Value>);
 
 impl Args {
     /// Accepts an object, `null`/empty string (no arguments), or a string holding a JSON object.
+    /// A string whose object names a key twice is refused: which of the two a reader takes
+    /// depends on the reader, and every reader must see the same call.
     pub fn parse(value: Value) -> Result<Args, ArgError> {
         match value {
             Value::Object(map) => Ok(Args(map)),
@@ -76,14 +88,26 @@ impl Args {
                 if text.trim().is_empty() {
                     return Ok(Args::default());
                 }
-                match serde_json::from_str::<Value>(&text) {
-                    Ok(Value::Object(map)) => Ok(Args(map)),
-                    Ok(other) => Err(ArgError::NotObject(describe(&other))),
+                match serde_json::from_str::<Unique>(&text) {
+                    Ok(Unique(Value::Object(map))) => Ok(Args(map)),
+                    Ok(Unique(other)) => Err(ArgError::NotObject(describe(&other))),
+                    // The only data error `Unique` raises is a repeated key; the rest is syntax.
+                    Err(e) if e.is_data() => Err(ArgError::Ambiguous(e.to_string())),
                     Err(e) => Err(ArgError::NotJson(e.to_string())),
                 }
             }
             other => Err(ArgError::NotObject(describe(&other))),
         }
+    }
+
+    /// The arguments as the object the tools read: what [`Args::parse`] accepts, as a JSON
+    /// object. Checks made before a call runs read this, and the tool gets this same value.
+    pub fn normalize(value: Value) -> Result<Value, ArgError> {
+        Args::parse(value).map(Args::into_value)
+    }
+
+    pub fn into_value(self) -> Value {
+        Value::Object(self.0)
     }
 
     /// The raw value; `null` counts as absent.
@@ -108,6 +132,11 @@ impl Args {
             Some(Value::String(s)) => Ok(Some(s.clone())),
             Some(other) => Err(ArgError::wrong(name, "a string", other)),
         }
+    }
+
+    /// The `path` a listing or search tool starts from: the working directory when absent.
+    pub fn path_or_cwd(&self) -> Result<String, ArgError> {
+        Ok(self.optional_str("path")?.unwrap_or_else(|| ".".into()))
     }
 
     /// A whole non-negative number. Integral floats (`10.0`) and numeric strings (`"10"`) are
@@ -162,6 +191,77 @@ impl Args {
     }
 }
 
+/// A JSON value read without accepting an object that names one key twice, at any depth
+/// (`serde_json::Value` silently keeps the last one).
+struct Unique(Value);
+
+impl<'de> Deserialize<'de> for Unique {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(UniqueVisitor)
+    }
+}
+
+struct UniqueVisitor;
+
+impl<'de> Visitor<'de> for UniqueVisitor {
+    type Value = Unique;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Unique, E> {
+        Ok(Unique(Value::Bool(v)))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Unique, E> {
+        Ok(Unique(Value::from(v)))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Unique, E> {
+        Ok(Unique(Value::from(v)))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Unique, E> {
+        // JSON text has no NaN or infinity, so `from` never turns this into null.
+        Ok(Unique(Value::from(v)))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Unique, E> {
+        Ok(Unique(Value::String(v.to_string())))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Unique, E> {
+        Ok(Unique(Value::String(v)))
+    }
+
+    fn visit_unit<E>(self) -> Result<Unique, E> {
+        Ok(Unique(Value::Null))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Unique, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Unique(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Unique(Value::Array(items)))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Unique, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(de::Error::custom(format_args!(
+                    "the key {key:?} appears more than once"
+                )));
+            }
+            let Unique(value) = map.next_value()?;
+            out.insert(key, value);
+        }
+        Ok(Unique(Value::Object(out)))
+    }
+}
+
 /// A number sent as a JSON number or as a numeric string (models send both).
 fn loose_number(value: &Value) -> Option<f64> {
     match value {
@@ -205,6 +305,50 @@ mod tests {
             Args::parse(json!(true)).unwrap_err().to_string(),
             "the arguments must be a JSON object, got boolean true"
         );
+    }
+
+    #[test]
+    fn normalising_gives_the_object_the_tools_read() {
+        let direct = json!({"path": "/etc/passwd", "limit": "5"});
+        assert_eq!(Args::normalize(direct.clone()).unwrap(), direct);
+        assert_eq!(
+            Args::normalize(json!("{\"path\": \"/etc/passwd\", \"limit\": \"5\"}")).unwrap(),
+            direct
+        );
+        assert_eq!(Args::normalize(Value::Null).unwrap(), json!({}));
+        assert_eq!(Args::normalize(json!(" ")).unwrap(), json!({}));
+        // Normalising twice changes nothing: a checked object reads the same to the tool.
+        let once = Args::normalize(json!("{\"a\": [1, {\"b\": null}]}")).unwrap();
+        assert_eq!(Args::normalize(once.clone()).unwrap(), once);
+        assert!(Args::normalize(json!("\"{\\\"path\\\": 1}\"")).is_err());
+        assert!(Args::normalize(json!(["path"])).is_err());
+    }
+
+    #[test]
+    fn a_key_named_twice_is_ambiguous_at_any_depth() {
+        for text in [
+            r#"{"path": "in/a", "path": "/etc/passwd"}"#,
+            r#"{"edits": [{"oldText": "a", "oldText": "b", "newText": "c"}]}"#,
+        ] {
+            let e = Args::parse(json!(text)).unwrap_err();
+            assert!(matches!(e, ArgError::Ambiguous(_)), "{text}: {e:?}");
+            assert!(e.to_string().contains("more than once"), "{e}");
+        }
+        // The same key in sibling objects is not a repeat.
+        let a = Args::parse(json!(r#"{"x": {"k": 1}, "y": {"k": 2}}"#)).unwrap();
+        assert_eq!(a.get("y"), Some(&json!({"k": 2})));
+        // Numbers keep their kind through the strict reading.
+        let a = Args::parse(json!(r#"{"i": -3, "u": 18446744073709551615, "f": 1.5}"#)).unwrap();
+        assert_eq!(a.into_value(), json!({"i": -3, "u": u64::MAX, "f": 1.5}));
+    }
+
+    #[test]
+    fn listing_tools_start_from_path_or_the_cwd() {
+        assert_eq!(Args::default().path_or_cwd().unwrap(), ".");
+        let a = Args::parse(json!({"path": null})).unwrap();
+        assert_eq!(a.path_or_cwd().unwrap(), ".");
+        let a = Args::parse(json!({"path": ["/etc"]})).unwrap();
+        assert!(a.path_or_cwd().is_err());
     }
 
     #[test]

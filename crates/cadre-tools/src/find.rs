@@ -63,7 +63,7 @@ impl Tool for FindTool {
                 let args = Args::parse(args)?;
                 Ok::<_, ArgError>((
                     args.required_str("pattern")?,
-                    args.optional_str("path")?.unwrap_or_else(|| ".".into()),
+                    args.path_or_cwd()?,
                     args.limit("limit", DEFAULT_FIND_LIMIT)?,
                 ))
             })();

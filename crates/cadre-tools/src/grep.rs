@@ -50,7 +50,7 @@ fn parse(args: Value) -> Result<GrepParams, ArgError> {
     let args = Args::parse(args)?;
     Ok(GrepParams {
         pattern: args.required_str("pattern")?,
-        raw_path: args.optional_str("path")?.unwrap_or_else(|| ".".into()),
+        raw_path: args.path_or_cwd()?,
         glob: args.optional_str("glob")?.filter(|g| !g.trim().is_empty()),
         ignore_case: args.optional_bool("ignoreCase")?.unwrap_or(false),
         literal: args.optional_bool("literal")?.unwrap_or(false),

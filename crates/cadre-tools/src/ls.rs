@@ -50,10 +50,7 @@ impl Tool for LsTool {
         Box::pin(async move {
             let parsed = (|| {
                 let args = Args::parse(args)?;
-                Ok::<_, ArgError>((
-                    args.optional_str("path")?.unwrap_or_else(|| ".".into()),
-                    args.limit("limit", DEFAULT_LS_LIMIT)?,
-                ))
+                Ok::<_, ArgError>((args.path_or_cwd()?, args.limit("limit", DEFAULT_LS_LIMIT)?))
             })();
             let (raw, limit) = match parsed {
                 Ok(p) => p,

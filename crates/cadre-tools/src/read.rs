@@ -13,7 +13,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::args::Args;
+use crate::args::{ArgError, Args};
 use crate::fsutil::{SNIFF_BYTES, base64_encode, image_mime, looks_binary};
 use crate::registry::{Tool, ToolContext, ToolOutput};
 use crate::truncate::{
@@ -26,6 +26,40 @@ pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReadTool;
+
+/// What a `read` call asks for. Public so that a check made before the call runs (a scoped
+/// probe's read budget) reads the arguments exactly as the tool does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadArgs {
+    pub path: String,
+    /// The first line, 1-based (0 reads as 1).
+    pub offset: Option<u64>,
+    /// At most this many lines (at least 1).
+    pub limit: Option<usize>,
+}
+
+impl ReadArgs {
+    pub fn from_args(args: &Args) -> Result<ReadArgs, ArgError> {
+        Ok(ReadArgs {
+            path: args.required_str("path")?,
+            offset: args.optional_u64("offset")?,
+            limit: match args.get("limit") {
+                None => None,
+                Some(_) => Some(args.limit("limit", 0)?),
+            },
+        })
+    }
+
+    /// The lines asked for, as 0-based `start..end` (`None` = to the end of the file).
+    pub fn window(&self) -> (usize, Option<usize>) {
+        line_window(self.offset, self.limit)
+    }
+}
+
+fn line_window(offset: Option<u64>, limit: Option<usize>) -> (usize, Option<usize>) {
+    let start = usize::try_from(offset.unwrap_or(1).max(1) - 1).unwrap_or(usize::MAX);
+    (start, limit.map(|l| start.saturating_add(l)))
+}
 
 impl Tool for ReadTool {
     fn name(&self) -> &str {
@@ -56,17 +90,12 @@ impl Tool for ReadTool {
 
     fn execute<'a>(&'a self, args: Value, ctx: ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let parsed = (|| {
-                let args = Args::parse(args)?;
-                let path = args.required_str("path")?;
-                let offset = args.optional_u64("offset")?;
-                let limit = match args.get("limit") {
-                    None => None,
-                    Some(_) => Some(args.limit("limit", 0)?),
-                };
-                Ok::<_, crate::args::ArgError>((path, offset, limit))
-            })();
-            let (raw, offset, limit) = match parsed {
+            let parsed = Args::parse(args).and_then(|a| ReadArgs::from_args(&a));
+            let ReadArgs {
+                path: raw,
+                offset,
+                limit,
+            } = match parsed {
                 Ok(p) => p,
                 Err(e) => return e.into_output("read"),
             };
@@ -177,8 +206,7 @@ fn read_text<R: BufRead>(
     limit: Option<usize>,
     cancel: &CancellationToken,
 ) -> Result<TextRead, ReadError> {
-    let start = usize::try_from(offset.unwrap_or(1).max(1) - 1).unwrap_or(usize::MAX);
-    let end = limit.map(|l| start.saturating_add(l));
+    let (start, end) = line_window(offset, limit);
     let mut collector = HeadCollector::new(Limits::default());
     let mut line = Vec::new();
     let mut index = 0usize;
@@ -340,6 +368,29 @@ fn render_text(raw: &str, offset: Option<u64>, limit: Option<usize>, read: TextR
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_arguments_and_their_line_window() {
+        let parse = |v: Value| Args::parse(v).and_then(|a| ReadArgs::from_args(&a));
+        let a = parse(json!({"path": "f", "offset": "301", "limit": "5"})).unwrap();
+        assert_eq!((a.offset, a.limit), (Some(301), Some(5)));
+        assert_eq!(a.window(), (300, Some(305)));
+        assert_eq!(parse(json!({"path": "f"})).unwrap().window(), (0, None));
+        assert_eq!(
+            parse(json!({"path": "f", "offset": 0})).unwrap().window(),
+            (0, None)
+        );
+        for bad in [
+            json!({"path": 3}),
+            json!({"offset": 1}),
+            json!({"path": "f", "offset": 1.5}),
+            json!({"path": "f", "offset": -1}),
+            json!({"path": "f", "limit": 0}),
+            json!({"path": "f", "limit": "all"}),
+        ] {
+            assert!(parse(bad.clone()).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn capped_lines() {

@@ -42,8 +42,17 @@ use crate::session::SessionError;
 /// A check applied to every tool call at dispatch, before the tool is looked up: allowlists,
 /// read-only enforcement, tool budgets. It sees every call in call order (so it can count
 /// them) and refuses one by returning the message the model gets as the call's error result.
+///
+/// A call's arguments are normalised before the gate sees them (`Args::normalize`: a
+/// JSON-encoded object becomes the object), and the tool runs with exactly the arguments the
+/// gate checked. A call whose arguments cannot be read at all is refused before any check and
+/// reported with [`ToolGate::on_unreadable`] instead.
 pub trait ToolGate: Send + Sync {
     fn check(&self, call: &cadre_protocol::ToolCall) -> Option<String>;
+
+    /// A call refused without a check because its arguments are not one readable JSON object;
+    /// it never runs. A gate that counts calls counts it here.
+    fn on_unreadable(&self, _call: &cadre_protocol::ToolCall) {}
 }
 
 /// Everything an agent needs to run.

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cadre_protocol::{AgentEvent, ToolCall, ToolResultMessage, now_millis};
+use cadre_tools::args::Args;
 use cadre_tools::{Tool, ToolContext, ToolOutput, ToolRegistry};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
@@ -55,6 +56,18 @@ pub(crate) fn dependencies(plan: &[Option<Option<PathBuf>>]) -> Vec<Vec<usize>> 
                 .collect()
         })
         .collect()
+}
+
+/// `call` with its arguments normalised to the object the tools read (see
+/// [`cadre_tools::args::Args::normalize`]), or the error result of arguments that are none.
+fn normalized(call: &ToolCall) -> Result<ToolCall, String> {
+    match Args::normalize(call.arguments.clone()) {
+        Ok(arguments) => Ok(ToolCall {
+            arguments,
+            ..call.clone()
+        }),
+        Err(e) => Err(format!("Invalid arguments for {}: {e}", call.name)),
+    }
 }
 
 fn result_value(output: &ToolOutput) -> Value {
@@ -118,10 +131,26 @@ pub(crate) async fn execute_tool_calls(
     env: &ToolEnv<'_>,
     cancel: &CancellationToken,
 ) -> Vec<ToolResultMessage> {
-    let refusals: Vec<Option<String>> = calls
+    // Each call with the arguments its tool will run with, or the refusal of arguments no tool
+    // can read. The gate checks these very values and the jobs below run them: nothing reads
+    // a call's raw arguments after this point, so no check can see other arguments than the
+    // tool.
+    let (prepared, refusals): (Vec<ToolCall>, Vec<Option<String>>) = calls
         .iter()
-        .map(|c| env.gate.and_then(|g| g.check(c)))
-        .collect();
+        .map(|raw| match normalized(raw) {
+            Ok(call) => {
+                let refused = env.gate.and_then(|g| g.check(&call));
+                (call, refused)
+            }
+            Err(refusal) => {
+                if let Some(g) = env.gate {
+                    g.on_unreadable(raw);
+                }
+                (raw.clone(), Some(refusal))
+            }
+        })
+        .unzip();
+    let calls = prepared.as_slice();
     let tools: Vec<Option<Arc<dyn Tool>>> = calls
         .iter()
         .zip(&refusals)

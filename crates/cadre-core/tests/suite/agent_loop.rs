@@ -60,7 +60,13 @@ async fn multi_turn_with_concurrent_tools_answers_every_call_in_order() {
             ("c1".into(), "met \"a\"".into(), false),
             ("c2".into(), "{\"x\":1}".into(), false),
             ("c3".into(), "Tool nope not found".into(), true),
-            ("c4".into(), "raw:{not json".into(), false),
+            (
+                "c4".into(),
+                "Invalid arguments for echo: the arguments are not valid JSON (key must be a \
+                 string at line 1 column 2); send a JSON object"
+                    .into(),
+                true
+            ),
             ("c5".into(), "met \"b\"".into(), false),
         ]
     );
@@ -667,6 +673,85 @@ async fn abort_while_waiting_for_the_first_event() {
     );
     let next = h.prompt("again").await;
     assert_eq!(next.final_message.unwrap().text(), "fresh again");
+}
+
+/// Records the arguments of every call it sees and the calls refused before it.
+#[derive(Default)]
+struct RecordingGate {
+    checked: Mutex<Vec<(String, serde_json::Value)>>,
+    unreadable: Mutex<Vec<String>>,
+}
+
+impl cadre_core::agent::ToolGate for RecordingGate {
+    fn check(&self, call: &cadre_protocol::ToolCall) -> Option<String> {
+        self.checked
+            .lock()
+            .unwrap()
+            .push((call.id.clone(), call.arguments.clone()));
+        None
+    }
+
+    fn on_unreadable(&self, call: &cadre_protocol::ToolCall) {
+        self.unreadable.lock().unwrap().push(call.id.clone());
+    }
+}
+
+#[tokio::test]
+async fn the_gate_checks_exactly_the_arguments_the_tool_runs_with() {
+    let provider = Scripted::new(|req| match last_text(req).as_str() {
+        "go" => tool_reply(&[
+            call("obj", "echo", json!({"path": "a"})),
+            call("str", "echo", json!("{\"path\": \"/etc/passwd\"}")),
+            call("null", "echo", serde_json::Value::Null),
+            call("bad", "echo", json!("{\"path\": ")),
+            call(
+                "dup",
+                "echo",
+                json!(r#"{"path": "a", "path": "/etc/passwd"}"#),
+            ),
+            call("arr", "echo", json!(["/etc/passwd"])),
+        ]),
+        _ => text_reply("ok"),
+    });
+    let mut h = simple(provider.clone(), vec![echo_tool()]);
+    let gate = Arc::new(RecordingGate::default());
+    h.agent.set_tool_gate(gate.clone());
+    h.agent.prompt("go").await.unwrap();
+    // The gate saw the normalised objects; the unreadable calls were never shown to it.
+    assert_eq!(
+        *gate.checked.lock().unwrap(),
+        vec![
+            ("obj".to_string(), json!({"path": "a"})),
+            ("str".to_string(), json!({"path": "/etc/passwd"})),
+            ("null".to_string(), json!({})),
+        ]
+    );
+    assert_eq!(*gate.unreadable.lock().unwrap(), ["bad", "dup", "arr"]);
+    // The tool ran with the very values the gate checked (echo prints what it was given).
+    let results = result_texts(h.agent.messages());
+    assert_eq!(results[0].1, "{\"path\":\"a\"}");
+    assert_eq!(results[1].1, "{\"path\":\"/etc/passwd\"}");
+    assert_eq!(results[2].1, "{}");
+    for (id, text, is_error) in &results[3..] {
+        assert!(*is_error, "{id}");
+        assert!(
+            text.starts_with("Invalid arguments for echo: "),
+            "{id}: {text}"
+        );
+    }
+    assert!(results[4].1.contains("more than once"), "{}", results[4].1);
+    // Events carry the arguments the tool ran with, too.
+    let started: Vec<serde_json::Value> = drain(&mut h.events)
+        .into_iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolExecutionStart {
+                tool_call_id, args, ..
+            } if tool_call_id == "str" => Some(args),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, [json!({"path": "/etc/passwd"})]);
+    provider.assert_valid();
 }
 
 /// Refuses `write` and counts every call it sees.

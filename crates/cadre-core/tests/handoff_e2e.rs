@@ -707,6 +707,73 @@ async fn a_scoped_probe_reads_only_inside_its_scope_and_within_budget() {
     assert!(first.contains("after the first finding"), "{first}");
 }
 
+/// The check sees exactly the arguments the tools run with: no spelling of a call reads past the
+/// scope or the budget, and every refusal is counted and listed on the receipt.
+#[tokio::test]
+async fn a_scoped_probe_s_check_reads_the_arguments_its_tools_run_with() {
+    const SECRET: &str = "TOPSECRET-7f3a";
+    let h = harness(|c| match c.turn {
+        // JSON-encoded objects: the tools would parse them, so the check does too.
+        0 => call("read", json!("{\"path\": \"../secret.txt\"}")),
+        1 => call("ls", json!("{\"path\": \"/\"}")),
+        2 => call("find", json!("{\"pattern\": \"*.txt\", \"path\": \"..\"}")),
+        3 => call("read", json!({"path": "src/big.txt", "limit": 300})),
+        // Numbers as strings are the numbers the tool reads: lines 301-350, past the budget.
+        4 => call(
+            "read",
+            json!({"path": "src/big.txt", "offset": "301", "limit": "50"}),
+        ),
+        // A path that is no string, and a key named twice: refused, never guessed.
+        5 => call("grep", json!({"pattern": "x", "path": ["/"]})),
+        6 => call(
+            "read",
+            json!(r#"{"path": "src/big.txt", "path": "../secret.txt"}"#),
+        ),
+        _ => text("probe report"),
+    });
+    let big: String = (1..=400).map(|i| format!("line {i}\n")).collect();
+    std::fs::create_dir_all(h.work.join("src")).unwrap();
+    std::fs::write(h.work.join("src/big.txt"), big).unwrap();
+    std::fs::write(h.work.join("../secret.txt"), format!("{SECRET}\n")).unwrap();
+    let mut s = spec("Explore", "PROBE");
+    s.task.scope = vec!["src".into()];
+    let o = h.launch(s).await.unwrap();
+    assert_eq!(o.result, "probe report");
+
+    let sent: String = h
+        .requests_where(|t| t.starts_with("PROBE"))
+        .iter()
+        .flat_map(|r| r.messages.iter().map(message_text))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(!sent.contains(SECRET), "the secret reached the child");
+    assert!(
+        !sent.contains("line 350"),
+        "lines past the budget reached the child"
+    );
+    assert!(sent.contains("line 300"));
+
+    let u = h.record(&o.task_id).usage;
+    assert_eq!(
+        (
+            u.tool_calls_requested,
+            u.tool_calls_executed,
+            u.tool_calls_blocked
+        ),
+        (7, 1, 6),
+        "{u:?}"
+    );
+    assert!(
+        o.receipt.contains(
+            "Refused: 6 calls (1 read: outside its scope; 1 ls: outside its scope; 1 find: \
+             outside its scope; 1 read: past its read budget; 1 grep: invalid arguments; 1 read: \
+             invalid arguments)"
+        ),
+        "{}",
+        o.receipt
+    );
+}
+
 #[tokio::test]
 async fn stopping_the_implementer_during_its_review_stops_the_reviewer() {
     let h = harness(|c| {

@@ -14,7 +14,7 @@ use cadre_core::orchestrator::manager::{
     ParentNotice, ParentRef, SendOutcome, TaskManager, TaskOutcome, TaskSpec,
 };
 use cadre_core::orchestrator::tools::{format_entries, root_tools};
-use cadre_core::roles::{RoleDef, ToolList, builtin_roles};
+use cadre_core::roles::{RoleDef, ShellPolicy, ToolList, builtin_roles};
 use cadre_core::session::load_session;
 use cadre_llm::CompletionRequest;
 use cadre_protocol::{AgentEvent, Message, TaskRecord, TaskStatus, TerminationKind, ThinkingLevel};
@@ -99,6 +99,12 @@ fn test_roles() -> Vec<RoleDef> {
         RoleDef {
             skills: vec!["no-such-skill".into()],
             ..role("skilled", &["ls"])
+        },
+        RoleDef {
+            shell_policy: ShellPolicy::Inspect,
+            max_tool_calls: Some(1),
+            tool_budget_block: Some(ToolList::Named(vec!["ls".into()])),
+            ..role("guarded", &["bash", "ls"])
         },
     ]
 }
@@ -1531,11 +1537,26 @@ async fn a_read_only_child_s_bash_never_runs_unsandboxed() {
     assert_eq!(r.shell_policy, "inspect");
     assert!(!work.join("made-by-explore.txt").exists());
     assert!(o.result.contains("shell policy refuses"), "{}", o.result);
+    // Refused by the policy: blocked, not executed (L3), and on the receipt.
+    assert_eq!(r.usage.tool_calls_blocked, 1, "{:?}", r.usage);
+    assert_eq!(r.usage.tool_calls_executed, 0, "{:?}", r.usage);
+    assert!(
+        o.receipt.contains("Refused: 1 call (1 bash: shell policy)"),
+        "{}",
+        o.receipt
+    );
 
     // Read-only with an unrestricted shell: only inside the sandbox, or not at all (S2).
     let o = h.launch(spec("ro-shell", "CHILD sandbox")).await.unwrap();
     assert!(!work.join("made-by-ro-shell.txt").exists(), "{}", o.result);
-    assert_eq!(h.record(&o.task_id).shell_policy, "unrestricted");
+    let r = h.record(&o.task_id);
+    assert_eq!(r.shell_policy, "unrestricted");
+    // Without a usable sandbox the command was refused, which is a block like a policy's.
+    if o.result.contains("Command not run") {
+        assert_eq!(r.usage.tool_calls_blocked, 1, "{:?}", r.usage);
+        assert_eq!(r.usage.tool_calls_executed, 0, "{:?}", r.usage);
+        assert!(o.receipt.contains("1 bash: no sandbox"), "{}", o.receipt);
+    }
 }
 
 #[tokio::test]
@@ -1566,6 +1587,58 @@ async fn every_result_carries_a_receipt_built_from_tool_events_only() {
     assert!(!o.result.contains("<execution-receipt>"), "{}", o.result);
     assert!(o.result.contains("all verified, trust me"));
     assert_eq!(h.record(&o.task_id).usage.tool_calls_blocked, 1);
+}
+
+#[tokio::test]
+async fn refused_calls_count_as_blocked_not_executed_and_are_listed_on_the_receipt() {
+    let h = harness(json!({}), |r| match turn(r) {
+        // Refused by bash's shell policy when it runs: blocked, and no budget spent...
+        0 => call("bash", json!({"command": "touch made-by-guarded.txt"})),
+        // ...so this one call of `maxToolCalls: 1` is still admitted.
+        1 => call("ls", json!({})),
+        2 => call("ls", json!("{not json")),
+        3 => call("write", json!({"path": "w.txt", "content": "x"})),
+        _ => text("done"),
+    });
+    let o = h.launch(spec("guarded", "CHILD guarded")).await.unwrap();
+    assert_eq!(o.status, TaskStatus::Completed, "{:?}", o.error);
+    assert!(!h.dir.path().join("work/made-by-guarded.txt").exists());
+    let results: Vec<String> = h
+        .provider
+        .requests()
+        .iter()
+        .skip(1)
+        .map(last_text)
+        .collect();
+    assert!(results[0].contains("Command not run"), "{}", results[0]);
+    assert!(!results[1].contains("budget"), "{}", results[1]);
+    assert!(
+        results[2].starts_with("Invalid arguments for ls"),
+        "{}",
+        results[2]
+    );
+
+    let u = h.record(&o.task_id).usage;
+    assert_eq!(
+        (
+            u.tool_calls_requested,
+            u.tool_calls_executed,
+            u.tool_calls_blocked
+        ),
+        (4, 1, 3),
+        "{u:?}"
+    );
+    let receipt = &o.receipt;
+    assert!(receipt.contains("Tools: 1 call (1 ls)\n"), "{receipt}");
+    assert!(
+        receipt.contains(
+            "Refused: 3 calls (1 bash: shell policy; 1 ls: invalid arguments; 1 write: not in \
+             its tool set)\n"
+        ),
+        "{receipt}"
+    );
+    // The refused command did not run, so it is no command of the receipt.
+    assert!(receipt.contains("Commands: none"), "{receipt}");
 }
 
 #[tokio::test]

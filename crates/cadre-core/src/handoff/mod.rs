@@ -6,6 +6,7 @@
 //! - [`evidence`]: which bash commands are verification checks, and whether the checks after
 //!   the last file change passed (V4);
 //! - [`receipt`]: the `<execution-receipt>` built from tool events only (V3);
+//! - [`refusal`]: the calls a child attempted that never ran, listed on its receipt (L3, V3);
 //! - [`packet`]: the review packet on disk, its sha256 handle and the reviewer's turn budget
 //!   (V5, V7);
 //! - [`verdict`]: the reviewer's answer, read fail-closed (V5);
@@ -20,6 +21,7 @@ pub mod evidence;
 pub mod gate;
 pub mod packet;
 pub mod receipt;
+pub mod refusal;
 pub mod schema;
 mod shell;
 pub mod synthesis;
@@ -29,3 +31,4 @@ pub use evidence::{
     CheckKind, CheckRecord, CommandClass, EvidenceLog, ToolEvent, classify_command,
 };
 pub use receipt::{BashStatus, ExecutionReceipt, Verification, build_receipt, parse_bash_status};
+pub use refusal::{RefusalReason, Refusals};

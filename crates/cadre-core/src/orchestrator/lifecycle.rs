@@ -145,6 +145,9 @@ pub struct Lifecycle {
     blocked: u32,
     /// Calls admitted at dispatch: what the tool budget counts.
     admitted: u32,
+    /// A call was refused by the hard tool budget (the budget stays reached whatever is given
+    /// back later).
+    budget_blocked: bool,
     handoff_sent: bool,
     wrap_up_sent: bool,
     warnings_sent: u32,
@@ -169,6 +172,7 @@ impl Lifecycle {
             executed: 0,
             blocked: 0,
             admitted: 0,
+            budget_blocked: false,
             handoff_sent: false,
             wrap_up_sent: false,
             warnings_sent: 0,
@@ -332,6 +336,7 @@ impl Lifecycle {
             && self.blocks(name)
         {
             self.blocked = self.blocked.saturating_add(1);
+            self.budget_blocked = true;
             self.facts.tool_budget_reached = true;
             return ToolDecision::Block(tool_budget_message(name, max, &self.block_list()));
         }
@@ -356,6 +361,18 @@ impl Lifecycle {
     /// An admitted tool call finished executing.
     pub fn on_tool_executed(&mut self) {
         self.executed = self.executed.saturating_add(1);
+    }
+
+    /// An admitted call was refused by the tool itself before it did anything (a shell policy,
+    /// a missing sandbox: bash checks those when it runs). Like a refusal at dispatch it is
+    /// blocked and not executed, and it gives back the budget its admission took. Call this
+    /// instead of [`Lifecycle::on_tool_executed`] for such a call.
+    pub fn on_refused_by_tool(&mut self) {
+        self.blocked = self.blocked.saturating_add(1);
+        self.admitted = self.admitted.saturating_sub(1);
+        if let Some(max) = self.config.budgets.max_tool_calls {
+            self.facts.tool_budget_reached = self.budget_blocked || self.admitted >= max;
+        }
     }
 
     /// `timeoutMs` elapsed (L4).
@@ -734,6 +751,45 @@ mod tests {
         }
         assert_eq!(l.on_tool_call("read"), ToolDecision::Allow);
         assert!(matches!(l.on_tool_call("read"), ToolDecision::Block(_)));
+    }
+
+    #[test]
+    fn l3_a_call_the_tool_refused_is_blocked_and_gives_its_budget_back() {
+        let mut l = lc(tool_budgets(Some(1), None, &[]), None, true);
+        // bash is admitted, then refused by its shell policy when it runs.
+        assert_eq!(l.on_tool_call("bash"), ToolDecision::Allow);
+        l.on_refused_by_tool();
+        // The budget is not spent: the next call is admitted, and only then is it reached.
+        assert_eq!(l.on_tool_call("read"), ToolDecision::Allow);
+        l.on_tool_executed();
+        assert!(matches!(l.on_tool_call("read"), ToolDecision::Block(_)));
+        let mut usage = TaskUsage::default();
+        l.write_counters(&mut usage);
+        assert_eq!(usage.tool_calls_requested, 3);
+        assert_eq!(usage.tool_calls_executed, 1);
+        assert_eq!(usage.tool_calls_blocked, 2);
+        let kind = l.on_finished(FinalFacts {
+            has_final_text: false,
+        });
+        assert_eq!(kind, TerminationKind::ToolBudget);
+
+        // A refused call that had reached the budget un-reaches it...
+        let mut l = lc(tool_budgets(Some(1), None, &[]), None, true);
+        assert_eq!(l.on_tool_call("bash"), ToolDecision::Allow);
+        l.on_refused_by_tool();
+        let kind = l.on_finished(FinalFacts {
+            has_final_text: false,
+        });
+        assert_eq!(kind, TerminationKind::Normal);
+        // ...but not once a call was refused for the budget.
+        let mut l = lc(tool_budgets(Some(1), None, &[]), None, true);
+        assert_eq!(l.on_tool_call("bash"), ToolDecision::Allow);
+        assert!(matches!(l.on_tool_call("read"), ToolDecision::Block(_)));
+        l.on_refused_by_tool();
+        let kind = l.on_finished(FinalFacts {
+            has_final_text: false,
+        });
+        assert_eq!(kind, TerminationKind::ToolBudget);
     }
 
     #[test]

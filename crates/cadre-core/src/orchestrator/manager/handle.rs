@@ -13,7 +13,8 @@ use super::scope::ProbeScope;
 use super::structured::StructuredSlot;
 use super::types::ParentNotice;
 use crate::agent::{AgentController, ToolGate};
-use crate::handoff::ToolEvent;
+use crate::handoff::refusal::{RefusalReason, Refusals};
+use crate::handoff::{ExecutionReceipt, ToolEvent};
 use crate::orchestrator::capability::{CapabilitySet, check_dispatch};
 use crate::orchestrator::lifecycle::{Lifecycle, ToolDecision};
 use crate::orchestrator::quota::Permit;
@@ -67,6 +68,8 @@ pub(crate) struct TaskHandle {
     admitted: Mutex<HashMap<String, (String, Value)>>,
     /// What the run's admitted calls did, from tool events only (V3).
     pub tool_events: Mutex<Vec<ToolEvent>>,
+    /// The run's calls that never ran: refused at dispatch or by their tool (L3, V3).
+    pub refusals: Mutex<Refusals>,
     /// The run's `<execution-receipt>`, once it ended.
     pub receipt: Mutex<String>,
     /// A scoped probe's paths and read budget (S4); `None` for other tasks.
@@ -101,6 +104,7 @@ impl TaskHandle {
             latest_text: Mutex::new(String::new()),
             admitted: Mutex::new(HashMap::new()),
             tool_events: Mutex::new(Vec::new()),
+            refusals: Mutex::new(Refusals::default()),
             receipt: Mutex::new(String::new()),
             scope: Mutex::new(None),
             structured: Mutex::new(None),
@@ -238,12 +242,25 @@ impl TaskHandle {
         lock(&self.record).clone()
     }
 
-    /// A call finished executing: count it and keep its event if it was admitted (refused
-    /// calls did nothing and are not part of the receipt).
+    /// A call finished: count it and keep its event if it was admitted and ran. Calls refused
+    /// at dispatch were counted there; an admitted call its tool refused before doing anything
+    /// (bash under a shell policy or without its sandbox says so in `details.blocked`) is
+    /// blocked, not executed, and listed with the refusals rather than the calls that ran.
     pub(crate) fn on_tool_end(&self, call_id: &str, result: &Value, is_error: bool) {
         let Some((tool, args)) = lock(&self.admitted).remove(call_id) else {
             return;
         };
+        let refused = result
+            .get("details")
+            .and_then(|d| d.get("blocked"))
+            .and_then(Value::as_str)
+            .and_then(RefusalReason::from_tool_detail)
+            .filter(|_| is_error);
+        if let Some(reason) = refused {
+            lock(&self.lifecycle).on_refused_by_tool();
+            lock(&self.refusals).record(&tool, reason);
+            return;
+        }
         lock(&self.lifecycle).on_tool_executed();
         let text = result
             .get("content")
@@ -259,6 +276,20 @@ impl TaskHandle {
             Vec::new(),
         ));
     }
+
+    /// The receipt of the run so far: its tool events and its refused calls (V3).
+    pub(crate) fn execution_receipt(&self) -> ExecutionReceipt {
+        ExecutionReceipt::of_run(&lock(&self.tool_events), &lock(&self.refusals))
+    }
+
+    /// Count a call refused before it ran and list it for the receipt.
+    fn refuse(&self, tool: &str, reason: RefusalReason) {
+        if reason != RefusalReason::ToolBudget {
+            // The budget's own refusals are counted by the lifecycle when it refuses.
+            lock(&self.lifecycle).on_policy_block();
+        }
+        lock(&self.refusals).record(tool, reason);
+    }
 }
 
 /// The arguments a receipt reads (a bash command, an edited path); the rest (file contents)
@@ -273,8 +304,10 @@ fn receipt_args(args: &Value) -> Value {
     Value::Object(kept)
 }
 
-/// The dispatch-time check of a child's calls: the capability set (S1) first, then the
-/// lifecycle's tool budget (L3). Refusals are counted as blocked by the lifecycle.
+/// The dispatch-time check of a child's calls: the capability set (S1) first, then a scoped
+/// probe's scope (S4), then the lifecycle's tool budget (L3). It sees the arguments the tool
+/// will run with (normalised by the agent loop). Refusals are counted as blocked, and only the
+/// budget's count against the budget.
 pub(crate) struct ChildGate {
     pub handle: Arc<TaskHandle>,
 }
@@ -283,15 +316,15 @@ impl ToolGate for ChildGate {
     fn check(&self, call: &ToolCall) -> Option<String> {
         let h = &self.handle;
         if let Err(message) = check_dispatch(&h.caps, &call.name) {
-            lock(&h.lifecycle).on_policy_block();
+            h.refuse(&call.name, RefusalReason::NotAllowed);
             return Some(message);
         }
         let refused = lock(&h.scope)
             .as_mut()
             .and_then(|s| s.check(&call.name, &call.arguments).err());
-        if let Some(message) = refused {
-            lock(&h.lifecycle).on_policy_block();
-            return Some(message);
+        if let Some(refusal) = refused {
+            h.refuse(&call.name, refusal.reason);
+            return Some(refusal.message);
         }
         let decision = lock(&h.lifecycle).on_tool_call(&call.name);
         match decision {
@@ -302,7 +335,159 @@ impl ToolGate for ChildGate {
                 );
                 None
             }
-            ToolDecision::Block(message) => Some(message),
+            ToolDecision::Block(message) => {
+                h.refuse(&call.name, RefusalReason::ToolBudget);
+                Some(message)
+            }
         }
+    }
+
+    fn on_unreadable(&self, call: &ToolCall) {
+        self.handle
+            .refuse(&call.name, RefusalReason::InvalidArguments);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use cadre_protocol::{TaskBudgets, TaskUsage};
+    use serde_json::json;
+
+    use crate::orchestrator::lifecycle::LifecycleConfig;
+
+    fn handle(max_tool_calls: Option<u32>) -> Arc<TaskHandle> {
+        let (notices, _) = mpsc::unbounded_channel();
+        let lifecycle = Lifecycle::new(LifecycleConfig {
+            budgets: TaskBudgets {
+                max_tool_calls,
+                ..TaskBudgets::default()
+            },
+            ..LifecycleConfig::default()
+        });
+        let caps = CapabilitySet {
+            tools: vec!["bash".into(), "ls".into()],
+            dropped: Vec::new(),
+        };
+        Arc::new(TaskHandle::new(
+            TaskRecord::default(),
+            lifecycle,
+            caps,
+            notices,
+            false,
+        ))
+    }
+
+    fn bash_call(id: &str, command: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "bash".into(),
+            arguments: json!({ "command": command }),
+        }
+    }
+
+    fn blocked_result(blocked: &str) -> Value {
+        json!({
+            "content": [{"type": "text", "text": "Command not run: ..."}],
+            "details": {"exitCode": null, "blocked": blocked},
+        })
+    }
+
+    fn usage(h: &TaskHandle) -> TaskUsage {
+        let mut u = TaskUsage::default();
+        lock(&h.lifecycle).write_counters(&mut u);
+        u
+    }
+
+    #[test]
+    fn calls_bash_refused_when_they_run_are_blocked_not_executed() {
+        let h = handle(Some(1));
+        let gate = ChildGate {
+            handle: Arc::clone(&h),
+        };
+        for (i, blocked) in ["shell-policy", "sandbox-unavailable"].iter().enumerate() {
+            let call = bash_call(&format!("c{i}"), "touch x");
+            assert_eq!(gate.check(&call), None, "admitted at dispatch");
+            h.on_tool_end(&call.id, &blocked_result(blocked), true);
+        }
+        let u = usage(&h);
+        assert_eq!(
+            (
+                u.tool_calls_requested,
+                u.tool_calls_executed,
+                u.tool_calls_blocked
+            ),
+            (2, 0, 2)
+        );
+        // They spent no budget: a call is still admitted under `maxToolCalls: 1`.
+        let ran = bash_call("ran", "true");
+        assert_eq!(gate.check(&ran), None);
+        h.on_tool_end(&ran.id, &json!({"content": [], "details": {}}), false);
+        let receipt = h.execution_receipt().render();
+        assert!(receipt.contains("Tools: 1 call (1 bash)"), "{receipt}");
+        assert!(
+            receipt.contains("Refused: 2 calls (1 bash: shell policy; 1 bash: no sandbox)"),
+            "{receipt}"
+        );
+        assert!(receipt.contains("`true` (exit 0)"), "{receipt}");
+        assert!(!receipt.contains("touch x"), "{receipt}");
+    }
+
+    #[test]
+    fn only_a_failed_result_with_a_known_reason_is_a_refusal() {
+        let h = handle(None);
+        let gate = ChildGate {
+            handle: Arc::clone(&h),
+        };
+        for (i, (result, is_error)) in [
+            (blocked_result("shell-policy"), false),
+            (blocked_result("something-else"), true),
+            (json!({"content": [], "details": {"blocked": true}}), true),
+            (json!({"content": []}), true),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let call = bash_call(&format!("c{i}"), "false");
+            assert_eq!(gate.check(&call), None);
+            h.on_tool_end(&call.id, &result, is_error);
+        }
+        let u = usage(&h);
+        assert_eq!((u.tool_calls_executed, u.tool_calls_blocked), (4, 0));
+        assert!(lock(&h.refusals).is_empty());
+    }
+
+    #[test]
+    fn every_refusal_at_dispatch_is_counted_once_and_listed() {
+        let h = handle(Some(1));
+        let gate = ChildGate {
+            handle: Arc::clone(&h),
+        };
+        let call = |id: &str, name: &str| ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: json!({}),
+        };
+        assert!(gate.check(&call("w", "write")).is_some());
+        gate.on_unreadable(&call("u", "ls"));
+        assert_eq!(gate.check(&call("a", "ls")), None);
+        h.on_tool_end("a", &json!({"content": []}), false);
+        // Past the budget (ls is in the default block list).
+        assert!(gate.check(&call("b", "ls")).is_some());
+        let u = usage(&h);
+        assert_eq!(
+            (
+                u.tool_calls_requested,
+                u.tool_calls_executed,
+                u.tool_calls_blocked
+            ),
+            (4, 1, 3)
+        );
+        assert_eq!(
+            lock(&h.refusals).line(),
+            "Refused: 3 calls (1 write: not in its tool set; 1 ls: invalid arguments; 1 ls: tool \
+             budget reached)"
+        );
     }
 }

@@ -20,7 +20,6 @@ use crate::handoff::packet::{
     PacketHandle, ReviewPacket, SHA256_TOOL, diff_lines_from_stat, review_turn_budget,
     reviewer_prompt, verify_packet, write_packet,
 };
-use crate::handoff::receipt::ExecutionReceipt;
 use crate::handoff::verdict::{UncertainReason, Verdict, parse_verdict};
 use crate::orchestrator::output::{cap_output, neutralize};
 
@@ -56,7 +55,7 @@ pub(crate) async fn review(
     attempt: u32,
     previous_findings: &[String],
 ) -> ReviewStep {
-    let receipt = ExecutionReceipt::from_events(&lock(&h.tool_events));
+    let receipt = h.execution_receipt();
     let has_check = receipt.evidence().has_successful_check();
     let cwd = std::path::PathBuf::from(&lock(&h.record).cwd);
     let (diff_stat, diff_lines) = changes(&cwd).await;

@@ -18,7 +18,6 @@ use super::pending::PendingGuard;
 use super::review::{self, ReviewSetup, ReviewStep};
 use super::types::{Delivery, NoticeKind, ParentNotice, TaskEvent, TaskOutcome};
 use crate::agent::{Agent, AgentError, RunOutcome};
-use crate::handoff::build_receipt;
 use crate::handoff::contract::EMPTY_COMPLETION_NUDGE;
 use crate::handoff::gate::fix_prompt;
 use crate::orchestrator::lifecycle::{Action, FinalFacts, Lifecycle, LifecycleConfig, TurnFacts};
@@ -548,7 +547,7 @@ async fn finish(
         r.clone()
     };
     *lock(&h.final_text) = text;
-    *lock(&h.receipt) = build_receipt(&lock(&h.tool_events));
+    *lock(&h.receipt) = h.execution_receipt().render();
     lock(&h.permit).take();
 
     // Exactly once: this is the run's single end. The pending count moves into the notice (a

@@ -7,16 +7,24 @@
 //! the lines its `offset`/`limit` would return that were not read before — and refused when
 //! it would pass a budget, with what was covered so far, so the child can narrow the read or
 //! stop and report. Only `read` spends the budget; `grep`/`find`/`ls` output is already capped
-//! by the tools. Not covered: a scoped probe's `bash` (a read-only probe's bash runs in the
+//! by the tools.
+//!
+//! The check reads a call's arguments with the tools' own rules (`Args`, `ReadArgs`), from the
+//! normalised object the tool then runs with: a path the check did not see cannot reach the
+//! tool, and arguments the tool would refuse are refused here, before anything is measured.
+//! Not covered: a scoped probe's `bash` (a read-only probe's bash runs in the
 //! kernel sandbox, which limits writes, not reads).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use cadre_tools::args::Args;
+use cadre_tools::read::ReadArgs;
 use serde_json::Value;
 
 use crate::handoff::contract::{PROBE_DIR_BYTES, PROBE_FILE_LINES};
+use crate::handoff::refusal::RefusalReason;
 
 /// The tools whose path argument must stay inside the scope.
 const SCOPED_TOOLS: [&str; 4] = ["read", "grep", "find", "ls"];
@@ -52,15 +60,27 @@ impl ProbeScope {
         })
     }
 
-    /// Check one call; `Err` is the refusal the child gets.
-    pub(crate) fn check(&mut self, tool: &str, args: &Value) -> Result<(), String> {
+    /// Check one call, given the arguments its tool will run with; `Err` is the refusal the
+    /// child gets.
+    pub(crate) fn check(&mut self, tool: &str, args: &Value) -> Result<(), ScopeRefusal> {
         if !SCOPED_TOOLS.contains(&tool) {
             return Ok(());
         }
-        let raw = args.get("path").and_then(Value::as_str).unwrap_or(".");
-        let target = real(&cadre_tools::paths::resolve(raw, &self.cwd));
+        let invalid = |e: cadre_tools::args::ArgError| ScopeRefusal {
+            reason: RefusalReason::InvalidArguments,
+            message: format!("Invalid arguments for {tool}: {e}"),
+        };
+        let args = Args::parse(args.clone()).map_err(invalid)?;
+        let (raw, window) = if tool == "read" {
+            let read = ReadArgs::from_args(&args).map_err(invalid)?;
+            let window = read.window();
+            (read.path, Some(window))
+        } else {
+            (args.path_or_cwd().map_err(invalid)?, None)
+        };
+        let target = real(&cadre_tools::paths::resolve(&raw, &self.cwd));
         if !self.roots.iter().any(|r| target.starts_with(r)) {
-            return Err(format!(
+            return Err(ScopeRefusal::outside(format!(
                 "refused: `{raw}` is outside this probe's scope ({}). A scoped probe reads only \
                  inside its scope paths; report what you found instead of widening the search.",
                 self.roots
@@ -68,23 +88,22 @@ impl ProbeScope {
                     .map(|r| r.display().to_string())
                     .collect::<Vec<_>>()
                     .join(", ")
-            ));
+            )));
         }
-        if tool != "read" {
-            return Ok(());
+        match window {
+            Some(window) => self
+                .check_read(&target, window)
+                .map_err(|message| ScopeRefusal {
+                    reason: RefusalReason::ReadBudget,
+                    message,
+                }),
+            None => Ok(()),
         }
-        let offset = args.get("offset").and_then(Value::as_f64);
-        let limit = args.get("limit").and_then(Value::as_f64);
-        self.check_read(&target, offset, limit)
     }
 
-    /// Spend the read budget of one `read` call, or refuse it.
-    fn check_read(
-        &mut self,
-        file: &Path,
-        offset: Option<f64>,
-        limit: Option<f64>,
-    ) -> Result<(), String> {
+    /// Spend the read budget of one `read` call of lines `start..end` (0-based, `None` = to
+    /// the end), or refuse it.
+    fn check_read(&mut self, file: &Path, window: (usize, Option<usize>)) -> Result<(), String> {
         // Only a regular file is measured. Anything else (a directory, a FIFO or a device, whose
         // open or read can block or never end) is left to the tool, which refuses it; so is an
         // unreadable file. Nothing is read from them.
@@ -99,11 +118,8 @@ impl ProbeScope {
             .map(<[u8]>::len)
             .collect();
         let n = sizes.len();
-        let start = (offset.unwrap_or(1.0).max(1.0) as usize).saturating_sub(1);
-        let end = match limit {
-            Some(l) => start.saturating_add(l.max(0.0) as usize).min(n),
-            None => n,
-        };
+        let (start, end) = window;
+        let end = end.map_or(n, |e| e.min(n));
         if start >= end {
             return Ok(());
         }
@@ -160,6 +176,22 @@ impl ProbeScope {
         }
         *self.dir_bytes.entry(dir).or_insert(0) += more;
         Ok(())
+    }
+}
+
+/// A refused call: why (for the receipt) and what the child is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScopeRefusal {
+    pub reason: RefusalReason,
+    pub message: String,
+}
+
+impl ScopeRefusal {
+    fn outside(message: String) -> ScopeRefusal {
+        ScopeRefusal {
+            reason: RefusalReason::OutsideScope,
+            message,
+        }
     }
 }
 
@@ -251,9 +283,10 @@ mod tests {
             assert!(s.check(tool, &json!({"path": "in/sub"})).is_ok(), "{tool}");
             for bad in ["out/secret.txt", "in/../out", "/etc/passwd", ".", "in2"] {
                 let e = s.check(tool, &json!({"path": bad})).unwrap_err();
+                assert_eq!(e.reason, RefusalReason::OutsideScope);
                 assert!(
-                    e.contains("outside this probe's scope"),
-                    "{tool} {bad}: {e}"
+                    e.message.contains("outside this probe's scope"),
+                    "{tool} {bad}: {e:?}"
                 );
             }
         }
@@ -284,6 +317,8 @@ mod tests {
         let mut s = ProbeScope::new(&root, &["in".into()]).unwrap();
         // Whole file (400 lines) at once: refused.
         let e = s.check("read", &json!({"path": "in/big.txt"})).unwrap_err();
+        assert_eq!(e.reason, RefusalReason::ReadBudget);
+        let e = e.message;
         assert!(e.contains("300 lines per file"), "{e}");
         assert!(e.contains("covered so far: none"), "{e}");
         s.check("read", &json!({"path": "in/big.txt", "limit": 200}))
@@ -304,7 +339,8 @@ mod tests {
                 "read",
                 &json!({"path": "in/big.txt", "offset": 301, "limit": 10}),
             )
-            .unwrap_err();
+            .unwrap_err()
+            .message;
         assert!(e.contains("lines 1-300"), "{e}");
         assert!(e.contains("at most 0 new lines"), "{e}");
         // Past the end reads nothing and is not refused.
@@ -325,11 +361,112 @@ mod tests {
             .unwrap();
         let e = s
             .check("read", &json!({"path": "in/sub/b.txt", "offset": 21}))
-            .unwrap_err();
+            .unwrap_err()
+            .message;
         assert!(e.contains("50000 bytes per directory"), "{e}");
         assert!(e.contains("50000 bytes read so far"), "{e}");
         assert!(e.contains("a.txt (lines 1-30)"), "{e}");
         assert!(e.contains("b.txt (lines 1-20)"), "{e}");
+    }
+
+    /// The check reads every argument as the tools do, so no spelling of a call makes the
+    /// two disagree.
+    #[test]
+    fn the_check_reads_arguments_as_the_tools_do() {
+        let (_d, root) = setup();
+        let mut s = ProbeScope::new(&root, &["in".into()]).unwrap();
+        // A JSON-encoded object is the object the tool reads, whatever the path's spelling.
+        for tool in SCOPED_TOOLS {
+            let e = s
+                .check(tool, &json!("{\"path\": \"/etc/passwd\"}"))
+                .unwrap_err();
+            assert_eq!(e.reason, RefusalReason::OutsideScope, "{tool}: {e:?}");
+            assert!(
+                s.check(tool, &json!("{\"path\": \"in\"}")).is_ok(),
+                "{tool}"
+            );
+        }
+        // A path that is not a string is refused, not read as the cwd (which the tool would
+        // not use either).
+        for path in [json!(["/etc"]), json!(7), json!({"p": "/etc"})] {
+            for tool in SCOPED_TOOLS {
+                let e = s.check(tool, &json!({ "path": path })).unwrap_err();
+                assert_eq!(e.reason, RefusalReason::InvalidArguments, "{tool} {path}");
+                assert!(
+                    e.message
+                        .starts_with(&format!("Invalid arguments for {tool}: "))
+                );
+            }
+        }
+        // A null path is an absent one for both: the cwd, outside the scope.
+        let e = s.check("ls", &json!({"path": null})).unwrap_err();
+        assert_eq!(e.reason, RefusalReason::OutsideScope);
+        // A key named twice is ambiguous: refused rather than guessed.
+        let e = s
+            .check(
+                "read",
+                &json!(r#"{"path": "in/small.txt", "path": "/etc/passwd"}"#),
+            )
+            .unwrap_err();
+        assert_eq!(e.reason, RefusalReason::InvalidArguments, "{e:?}");
+        // Arguments that are not an object at all.
+        for bad in [json!("{\"path\": "), json!([1]), json!(true)] {
+            let e = s.check("grep", &bad).unwrap_err();
+            assert_eq!(e.reason, RefusalReason::InvalidArguments, "{bad}");
+        }
+    }
+
+    #[test]
+    fn offsets_and_limits_are_read_as_the_read_tool_reads_them() {
+        let (_d, root) = setup();
+        let mut s = ProbeScope::new(&root, &["in".into()]).unwrap();
+        s.check("read", &json!({"path": "in/big.txt", "limit": 300}))
+            .unwrap();
+        // As strings they are the same numbers: lines 301-310 are new and past the budget
+        // (read as absent, they were lines 1-10, already covered).
+        let e = s
+            .check(
+                "read",
+                &json!({"path": "in/big.txt", "offset": "301", "limit": "10"}),
+            )
+            .unwrap_err();
+        assert_eq!(e.reason, RefusalReason::ReadBudget);
+        assert!(e.message.contains("lines 301-310"), "{}", e.message);
+        // The same through a JSON-encoded object.
+        let e = s
+            .check(
+                "read",
+                &json!("{\"path\": \"in/big.txt\", \"offset\": 301, \"limit\": \"10\"}"),
+            )
+            .unwrap_err();
+        assert_eq!(e.reason, RefusalReason::ReadBudget);
+        // Values the tool refuses are refused here too, before anything is measured.
+        for (offset, limit) in [
+            (json!(1.5), json!(1)),
+            (json!(-1), json!(1)),
+            (json!("x"), json!(1)),
+            (json!(1), json!(0)),
+            (json!(1), json!("all")),
+            (json!(1), json!(-5)),
+        ] {
+            let e = s
+                .check(
+                    "read",
+                    &json!({"path": "in/big.txt", "offset": offset, "limit": limit}),
+                )
+                .unwrap_err();
+            assert_eq!(
+                e.reason,
+                RefusalReason::InvalidArguments,
+                "{offset} {limit}"
+            );
+        }
+        // Offset 0 reads from line 1, as the tool does.
+        s.check(
+            "read",
+            &json!({"path": "in/big.txt", "offset": 0, "limit": 300}),
+        )
+        .unwrap();
     }
 
     #[test]

@@ -16,7 +16,6 @@ use super::Inner;
 use super::handle::{RunState, TaskHandle, lock};
 use super::run::{announce_end, completion_text};
 use super::types::{NoticeKind, ParentNotice};
-use crate::handoff::build_receipt;
 use crate::orchestrator::lifecycle::FinalFacts;
 use crate::orchestrator::store::timestamp;
 
@@ -89,7 +88,7 @@ fn end_after_panic(inner: &Arc<Inner>, h: &Arc<TaskHandle>, why: &str) {
         r.clone()
     };
     lock(&h.final_text).clear();
-    *lock(&h.receipt) = build_receipt(&lock(&h.tool_events));
+    *lock(&h.receipt) = h.execution_receipt().render();
     lock(&h.permit).take();
     let notice = h.is_background().then(|| {
         ParentNotice::new(

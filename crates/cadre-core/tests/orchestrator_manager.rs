@@ -1642,6 +1642,58 @@ async fn refused_calls_count_as_blocked_not_executed_and_are_listed_on_the_recei
 }
 
 #[tokio::test]
+async fn retention_at_start_up_removes_old_tool_artifacts() {
+    use cadre_tools::{BashTool, Tool, ToolContext};
+    let dir = tempfile::tempdir().unwrap();
+    let artifacts = dir.path().join("artifacts");
+    std::fs::create_dir_all(dir.path().join("work")).unwrap();
+    // Two real full outputs, as bash saves them when a result is truncated.
+    let mut saved = Vec::new();
+    for _ in 0..2 {
+        let ctx = ToolContext {
+            cwd: dir.path().join("work"),
+            cancel: CancellationToken::new(),
+            updates: None,
+            artifacts_dir: artifacts.clone(),
+        };
+        let out = BashTool::new()
+            .execute(json!({"command": "seq 1 100000"}), ctx)
+            .await;
+        assert!(!out.is_error);
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&artifacts)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| !saved.contains(p))
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        saved.push(files.remove(0));
+    }
+    let old = std::time::SystemTime::now() - Duration::from_secs(10 * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(&saved[0])
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let start = |settings: Value| {
+        let (manager, _root, _rx) = common::start_manager(
+            dir.path(),
+            Scripted::new(|_| text("x")),
+            MODELS,
+            test_roles(),
+            &settings,
+        );
+        manager
+    };
+    // Without a retention period nothing is removed.
+    drop(start(json!({})));
+    assert!(saved[0].exists() && saved[1].exists());
+    drop(start(json!({"cleanupPeriodDays": 7})));
+    assert!(!saved[0].exists(), "the 10-day-old output was kept");
+    assert!(saved[1].exists(), "a fresh output was removed");
+}
+
+#[tokio::test]
 async fn solo_and_unconfirmable_ask_authorization_refuse_launches() {
     for settings in [
         json!({"authorization": "solo"}),

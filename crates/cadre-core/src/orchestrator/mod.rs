@@ -1,6 +1,7 @@
 //! The orchestrator: subagent tasks (SPEC O, L, S1). Decisions live in pure modules; effects
 //! (files, git, child agents) sit at the edges. See `docs/orchestration.md`.
 
+pub mod artifacts;
 pub mod capability;
 pub mod lifecycle;
 pub mod manager;

@@ -68,6 +68,7 @@ pub use types::{
     TaskSnapshot, TaskSpec,
 };
 
+use super::artifacts::sweep_artifacts;
 use super::capability::{AGENT_TOOL, ROOT_ONLY_TOOLS};
 use super::output::{parent_result, preview};
 use super::quota::Quota;
@@ -189,6 +190,16 @@ impl TaskManager {
         // Every name comes from the registry itself, so this cannot fail.
         let _ = tools.retain_named(&keep);
         let quota = Quota::new(config.settings.max_concurrent_tasks);
+        // Retention (O13) covers what tools left in the artifacts directory as well as task
+        // records: a manager starts once per process, so old outputs go at start-up, after
+        // the same period. What cannot be removed now is tried again at the next start.
+        if let Some(days) = config.settings.cleanup_period_days {
+            let _ = sweep_artifacts(
+                &config.artifacts_dir,
+                u64::from(days),
+                std::time::SystemTime::now(),
+            );
+        }
         let inner = Arc::new_cyclic(|me| Inner {
             provider: config.provider,
             models: config.models,

@@ -288,6 +288,11 @@ pub(crate) fn message_body(reply: &Reply, ctx: &RenderCtx) -> String {
     .to_string()
 }
 
+/// The keep-alive event the service sends while a reply is slow to come.
+pub(crate) fn ping_frame() -> Frame {
+    Event::Ping.frame()
+}
+
 /// A frame whose data is cut off mid-object.
 pub(crate) fn malformed_frame() -> Frame {
     Frame {

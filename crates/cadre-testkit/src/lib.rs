@@ -18,8 +18,8 @@
 //!
 //! A reply is content (thinking, text, tool calls) plus delivery: usage and
 //! cache numbers, stop reason, latency, delay between events, and an optional [`Fault`]
-//! (error status, cut connection, silence, malformed frame, missing terminal event, in-stream
-//! error). Every request is recorded ([`RecordedRequest`]), faulted and unmatched ones too,
+//! (error status, cut connection, silence, no response at all, malformed frame, missing terminal
+//! event, in-stream error, and keep-alives, pings or a byte trickle for ever). Every request is recorded ([`RecordedRequest`]), faulted and unmatched ones too,
 //! so tests can assert on what the client sent.
 //!
 //! # Example

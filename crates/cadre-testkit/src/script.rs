@@ -35,7 +35,18 @@ pub enum Fault {
     /// Drop the TCP connection mid-stream after N events, without ending the chunked body.
     CutAfter { events: usize },
     /// Stop sending after N events but keep the connection open until the client leaves.
+    /// `events: 0` is "headers, then silence".
     SilentAfter { events: usize },
+    /// Read the request and never answer, not even with a status line, until the client leaves.
+    NoResponse,
+    /// After N events, an SSE comment (`: ping`) every `every`, for ever: a connection kept
+    /// alive by a server that never answers.
+    KeepAlivesAfter { events: usize, every: Duration },
+    /// After N events, an event without content every `every`, for ever: Anthropic's
+    /// `event: ping`, for OpenAI a chunk whose delta is empty.
+    PingsAfter { events: usize, every: Duration },
+    /// After N events, one byte every `every` of an event that never completes, for ever.
+    TrickleAfter { events: usize, every: Duration },
     /// After N events send one frame whose data is not valid JSON, then end the body.
     MalformedAfter { events: usize },
     /// Send all content but omit the terminal frame (`[DONE]` / `message_stop`), then end the body.

@@ -378,6 +378,9 @@ async fn respond(
             .await?;
             return Ok(keep_alive);
         }
+        Some(Fault::NoResponse) => {
+            return wait_for_client_to_leave(stream).await.map(|()| false);
+        }
         Some(Fault::ContextOverflow) => {
             let body = match api {
                 WireApi::OpenAi => openai::context_overflow_body(usage.input),
@@ -423,11 +426,34 @@ async fn respond(
             };
             (before_terminal(*events), Ending::Extra(extra))
         }
+        Some(Fault::KeepAlivesAfter { events, every }) => {
+            let ending = Ending::repeat(*every, b"", b": ping\n\n");
+            (before_terminal(*events), ending)
+        }
+        Some(Fault::PingsAfter { events, every }) => {
+            let ping = match api {
+                WireApi::OpenAi => openai::empty_delta_frame(&ctx),
+                WireApi::Anthropic => anthropic::ping_frame(),
+            };
+            let ending = Ending::repeat(*every, b"", ping.bytes.as_bytes());
+            (before_terminal(*events), ending)
+        }
+        Some(Fault::TrickleAfter { events, every }) => {
+            // The start of a real event, then padding: its blank line never comes.
+            let lead: &[u8] = match api {
+                WireApi::OpenAi => b"data: {\"choices\":",
+                WireApi::Anthropic => b"event: content_block_delta\ndata: {\"type\":",
+            };
+            (before_terminal(*events), Ending::repeat(*every, lead, b" "))
+        }
         // Handled above.
-        Some(Fault::Status { .. } | Fault::ContextOverflow) => (0, Ending::Complete),
+        Some(Fault::Status { .. } | Fault::ContextOverflow | Fault::NoResponse) => {
+            (0, Ending::Complete)
+        }
     };
     // A body that is cut or left hanging leaves the connection unusable, so it says so.
-    let close = !keep_alive || matches!(ending, Ending::Cut | Ending::Silent);
+    let close =
+        !keep_alive || matches!(ending, Ending::Cut | Ending::Silent | Ending::Repeat { .. });
     let headers = [
         (
             "content-type",
@@ -462,6 +488,17 @@ async fn respond(
         // Returning drops the socket mid-body.
         Ending::Cut => Ok(false),
         Ending::Silent => wait_for_client_to_leave(stream).await.map(|()| false),
+        Ending::Repeat { every, lead, piece } => {
+            // Ends when a write fails, that is once the client has left.
+            for byte in lead.chunks(1) {
+                tokio::time::sleep(every).await;
+                http::write_chunk(stream, byte).await?;
+            }
+            loop {
+                tokio::time::sleep(every).await;
+                http::write_chunk(stream, &piece).await?;
+            }
+        }
     }
 }
 
@@ -475,10 +512,28 @@ enum Ending {
     Cut,
     /// Nothing more is sent; the connection stays open until the client closes it.
     Silent,
+    /// The bytes of `lead` one at a time, then `piece` again and again, one send every
+    /// `every`, until the client leaves.
+    Repeat {
+        every: Duration,
+        lead: Vec<u8>,
+        piece: Vec<u8>,
+    },
+}
+
+impl Ending {
+    fn repeat(every: Duration, lead: &[u8], piece: &[u8]) -> Ending {
+        Ending::Repeat {
+            every,
+            lead: lead.to_vec(),
+            piece: piece.to_vec(),
+        }
+    }
 }
 
 /// Non-streamed requests get the whole message as JSON. Stream faults have no partial form
-/// here: `SilentAfter` hangs without a response, the others close without one.
+/// here: the ones that hold the connection (`SilentAfter`, keep-alives, pings, trickle) hang
+/// without a response, the others close without one.
 async fn respond_whole(
     stream: &mut TcpStream,
     api: WireApi,
@@ -488,7 +543,12 @@ async fn respond_whole(
 ) -> io::Result<bool> {
     match reply.fault {
         None => {}
-        Some(Fault::SilentAfter { .. }) => {
+        Some(
+            Fault::SilentAfter { .. }
+            | Fault::KeepAlivesAfter { .. }
+            | Fault::PingsAfter { .. }
+            | Fault::TrickleAfter { .. },
+        ) => {
             return wait_for_client_to_leave(stream).await.map(|()| false);
         }
         Some(_) => return Ok(false),

@@ -185,6 +185,24 @@ impl Open {
         .expect("events within the hang guard")
     }
 
+    /// Reads until the decoded body holds at least `n` bytes.
+    pub async fn read_body(&mut self, n: usize) -> RawResponse {
+        tokio::time::timeout(GUARD, async {
+            loop {
+                let response = parse_response(&self.raw);
+                if response.body.len() >= n {
+                    return response;
+                }
+                let mut buf = [0u8; 4096];
+                let read = self.stream.read(&mut buf).await.unwrap();
+                assert!(read > 0, "connection closed early");
+                self.raw.extend_from_slice(&buf[..read]);
+            }
+        })
+        .await
+        .expect("bytes within the hang guard")
+    }
+
     /// `None` if nothing arrives for a while (connection still open and silent), else the
     /// number of bytes read (0 = closed).
     pub async fn poll_quiet(&mut self, wait: Duration) -> Option<usize> {

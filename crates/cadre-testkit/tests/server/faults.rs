@@ -171,6 +171,110 @@ async fn silent_after_keeps_the_connection_open() {
 }
 
 #[tokio::test]
+async fn no_response_holds_the_connection_without_a_status_line() {
+    for api in APIS {
+        let server = server_with(Reply::text("never sent").fault(Fault::NoResponse)).await;
+        let (path, body) = target(api);
+        let mut open = Open::send(server.addr(), path, &body).await;
+        assert_eq!(open.poll_quiet(Duration::from_millis(200)).await, None);
+        assert_eq!(
+            server.requests().len(),
+            1,
+            "the request was read and recorded"
+        );
+        drop(server);
+        assert_eq!(open.poll_quiet(GUARD).await, Some(0));
+    }
+}
+
+/// The body after the first `events` frames of a reply faulted with `fault`, once it holds at
+/// least `more` further bytes; the connection is still open then.
+async fn body_after(api: WireApi, fault: Fault, events: usize, more: usize) -> String {
+    let server = server_with(Reply::text("never finished").fault(fault)).await;
+    let (path, body) = target(api);
+    let mut open = Open::send(server.addr(), path, &body).await;
+    let head = open.read_events(events).await;
+    assert_eq!(head.status(), 200);
+    let before = head.text();
+    let cut = before
+        .match_indices("\n\n")
+        .nth(events - 1)
+        .map(|(at, _)| at + 2)
+        .unwrap();
+    let r = open.read_body(cut + more).await;
+    assert!(!r.complete);
+    let text = r.text();
+    assert!(
+        !text.contains("[DONE]") && !text.contains("message_stop"),
+        "{text}"
+    );
+    text[cut..].to_string()
+}
+
+const EVERY: Duration = Duration::from_millis(5);
+
+#[tokio::test]
+async fn keep_alives_after_repeat_a_comment_for_ever() {
+    for api in APIS {
+        let fault = Fault::KeepAlivesAfter {
+            events: 2,
+            every: EVERY,
+        };
+        let tail = body_after(api, fault, 2, 4 * ": ping\n\n".len()).await;
+        assert!(
+            tail.starts_with(&": ping\n\n".repeat(4)),
+            "{api:?}: {tail:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn pings_after_repeat_an_event_without_content_for_ever() {
+    for api in APIS {
+        let fault = Fault::PingsAfter {
+            events: 1,
+            every: EVERY,
+        };
+        let tail = body_after(api, fault, 1, 600).await;
+        let events = parse_sse(&tail);
+        assert!(events.len() >= 3, "{api:?}: {tail:?}");
+        for (name, data) in &events {
+            let data: Value = serde_json::from_str(data).unwrap();
+            match api {
+                WireApi::Anthropic => {
+                    assert_eq!(name.as_deref(), Some("ping"));
+                    assert_eq!(data, json!({"type": "ping"}));
+                }
+                WireApi::OpenAi => {
+                    assert_eq!(data["choices"][0]["delta"], json!({"content": ""}));
+                    assert_eq!(data["choices"][0]["finish_reason"], Value::Null);
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn trickle_after_sends_one_byte_at_a_time_of_an_event_that_never_ends() {
+    for api in APIS {
+        let fault = Fault::TrickleAfter {
+            events: 2,
+            every: EVERY,
+        };
+        let tail = body_after(api, fault, 2, 60).await;
+        assert!(
+            tail.starts_with("data: {") || tail.starts_with("event: "),
+            "{tail:?}"
+        );
+        assert!(
+            !tail.contains("\n\n"),
+            "the event never completes: {tail:?}"
+        );
+        assert!(tail.ends_with(' '), "{tail:?}");
+    }
+}
+
+#[tokio::test]
 async fn malformed_after_sends_invalid_json_then_ends() {
     for api in APIS {
         let server =

@@ -320,7 +320,7 @@ fn retry_policy(env: &dyn cadre_llm::registry::Env) -> Result<RetryPolicy> {
         if ms.is_zero() {
             bail!("{IDLE_TIMEOUT_VAR} must be more than 0");
         }
-        policy.idle_timeout = ms;
+        policy.timeouts.idle = ms;
     }
     Ok(policy)
 }
@@ -741,7 +741,7 @@ mod tests {
             .with(IDLE_TIMEOUT_VAR, " 250 ");
         let policy = retry_policy(&env).unwrap();
         assert_eq!(policy.base_delay, Duration::from_millis(5));
-        assert_eq!(policy.idle_timeout, Duration::from_millis(250));
+        assert_eq!(policy.timeouts.idle, Duration::from_millis(250));
         assert_eq!(policy.max_attempts, RetryPolicy::default().max_attempts);
         let zero_base = MapEnv::new().with(RETRY_BASE_VAR, "0");
         assert_eq!(retry_policy(&zero_base).unwrap().base_delay, Duration::ZERO);

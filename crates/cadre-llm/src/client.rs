@@ -1,16 +1,16 @@
 //! [`HttpProvider`]: the request loop shared by both wire formats.
 //!
-//! One attempt = send the request, check the status, feed the body through the SSE parser into
-//! the wire format's [`Decoder`], forward the resulting deltas. Every await of an attempt is raced
-//! against the cancellation token (so abort is immediate: dropping the reqwest future closes the
-//! connection) and, for network reads, against the idle timeout; one [`Watch`] per request holds
-//! both, so a streamed chunk costs no new waiter or timer. Failed attempts are retried as
-//! [`RetryPolicy`] decides, with a `Retry` event before each wait. As in Pi's
-//! `auto_retry_start`, `Retry.attempt` is the number of the retry about to happen (1 for the first)
-//! and `Retry.max_attempts` the most retries there can be (`RetryPolicy::max_attempts - 1`).
+//! One attempt = send the request, check the status, stream the body through the wire format's
+//! [`Decoder`] ([`crate::stream`]), forward the resulting deltas. Every await of an attempt is
+//! raced against the cancellation token (so abort is immediate: dropping the reqwest future
+//! closes the connection) and, for network reads, against the request's deadlines; one
+//! [`Watch`] per request holds both, so a streamed chunk costs no new waiter or timer. Failed
+//! attempts are retried as [`RetryPolicy`] decides, with a `Retry` event before each wait; the
+//! retries share the whole-request deadline, so however often a request is retried it ends by
+//! then. As in Pi's `auto_retry_start`, `Retry.attempt` is the number of the retry about to
+//! happen (1 for the first) and `Retry.max_attempts` the most retries there can be
+//! (`RetryPolicy::max_attempts - 1`).
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
@@ -19,18 +19,18 @@ use cadre_protocol::{AssistantMessage, AssistantMessageEvent, StopReason};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 use tokio::sync::mpsc;
-use tokio::sync::mpsc::error::TrySendError;
-use tokio::time::{Instant, Sleep};
-use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
+use tokio_util::sync::CancellationToken;
 
 use crate::anthropic::{self, AnthropicDecoder};
-use crate::error::LlmError;
+use crate::error::{LlmError, Received};
 use crate::http;
 use crate::model::{Api, Model};
 use crate::openai::{self, OpenAiDecoder};
 use crate::provider::{CompletionRequest, Provider, StreamEvent};
-use crate::retry::{RetryDecision, RetryPolicy};
-use crate::sse::{SseEvent, SseParser};
+use crate::retry::{RetryDecision, RetryPolicy, Spent};
+use crate::sse::SseEvent;
+use crate::stream::{Body, Failure, read_stream};
+use crate::watch::{Guarded, Watch};
 
 /// Events buffered between the provider task and its consumer.
 const CHANNEL_CAPACITY: usize = 256;
@@ -122,12 +122,6 @@ impl Provider for HttpProvider {
     }
 }
 
-/// A failed attempt: the error and the reply as far as it had arrived.
-struct Failure {
-    error: LlmError,
-    partial: AssistantMessage,
-}
-
 /// Everything one attempt needs, prepared once per request.
 struct Ctx<'a> {
     client: reqwest::Client,
@@ -138,7 +132,6 @@ struct Ctx<'a> {
     /// Shared, so each attempt's request takes it without copying.
     body: Bytes,
     tx: &'a mpsc::Sender<StreamEvent>,
-    idle: Duration,
 }
 
 /// Run a request with retries; returns the terminal event.
@@ -169,14 +162,17 @@ async fn drive(
     // than hold a second copy for as long as the reply streams.
     let CompletionRequest { model, .. } = req;
     let model = &model;
-    let ctx = match prepare(policy, model, wire, tx) {
+    let ctx = match prepare(model, wire, tx) {
         Ok(ctx) => ctx,
         Err(e) => return failed(e, empty_message(model)),
     };
-    let mut watch = Watch::new(cancel, ctx.idle);
+    // The whole-request deadline starts here, before the first attempt, and bounds them all.
+    let mut watch = Watch::new(cancel, policy.timeouts);
     let attempts = policy.attempts();
     let mut attempt = 1;
+    let mut deadline_hits = 0;
     loop {
+        watch.start_attempt();
         let result = match model.api {
             Api::AnthropicMessages => {
                 run_attempt(&ctx, &mut watch, AnthropicDecoder::new(model)).await
@@ -193,7 +189,15 @@ async fn drive(
         if matches!(error, LlmError::Aborted) {
             return aborted(partial);
         }
-        let delay = match policy.decide(attempt, &error, fastrand::f64()) {
+        if error.is_deadline() {
+            deadline_hits += 1;
+        }
+        let spent = Spent {
+            attempts: attempt,
+            deadline_hits,
+            remaining: watch.remaining(),
+        };
+        let delay = match policy.decide(spent, &error, fastrand::f64()) {
             RetryDecision::GiveUp => return failed(error, partial),
             RetryDecision::RetryAfter(d) => d,
         };
@@ -212,7 +216,6 @@ async fn drive(
 }
 
 fn prepare<'a>(
-    policy: RetryPolicy,
     model: &'a Model,
     wire: WireRequest,
     tx: &'a mpsc::Sender<StreamEvent>,
@@ -256,114 +259,10 @@ fn prepare<'a>(
         headers,
         body: wire.body,
         tx,
-        idle: policy.idle_timeout,
     })
 }
 
-enum Guarded<T> {
-    Ready(T),
-    Idle,
-    Cancelled,
-}
-
-/// What every wait of a request races against: its cancellation and a timer. Both are created
-/// once per request and reused by every await of every attempt; a fresh `cancelled()` future and
-/// `timeout` per awaited chunk registered a waiter in the token's tree and a timer-wheel entry
-/// each time and removed both again (SPEC P1). Moving the deadline of a registered timer later
-/// is a single atomic store.
-struct Watch<'a> {
-    cancel: &'a CancellationToken,
-    cancelled: Pin<Box<WaitForCancellationFuture<'a>>>,
-    /// The idle timeout during network reads, the backoff between attempts.
-    timer: Pin<Box<Sleep>>,
-    idle: Duration,
-}
-
-impl<'a> Watch<'a> {
-    fn new(cancel: &'a CancellationToken, idle: Duration) -> Self {
-        Watch {
-            cancel,
-            cancelled: Box::pin(cancel.cancelled()),
-            timer: Box::pin(tokio::time::sleep(idle)),
-            idle,
-        }
-    }
-
-    /// Await a network step unless the request is cancelled (checked first) or it makes no
-    /// progress for the idle timeout. The timeout counts from the start of this wait, so time
-    /// the consumer took to accept earlier events never counts as network silence.
-    async fn network<F: Future>(&mut self, fut: F) -> Guarded<F::Output> {
-        self.timer.as_mut().reset(deadline_after(self.idle));
-        tokio::select! {
-            biased;
-            _ = self.cancelled.as_mut() => Guarded::Cancelled,
-            v = fut => Guarded::Ready(v),
-            _ = self.timer.as_mut() => Guarded::Idle,
-        }
-    }
-
-    /// Wait `delay` (a retry backoff); false when the request was cancelled first.
-    async fn pause(&mut self, delay: Duration) -> bool {
-        self.timer.as_mut().reset(deadline_after(delay));
-        tokio::select! {
-            biased;
-            _ = self.cancelled.as_mut() => false,
-            _ = self.timer.as_mut() => true,
-        }
-    }
-
-    /// Hand one event to the consumer; a cancelled request or a closed channel is an abort.
-    async fn send(
-        &mut self,
-        tx: &mpsc::Sender<StreamEvent>,
-        ev: StreamEvent,
-    ) -> Result<(), LlmError> {
-        // Abort wins over an event the consumer could still take.
-        if self.cancel.is_cancelled() {
-            return Err(LlmError::Aborted);
-        }
-        let ev = match tx.try_send(ev) {
-            Ok(()) => return Ok(()),
-            Err(TrySendError::Closed(_)) => return Err(LlmError::Aborted),
-            Err(TrySendError::Full(ev)) => ev,
-        };
-        // The consumer is behind: wait for room, abortable.
-        tokio::select! {
-            biased;
-            _ = self.cancelled.as_mut() => Err(LlmError::Aborted),
-            r = tx.send(ev) => r.map_err(|_| LlmError::Aborted),
-        }
-    }
-
-    /// Forward events to the consumer, in order (see [`Watch::send`]).
-    async fn forward(
-        &mut self,
-        tx: &mpsc::Sender<StreamEvent>,
-        events: &mut Vec<AssistantMessageEvent>,
-    ) -> Result<(), LlmError> {
-        for ev in events.drain(..) {
-            self.send(tx, StreamEvent::Delta(ev)).await?;
-        }
-        Ok(())
-    }
-}
-
-/// The instant `after` from now; a duration too long to represent waits practically forever,
-/// as `tokio::time::sleep` does.
-fn deadline_after(after: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(after)
-        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
-}
-
 impl Ctx<'_> {
-    fn idle_error(&self) -> LlmError {
-        LlmError::IdleTimeout {
-            provider: self.model.provider.clone(),
-            after: self.idle,
-        }
-    }
-
     fn key(&self) -> Option<&str> {
         self.model.api_key.as_deref()
     }
@@ -373,7 +272,7 @@ impl Ctx<'_> {
 async fn run_attempt<D: Decoder>(
     ctx: &Ctx<'_>,
     watch: &mut Watch<'_>,
-    mut decoder: D,
+    decoder: D,
 ) -> Result<AssistantMessage, Failure> {
     let fail = |error: LlmError, decoder: D| Failure {
         error,
@@ -387,7 +286,10 @@ async fn run_attempt<D: Decoder>(
         .send();
     let mut response = match watch.network(send).await {
         Guarded::Cancelled => return Err(fail(LlmError::Aborted, decoder)),
-        Guarded::Idle => return Err(fail(ctx.idle_error(), decoder)),
+        Guarded::Expired(deadline) => {
+            let error = watch.error(&ctx.model.provider, deadline, Received::Nothing);
+            return Err(fail(error, decoder));
+        }
         Guarded::Ready(Err(e)) => {
             return Err(fail(
                 http::connection_error(&ctx.model.provider, e, ctx.key()),
@@ -427,71 +329,39 @@ async fn run_attempt<D: Decoder>(
         return Err(fail(error, decoder));
     }
 
-    let mut out = Vec::new();
-    decoder.begin(&mut out);
-    if let Err(e) = watch.forward(ctx.tx, &mut out).await {
-        return Err(fail(e, decoder));
+    let body = HttpBody {
+        response,
+        provider: &ctx.model.provider,
+        key: ctx.key(),
+    };
+    read_stream(&ctx.model.provider, ctx.tx, watch, decoder, body).await
+}
+
+/// A successful response's body, its read errors typed.
+struct HttpBody<'a> {
+    response: reqwest::Response,
+    provider: &'a str,
+    key: Option<&'a str>,
+}
+
+impl Body for HttpBody<'_> {
+    async fn chunk(&mut self) -> Result<Option<Bytes>, LlmError> {
+        self.response
+            .chunk()
+            .await
+            .map_err(|e| http::connection_error(self.provider, e, self.key))
     }
-    let mut parser = SseParser::new();
-    let mut events = Vec::new();
-    loop {
-        let bytes = match watch.network(response.chunk()).await {
-            Guarded::Cancelled => return Err(fail(LlmError::Aborted, decoder)),
-            Guarded::Idle => return Err(fail(ctx.idle_error(), decoder)),
-            Guarded::Ready(Err(e)) => {
-                return Err(fail(
-                    http::connection_error(&ctx.model.provider, e, ctx.key()),
-                    decoder,
-                ));
-            }
-            Guarded::Ready(Ok(None)) => break,
-            Guarded::Ready(Ok(Some(b))) => b,
-        };
-        if let Err(e) = parser.push(&bytes, &mut events) {
-            let error = LlmError::MalformedStream {
-                provider: ctx.model.provider.clone(),
-                detail: e.to_string(),
-            };
-            return Err(fail(error, decoder));
-        }
-        let mut terminal = false;
-        for ev in &events {
-            match decoder.on_event(ev, &mut out) {
-                Ok(false) => {}
-                Ok(true) => {
-                    terminal = true;
-                    break;
-                }
-                Err(e) => return Err(fail(e, decoder)),
-            }
-        }
-        // The next chunk's events are built in these events' buffers.
-        parser.recycle(&mut events);
-        if let Err(e) = watch.forward(ctx.tx, &mut out).await {
-            return Err(fail(e, decoder));
-        }
-        if terminal {
-            // Let the body finish in the background so the connection can go back to the pool
-            // without delaying the reply.
-            tokio::spawn(drain(response));
-            break;
-        }
-    }
-    if let Err(e) = decoder.check_complete() {
-        return Err(fail(e, decoder));
-    }
-    let message = decoder.finish(&mut out);
-    match watch.forward(ctx.tx, &mut out).await {
-        Ok(()) => Ok(message),
-        Err(error) => Err(Failure {
-            error,
-            partial: message,
-        }),
+
+    fn done(self) {
+        // Let the body finish in the background so the connection can go back to the pool
+        // without delaying the reply.
+        tokio::spawn(drain(self.response));
     }
 }
 
 /// Read up to [`http::MAX_ERROR_BODY`] bytes of an error response. `None` when cancelled; a
-/// body that stalls or breaks is used as far as it arrived.
+/// body that breaks, or is still arriving at a deadline, is used as far as it arrived (these
+/// bytes are no content, so a trickled error body ends at the first-content deadline).
 async fn read_error_body(
     watch: &mut Watch<'_>,
     response: &mut reqwest::Response,
@@ -501,7 +371,7 @@ async fn read_error_body(
         match watch.network(response.chunk()).await {
             Guarded::Cancelled => return None,
             Guarded::Ready(Ok(Some(chunk))) => body.extend_from_slice(&chunk),
-            Guarded::Ready(Ok(None)) | Guarded::Ready(Err(_)) | Guarded::Idle => break,
+            Guarded::Ready(Ok(None)) | Guarded::Ready(Err(_)) | Guarded::Expired(_) => break,
         }
     }
     body.truncate(http::MAX_ERROR_BODY);
@@ -544,172 +414,5 @@ fn aborted(mut partial: AssistantMessage) -> StreamEvent {
     StreamEvent::Failed {
         error: LlmError::Aborted,
         partial,
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-mod watch_tests {
-    //! The request's one cancellation future and one timer, driven on tokio's paused clock:
-    //! the timer only moves when every task waits, so these are exact, not timing-dependent.
-
-    use super::*;
-
-    const IDLE: Duration = Duration::from_secs(10);
-
-    /// A network step that completes after `d`.
-    async fn step(d: Duration) -> u32 {
-        tokio::time::sleep(d).await;
-        7
-    }
-
-    fn delta(i: usize) -> StreamEvent {
-        StreamEvent::Delta(AssistantMessageEvent::TextStart { content_index: i })
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn steady_progress_never_times_out_however_long_the_stream() {
-        let cancel = CancellationToken::new();
-        let mut watch = Watch::new(&cancel, IDLE);
-        // Fifty steps of just under the idle timeout: five times longer than it in total.
-        for _ in 0..50 {
-            let r = watch.network(step(IDLE - Duration::from_millis(1))).await;
-            assert!(matches!(r, Guarded::Ready(7)));
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn silence_after_progress_times_out_and_the_timer_rearms() {
-        let cancel = CancellationToken::new();
-        let mut watch = Watch::new(&cancel, IDLE);
-        assert!(matches!(
-            watch.network(step(Duration::from_secs(3))).await,
-            Guarded::Ready(7)
-        ));
-        let start = Instant::now();
-        assert!(matches!(
-            watch.network(std::future::pending::<()>()).await,
-            Guarded::Idle
-        ));
-        // Counted from the start of the silent wait, not from the request's start.
-        assert_eq!(Instant::now() - start, IDLE);
-        // After it fired, the same timer serves the next attempt.
-        assert!(matches!(
-            watch.network(step(IDLE / 2)).await,
-            Guarded::Ready(7)
-        ));
-        let start = Instant::now();
-        assert!(matches!(
-            watch.network(std::future::pending::<()>()).await,
-            Guarded::Idle
-        ));
-        assert_eq!(Instant::now() - start, IDLE);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn time_spent_handing_events_over_is_not_network_silence() {
-        let cancel = CancellationToken::new();
-        let mut watch = Watch::new(&cancel, IDLE);
-        let (tx, mut rx) = mpsc::channel(1);
-        watch.send(&tx, delta(0)).await.unwrap();
-        // The consumer takes the next event only after three idle timeouts.
-        let consumer = tokio::spawn(async move {
-            tokio::time::sleep(IDLE * 3).await;
-            let mut n = 0;
-            while rx.recv().await.is_some() {
-                n += 1;
-            }
-            n
-        });
-        watch.send(&tx, delta(1)).await.unwrap();
-        assert!(matches!(
-            watch.network(step(IDLE / 2)).await,
-            Guarded::Ready(7)
-        ));
-        drop(tx);
-        assert_eq!(consumer.await.unwrap(), 2);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn abort_wins_over_a_ready_step_and_ends_a_pending_one() {
-        let cancel = CancellationToken::new();
-        let mut watch = Watch::new(&cancel, IDLE);
-        let trigger = cancel.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(IDLE / 2).await;
-            trigger.cancel();
-        });
-        assert!(matches!(
-            watch.network(std::future::pending::<()>()).await,
-            Guarded::Cancelled
-        ));
-        assert!(matches!(
-            watch.network(std::future::ready(1)).await,
-            Guarded::Cancelled
-        ));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn sending_stops_on_abort_or_a_closed_channel() {
-        let cancel = CancellationToken::new();
-        let mut watch = Watch::new(&cancel, IDLE);
-        let (tx, rx) = mpsc::channel(1);
-        watch.send(&tx, delta(0)).await.unwrap();
-        // Full channel, nobody reading: the abort ends the wait for room.
-        let trigger = cancel.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(IDLE).await;
-            trigger.cancel();
-        });
-        assert!(matches!(
-            watch.send(&tx, delta(1)).await,
-            Err(LlmError::Aborted)
-        ));
-        drop(rx);
-        let fresh = CancellationToken::new();
-        let mut watch = Watch::new(&fresh, IDLE);
-        assert!(matches!(
-            watch.send(&tx, delta(2)).await,
-            Err(LlmError::Aborted)
-        ));
-        // Room in the channel does not let an event past an abort.
-        let (tx, mut rx) = mpsc::channel(4);
-        fresh.cancel();
-        assert!(matches!(
-            watch.send(&tx, delta(3)).await,
-            Err(LlmError::Aborted)
-        ));
-        assert!(rx.try_recv().is_err());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn backoff_waits_its_delay_unless_aborted() {
-        let cancel = CancellationToken::new();
-        let mut watch = Watch::new(&cancel, IDLE);
-        let start = Instant::now();
-        assert!(watch.pause(IDLE * 3).await);
-        assert_eq!(Instant::now() - start, IDLE * 3);
-        // The timer is back to the idle timeout for the next network step.
-        assert!(matches!(
-            watch.network(step(IDLE - Duration::from_millis(1))).await,
-            Guarded::Ready(7)
-        ));
-        let trigger = cancel.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(IDLE).await;
-            trigger.cancel();
-        });
-        assert!(!watch.pause(IDLE * 100).await);
-    }
-
-    #[test]
-    fn an_unrepresentable_deadline_is_far_away_instead_of_a_panic() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            assert!(deadline_after(Duration::MAX) > Instant::now() + IDLE);
-        });
     }
 }

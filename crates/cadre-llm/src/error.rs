@@ -16,7 +16,8 @@ pub enum ErrorKind {
     Quota,
     /// The request was cancelled by the caller.
     Aborted,
-    /// Anything else: a bad request, an unknown model, a protocol violation.
+    /// Anything else: a bad request, an unknown model, a protocol violation, a request that
+    /// used up its whole-request deadline.
     Fatal,
 }
 
@@ -34,8 +35,19 @@ pub enum LlmError {
     },
     #[error("connection to {provider} failed: {message}")]
     Connection { provider: String, message: String },
-    #[error("{provider} stream went silent for {}s", .after.as_secs())]
-    IdleTimeout { provider: String, after: Duration },
+    /// A first-content or idle deadline of [`crate::retry::RequestTimeouts`] passed without
+    /// content. Retryable, like the cut and malformed streams.
+    #[error("{}", no_content_message(provider, *waited, *after, *received))]
+    NoContent {
+        provider: String,
+        waited: Waited,
+        after: Duration,
+        received: Received,
+    },
+    /// The whole-request deadline passed. Not retryable: it bounds the retries too, so the
+    /// request's time is used up.
+    #[error("request to {provider} exceeded the {} limit", human_duration(*limit))]
+    RequestDeadline { provider: String, limit: Duration },
     #[error("{provider} stream ended before its terminal event ({detail})")]
     IncompleteStream { provider: String, detail: String },
     #[error("malformed stream from {provider}: {detail}")]
@@ -51,16 +63,21 @@ impl LlmError {
         match self {
             LlmError::Http { kind, .. } => *kind,
             LlmError::Connection { .. }
-            | LlmError::IdleTimeout { .. }
+            | LlmError::NoContent { .. }
             | LlmError::IncompleteStream { .. }
             | LlmError::MalformedStream { .. } => ErrorKind::Retryable,
             LlmError::Aborted => ErrorKind::Aborted,
-            LlmError::Fatal(_) => ErrorKind::Fatal,
+            LlmError::RequestDeadline { .. } | LlmError::Fatal(_) => ErrorKind::Fatal,
         }
     }
 
     pub fn is_retryable(&self) -> bool {
         self.kind() == ErrorKind::Retryable
+    }
+
+    /// A first-content or idle deadline passed (the retries of these are limited separately).
+    pub fn is_deadline(&self) -> bool {
+        matches!(self, LlmError::NoContent { .. })
     }
 
     /// Delay the server asked for, if any.
@@ -69,5 +86,132 @@ impl LlmError {
             LlmError::Http { retry_after, .. } => *retry_after,
             _ => None,
         }
+    }
+}
+
+/// Which deadline passed without content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    /// The first content of an attempt, counted from sending its request.
+    FirstContent,
+    /// More content, counted from the last content.
+    Idle,
+}
+
+/// What the provider did send while no content came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Received {
+    /// Nothing: no response head (first content) or no bytes at all (idle).
+    Nothing,
+    /// The response head and no body bytes.
+    Headers,
+    /// Body bytes, and an event still unfinished when the deadline passed: a trickle.
+    PartialEvent,
+    /// Body bytes that were SSE comments, events without content (pings, empty deltas) or
+    /// blank lines: keep-alives.
+    KeepAlives,
+}
+
+fn no_content_message(provider: &str, waited: Waited, after: Duration, got: Received) -> String {
+    let got = match (got, waited) {
+        (Received::Nothing, Waited::FirstContent) => "no response",
+        (Received::Nothing, Waited::Idle) => "nothing at all",
+        (Received::Headers, _) => "only the response headers",
+        (Received::PartialEvent, _) => "only bytes of an unfinished event",
+        (Received::KeepAlives, _) => "only keep-alives",
+    };
+    let after = human_duration(after);
+    match waited {
+        Waited::FirstContent => {
+            format!("no content from {provider} within {after} of sending the request ({got})")
+        }
+        Waited::Idle => format!("no content from {provider} for {after} ({got})"),
+    }
+}
+
+/// `30 min`, `120 s`, `1.5 s`, `300 ms`: the unit a configured limit was most likely written in.
+fn human_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    // Minutes only for long limits: `120 s` reads better than `2 min` next to an idle timeout.
+    if ms >= 600_000 && ms.is_multiple_of(60_000) {
+        format!("{} min", ms / 60_000)
+    } else if ms >= 1000 && ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else if ms >= 1000 {
+        format!("{:.1} s", d.as_secs_f64())
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn no_content(waited: Waited, secs: u64, received: Received) -> String {
+        LlmError::NoContent {
+            provider: "anthropic".into(),
+            waited,
+            after: Duration::from_secs(secs),
+            received,
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn deadline_messages_say_which_deadline_and_what_came() {
+        assert_eq!(
+            no_content(Waited::Idle, 120, Received::KeepAlives),
+            "no content from anthropic for 120 s (only keep-alives)"
+        );
+        assert_eq!(
+            no_content(Waited::Idle, 120, Received::Nothing),
+            "no content from anthropic for 120 s (nothing at all)"
+        );
+        assert_eq!(
+            no_content(Waited::FirstContent, 180, Received::Nothing),
+            "no content from anthropic within 180 s of sending the request (no response)"
+        );
+        assert_eq!(
+            no_content(Waited::FirstContent, 180, Received::Headers),
+            "no content from anthropic within 180 s of sending the request (only the response \
+             headers)"
+        );
+        assert_eq!(
+            no_content(Waited::FirstContent, 180, Received::PartialEvent),
+            "no content from anthropic within 180 s of sending the request (only bytes of an \
+             unfinished event)"
+        );
+        let total = LlmError::RequestDeadline {
+            provider: "openai".into(),
+            limit: Duration::from_secs(1800),
+        };
+        assert_eq!(
+            total.to_string(),
+            "request to openai exceeded the 30 min limit"
+        );
+        assert_eq!(total.kind(), ErrorKind::Fatal);
+        assert!(!total.is_deadline());
+        let idle = LlmError::NoContent {
+            provider: "p".into(),
+            waited: Waited::Idle,
+            after: Duration::from_secs(1),
+            received: Received::KeepAlives,
+        };
+        assert!(idle.is_retryable() && idle.is_deadline());
+    }
+
+    #[test]
+    fn durations_read_as_they_were_configured() {
+        let ms = Duration::from_millis;
+        assert_eq!(human_duration(ms(1_800_000)), "30 min");
+        assert_eq!(human_duration(ms(90_000)), "90 s");
+        assert_eq!(human_duration(ms(120_000)), "120 s");
+        assert_eq!(human_duration(ms(600_000)), "10 min");
+        assert_eq!(human_duration(ms(1_500)), "1.5 s");
+        assert_eq!(human_duration(ms(300)), "300 ms");
+        assert_eq!(human_duration(Duration::ZERO), "0 ms");
+        assert!(!human_duration(Duration::MAX).is_empty());
     }
 }

@@ -3,8 +3,9 @@
 //! A [`Provider`] turns a [`CompletionRequest`] into a stream of [`StreamEvent`]s: incremental
 //! [`AssistantMessageEvent`]s while the reply arrives, then exactly one terminal event (`Done` or
 //! `Failed`). Two wire formats are spoken: OpenAI Chat Completions (`openai-completions`) and
-//! Anthropic Messages (`anthropic-messages`). Retries with backoff live in [`retry`] and surface as
-//! `Retry` events so the caller can discard the partial reply of a failed attempt.
+//! Anthropic Messages (`anthropic-messages`). Retries with backoff and the request deadlines live in
+//! [`retry`]; retries surface as `Retry` events so the caller can discard the partial reply of a
+//! failed attempt.
 //!
 //! The [`registry`] resolves `provider/model-id` names from built-ins and Pi-compatible
 //! `models.json` files, and credentials from literals or environment variables. This crate knows
@@ -24,16 +25,18 @@ pub mod provider;
 pub mod registry;
 pub mod retry;
 pub mod sse;
+mod stream;
 pub mod thinking;
+mod watch;
 
 pub use assemble::{MessageAssembler, PartialMessage};
 pub use client::HttpProvider;
 pub use cost::apply_cost;
-pub use error::{ErrorKind, LlmError};
+pub use error::{ErrorKind, LlmError, Received, Waited};
 pub use model::{Api, Compat, Model, ModelCost};
 pub use provider::{CompletionRequest, Provider, StreamEvent};
 pub use registry::{ModelInfo, ModelRegistry, RegistryError};
-pub use retry::RetryPolicy;
+pub use retry::{RequestTimeouts, RetryPolicy};
 pub use thinking::{ThinkingResolution, resolve_thinking};
 
 pub use cadre_protocol::AssistantMessageEvent;

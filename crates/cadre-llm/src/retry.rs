@@ -1,4 +1,4 @@
-//! Retry policy: how often, how long to wait, and when to stop waiting for a silent stream.
+//! Retry policy: how often, how long to wait, and how long a request may take at all.
 //!
 //! Pure decisions only; the request loop in [`crate::client`] applies them. Delays grow
 //! exponentially from `base_delay` with random jitter (so many clients that failed together do
@@ -6,10 +6,57 @@
 //! a server asking for more than `max_delay` makes the request fail with its error at once: an
 //! unattended run waiting an hour for a rate-limit window is worse than a clear failure the caller
 //! can fall back from.
+//!
+//! Time is bounded by [`RequestTimeouts`]: a provider that sends keep-alives, pings or a trickle
+//! of bytes but no content cannot hold a request open, and the retries of a request share its
+//! whole-request deadline, so retrying never extends it.
 
 use std::time::Duration;
 
 use crate::error::LlmError;
+
+/// The deadlines of one model request.
+///
+/// *Content* is what a reply is made of: a text, thinking or tool-call block opening, growing
+/// or closing (any [`cadre_protocol::AssistantMessageEvent`] after `Start`). Response headers,
+/// SSE comments (`: ping`), Anthropic `ping` events, events without content (`message_start`,
+/// usage-only or empty-delta chunks), empty `data:` lines and bytes that do not complete an event
+/// are not content: they show the connection is alive, not that the model is making progress, and
+/// a hostile or broken server can send them forever.
+///
+/// The defaults are meant for real models with long thinking:
+/// - `first_content` 180 s: Anthropic streams thinking as it happens, so its first content comes
+///   within seconds; OpenAI-style reasoning models stream no reasoning over Chat Completions and
+///   are silent until they answer, which can take minutes at high effort. A deadline hit is
+///   retried, repeating the paid reasoning, so this errs long; three minutes is still a wait a
+///   user can accept from a provider that turns out to be dead.
+/// - `idle` 120 s: once a reply streams, content keeps coming; two minutes without any is a
+///   stalled backend, not a slow one.
+/// - `total` 30 min: longer than one reply of today's models takes (64k output tokens, the most
+///   of them write at once, take about 21 min at 50 tokens/s), short enough that a run never
+///   waits for ever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestTimeouts {
+    /// From sending an attempt's request until its first content. Counted again from each
+    /// attempt's send; the response headers do not stop it.
+    pub first_content: Duration,
+    /// Longest gap between two pieces of content once content has arrived. Time spent waiting
+    /// for the consumer to take events is not counted.
+    pub idle: Duration,
+    /// From the first attempt's send until the terminal event, every retry and backoff wait
+    /// included. Nothing extends it.
+    pub total: Duration,
+}
+
+impl Default for RequestTimeouts {
+    fn default() -> Self {
+        RequestTimeouts {
+            first_content: Duration::from_secs(180),
+            idle: Duration::from_secs(120),
+            total: Duration::from_secs(30 * 60),
+        }
+    }
+}
 
 /// Retry and timeout settings of a provider.
 ///
@@ -25,9 +72,11 @@ pub struct RetryPolicy {
     pub base_delay: Duration,
     /// Cap on the computed backoff and on an honoured `retry-after`.
     pub max_delay: Duration,
-    /// A stream (or a response head) with no bytes for this long is abandoned as `IdleTimeout`.
-    /// Generous by default: reasoning models may think for a long time before their first byte.
-    pub idle_timeout: Duration,
+    /// How many times a request is retried after a first-content or idle deadline. Each such
+    /// retry costs a whole deadline of waiting: with one, a provider that answers nothing fails
+    /// after two first-content deadlines (about 6 min by default) instead of four.
+    pub max_deadline_retries: u32,
+    pub timeouts: RequestTimeouts,
 }
 
 impl Default for RetryPolicy {
@@ -36,9 +85,21 @@ impl Default for RetryPolicy {
             max_attempts: 4,
             base_delay: Duration::from_secs(2),
             max_delay: Duration::from_secs(60),
-            idle_timeout: Duration::from_secs(120),
+            max_deadline_retries: 1,
+            timeouts: RequestTimeouts::default(),
         }
     }
+}
+
+/// What a request has used up when one of its attempts failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spent {
+    /// Attempts made so far, the failed one included (1-based).
+    pub attempts: u32,
+    /// Attempts that ended at a first-content or idle deadline, the failed one included.
+    pub deadline_hits: u32,
+    /// Time left until the whole-request deadline.
+    pub remaining: Duration,
 }
 
 /// What to do after a failed attempt.
@@ -56,17 +117,26 @@ impl RetryPolicy {
         self.max_attempts.max(1)
     }
 
-    /// Decide after attempt number `failed_attempt` (1-based) failed with `error`. `unit_random`
-    /// is a number in `[0, 1)` used for jitter (passed in so the decision is testable).
-    pub fn decide(&self, failed_attempt: u32, error: &LlmError, unit_random: f64) -> RetryDecision {
-        if !error.is_retryable() || failed_attempt >= self.attempts() {
+    /// Decide after an attempt failed with `error`. `unit_random` is a number in `[0, 1)` used
+    /// for jitter (passed in so the decision is testable). A retry whose wait would reach the
+    /// whole-request deadline is not made: the request fails with the error it has now rather
+    /// than sleep into a deadline it cannot meet.
+    pub fn decide(&self, spent: Spent, error: &LlmError, unit_random: f64) -> RetryDecision {
+        if !error.is_retryable() || spent.attempts >= self.attempts() {
             return RetryDecision::GiveUp;
         }
-        match error.retry_after() {
-            Some(asked) if asked > self.max_delay => RetryDecision::GiveUp,
-            Some(asked) => RetryDecision::RetryAfter(asked),
-            None => RetryDecision::RetryAfter(self.backoff(failed_attempt, unit_random)),
+        if error.is_deadline() && spent.deadline_hits > self.max_deadline_retries {
+            return RetryDecision::GiveUp;
         }
+        let delay = match error.retry_after() {
+            Some(asked) if asked > self.max_delay => return RetryDecision::GiveUp,
+            Some(asked) => asked,
+            None => self.backoff(spent.attempts, unit_random),
+        };
+        if delay >= spent.remaining {
+            return RetryDecision::GiveUp;
+        }
+        RetryDecision::RetryAfter(delay)
     }
 
     /// Exponential backoff for the retry after attempt `failed_attempt`: `base_delay` doubled per
@@ -87,14 +157,28 @@ impl RetryPolicy {
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
-    use crate::error::ErrorKind;
+    use crate::error::{ErrorKind, Received, Waited};
 
     fn policy() -> RetryPolicy {
         RetryPolicy {
             max_attempts: 4,
             base_delay: Duration::from_secs(1),
             max_delay: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(5),
+            max_deadline_retries: 1,
+            timeouts: RequestTimeouts {
+                first_content: Duration::from_secs(5),
+                idle: Duration::from_secs(5),
+                total: Duration::from_secs(100),
+            },
+        }
+    }
+
+    /// After attempt `attempts`, with plenty of time left and no deadline hit.
+    fn after(attempts: u32) -> Spent {
+        Spent {
+            attempts,
+            deadline_hits: 0,
+            remaining: Duration::from_secs(1000),
         }
     }
 
@@ -112,6 +196,15 @@ mod tests {
         LlmError::Connection {
             provider: "p".into(),
             message: "reset".into(),
+        }
+    }
+
+    fn no_content() -> LlmError {
+        LlmError::NoContent {
+            provider: "p".into(),
+            waited: Waited::Idle,
+            after: Duration::from_secs(5),
+            received: Received::KeepAlives,
         }
     }
 
@@ -138,14 +231,14 @@ mod tests {
     fn retries_only_retryable_errors_within_the_budget() {
         let p = policy();
         assert_eq!(
-            p.decide(1, &conn(), 0.5),
+            p.decide(after(1), &conn(), 0.5),
             RetryDecision::RetryAfter(Duration::from_secs(1))
         );
         assert_eq!(
-            p.decide(3, &conn(), 0.5),
+            p.decide(after(3), &conn(), 0.5),
             RetryDecision::RetryAfter(Duration::from_secs(4))
         );
-        assert_eq!(p.decide(4, &conn(), 1.0), RetryDecision::GiveUp);
+        assert_eq!(p.decide(after(4), &conn(), 1.0), RetryDecision::GiveUp);
         for kind in [
             ErrorKind::Auth,
             ErrorKind::Quota,
@@ -153,11 +246,14 @@ mod tests {
             ErrorKind::Fatal,
         ] {
             assert_eq!(
-                p.decide(1, &http(400, kind, None), 1.0),
+                p.decide(after(1), &http(400, kind, None), 1.0),
                 RetryDecision::GiveUp
             );
         }
-        assert_eq!(p.decide(1, &LlmError::Aborted, 1.0), RetryDecision::GiveUp);
+        assert_eq!(
+            p.decide(after(1), &LlmError::Aborted, 1.0),
+            RetryDecision::GiveUp
+        );
     }
 
     #[test]
@@ -165,16 +261,76 @@ mod tests {
         let p = policy();
         let e = http(429, ErrorKind::Retryable, Some(Duration::from_secs(3)));
         assert_eq!(
-            p.decide(1, &e, 0.0),
+            p.decide(after(1), &e, 0.0),
             RetryDecision::RetryAfter(Duration::from_secs(3))
         );
         let e = http(429, ErrorKind::Retryable, Some(Duration::from_secs(10)));
         assert_eq!(
-            p.decide(1, &e, 0.0),
+            p.decide(after(1), &e, 0.0),
             RetryDecision::RetryAfter(Duration::from_secs(10))
         );
         let e = http(429, ErrorKind::Retryable, Some(Duration::from_secs(11)));
-        assert_eq!(p.decide(1, &e, 0.0), RetryDecision::GiveUp);
+        assert_eq!(p.decide(after(1), &e, 0.0), RetryDecision::GiveUp);
+    }
+
+    #[test]
+    fn a_wait_that_reaches_the_request_deadline_is_not_made() {
+        let p = policy();
+        let short = |remaining| Spent {
+            remaining,
+            ..after(1)
+        };
+        assert_eq!(
+            p.decide(short(Duration::from_millis(1001)), &conn(), 0.5),
+            RetryDecision::RetryAfter(Duration::from_secs(1))
+        );
+        assert_eq!(
+            p.decide(short(Duration::from_secs(1)), &conn(), 0.5),
+            RetryDecision::GiveUp
+        );
+        assert_eq!(
+            p.decide(short(Duration::ZERO), &conn(), 0.5),
+            RetryDecision::GiveUp
+        );
+        // A server's retry-after is no exception.
+        let e = http(429, ErrorKind::Retryable, Some(Duration::from_secs(3)));
+        assert_eq!(
+            p.decide(short(Duration::from_secs(2)), &e, 0.5),
+            RetryDecision::GiveUp
+        );
+    }
+
+    #[test]
+    fn deadline_hits_are_retried_only_as_often_as_allowed() {
+        let p = policy();
+        let hits = |deadline_hits| Spent {
+            deadline_hits,
+            ..after(1)
+        };
+        assert_eq!(
+            p.decide(hits(1), &no_content(), 0.5),
+            RetryDecision::RetryAfter(Duration::from_secs(1))
+        );
+        assert_eq!(p.decide(hits(2), &no_content(), 0.5), RetryDecision::GiveUp);
+        // Other errors are not limited by earlier deadline hits.
+        assert_eq!(
+            p.decide(hits(2), &conn(), 0.5),
+            RetryDecision::RetryAfter(Duration::from_secs(1))
+        );
+        let none = RetryPolicy {
+            max_deadline_retries: 0,
+            ..p
+        };
+        assert_eq!(
+            none.decide(hits(1), &no_content(), 0.5),
+            RetryDecision::GiveUp
+        );
+        // The whole-request deadline is never retried: the request's time is used up.
+        let total = LlmError::RequestDeadline {
+            provider: "p".into(),
+            limit: Duration::from_secs(100),
+        };
+        assert_eq!(p.decide(after(1), &total, 0.5), RetryDecision::GiveUp);
     }
 
     #[test]
@@ -187,12 +343,21 @@ mod tests {
     }
 
     #[test]
+    fn default_deadlines() {
+        let t = RetryPolicy::default().timeouts;
+        assert_eq!(t.first_content, Duration::from_secs(180));
+        assert_eq!(t.idle, Duration::from_secs(120));
+        assert_eq!(t.total, Duration::from_secs(1800));
+        assert_eq!(RetryPolicy::default().max_deadline_retries, 1);
+    }
+
+    #[test]
     fn zero_attempts_means_one() {
         let p = RetryPolicy {
             max_attempts: 0,
             ..policy()
         };
         assert_eq!(p.attempts(), 1);
-        assert_eq!(p.decide(1, &conn(), 0.5), RetryDecision::GiveUp);
+        assert_eq!(p.decide(after(1), &conn(), 0.5), RetryDecision::GiveUp);
     }
 }

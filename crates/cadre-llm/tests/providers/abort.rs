@@ -8,7 +8,7 @@ use cadre_protocol::StopReason;
 use cadre_testkit::prelude::*;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{BOTH, HANG_GUARD, collect, fast_policy, model, request};
+use crate::support::{BOTH, HANG_GUARD, collect, fast_policy, model, no_deadlines, request};
 
 fn patient_policy() -> RetryPolicy {
     // Long waits everywhere: only cancellation can end these requests quickly.
@@ -16,7 +16,8 @@ fn patient_policy() -> RetryPolicy {
         max_attempts: 3,
         base_delay: Duration::from_secs(30),
         max_delay: Duration::from_secs(120),
-        idle_timeout: Duration::from_secs(60),
+        max_deadline_retries: 1,
+        timeouts: no_deadlines(),
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use cadre_llm::{ErrorKind, LlmError, RetryPolicy};
+use cadre_llm::{ErrorKind, LlmError, RetryPolicy, Waited};
 use cadre_protocol::StopReason;
 use cadre_testkit::prelude::*;
 
@@ -93,7 +93,16 @@ async fn cut_stream_is_retried() {
 #[tokio::test]
 async fn silent_stream_times_out_and_is_retried() {
     for err in fault_then_success(Fault::SilentAfter { events: 3 }).await {
-        assert!(matches!(err, LlmError::IdleTimeout { .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                LlmError::NoContent {
+                    waited: Waited::Idle,
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 }
 

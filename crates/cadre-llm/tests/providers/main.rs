@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod abort;
+mod deadlines;
 mod faults;
 mod raw;
 mod replies;

@@ -4,14 +4,13 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
-use cadre_llm::{Api, LlmError, RetryPolicy};
+use cadre_llm::{Api, LlmError, RetryPolicy, Waited};
 use cadre_testkit::FakeServer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::support::{fast_policy, model, request, run_with};
+use crate::support::{fast_policy, model, no_deadlines, request, run_with};
 
 /// One canned response: raw bytes after the status line's headers, and whether the connection
 /// then stays open (the body never ends).
@@ -117,11 +116,11 @@ async fn model_at(base: &str, api: Api) -> cadre_llm::Model {
     m
 }
 
-/// A policy whose idle timeout is far beyond the hang guard: a client that waited for the
+/// A policy whose deadlines are far beyond the hang guard: a client that waited for the
 /// connection to close after the terminal event would fail the test by hanging.
 fn never_idle() -> RetryPolicy {
     RetryPolicy {
-        idle_timeout: Duration::from_secs(60),
+        timeouts: no_deadlines(),
         max_attempts: 1,
         ..fast_policy()
     }
@@ -156,7 +155,6 @@ async fn a_stream_that_stalls_after_progress_times_out_and_the_retry_completes()
     let cut = ANTHROPIC_DONE.find("event: content_block_stop").unwrap();
     let stalled = sse_ok(&ANTHROPIC_DONE[..cut], true);
     let policy = RetryPolicy {
-        idle_timeout: Duration::from_millis(300),
         max_attempts: 1,
         ..fast_policy()
     };
@@ -164,7 +162,16 @@ async fn a_stream_that_stalls_after_progress_times_out_and_the_retry_completes()
     let m = model_at(&base, Api::AnthropicMessages).await;
     let out = run_with(policy, request(m, "x")).await;
     let (err, partial) = out.failed();
-    assert!(matches!(err, LlmError::IdleTimeout { .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            LlmError::NoContent {
+                waited: Waited::Idle,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert_eq!(
         partial.text(),
         "hi",
@@ -183,7 +190,7 @@ async fn a_stream_that_stalls_after_progress_times_out_and_the_retry_completes()
     .await;
     assert_eq!(out.done().text(), "hi");
     assert_eq!(out.retries.len(), 1);
-    assert!(matches!(out.retries[0].3, LlmError::IdleTimeout { .. }));
+    assert!(matches!(out.retries[0].3, LlmError::NoContent { .. }));
     assert_eq!(count.load(Ordering::SeqCst), 2);
 }
 

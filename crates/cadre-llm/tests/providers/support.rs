@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use cadre_llm::{
     Api, AssistantMessageEvent, Compat, CompletionRequest, HttpProvider, LlmError, Model,
-    ModelCost, PartialMessage, Provider, RetryPolicy, StreamEvent,
+    ModelCost, PartialMessage, Provider, RequestTimeouts, RetryPolicy, StreamEvent,
 };
 use cadre_protocol::{AssistantMessage, Message, ThinkingLevel, ToolSpec};
 use cadre_testkit::FakeServer;
@@ -59,13 +59,29 @@ pub fn request(model: Model, prompt: &str) -> CompletionRequest {
     }
 }
 
-/// Short delays so fault tests stay quick; the idle timeout is short for the silent-stream test.
+/// Short delays so fault tests stay quick; the idle timeout is short for the silent-stream test,
+/// the first-content one a little longer (it also covers connecting), and the whole-request
+/// deadline well inside the hang guard.
 pub fn fast_policy() -> RetryPolicy {
     RetryPolicy {
         max_attempts: 3,
         base_delay: Duration::from_millis(10),
         max_delay: Duration::from_secs(5),
-        idle_timeout: Duration::from_millis(500),
+        max_deadline_retries: 1,
+        timeouts: RequestTimeouts {
+            first_content: Duration::from_secs(2),
+            idle: Duration::from_millis(500),
+            total: HANG_GUARD / 2,
+        },
+    }
+}
+
+/// Deadlines far beyond the hang guard: a request that must end for another reason.
+pub fn no_deadlines() -> RequestTimeouts {
+    RequestTimeouts {
+        first_content: Duration::from_secs(60),
+        idle: Duration::from_secs(60),
+        total: Duration::from_secs(600),
     }
 }
 

@@ -144,6 +144,9 @@ pub struct RoleDef {
     /// `None`: the settings default.
     pub tool_budget_block: Option<ToolList>,
     pub timeout_ms: Option<u64>,
+    /// The timeout of this role's bash calls that give none; `None`: the
+    /// `subagents.bashTimeoutMs` setting.
+    pub bash_timeout_ms: Option<u64>,
     pub one_shot: bool,
     pub allow_plan_files: bool,
     /// Leave the project's context files (AGENTS.md, CLAUDE.md) out of the child's prompt (T8:
@@ -231,6 +234,7 @@ const CADRE_KEYS: &[&str] = &[
     "softToolCalls",
     "toolBudgetBlock",
     "timeoutMs",
+    "bashTimeoutMs",
     "oneShot",
     "allowPlanFiles",
 ];
@@ -380,6 +384,7 @@ pub fn parse_role(text: &str, stem: &str, dialect: Dialect) -> Result<RoleDef, R
                 def.tool_budget_block = Some(tool_list(key, value, dialect, &mut def.notes)?)
             }
             "timeoutMs" => def.timeout_ms = Some(positive_u64(key, value)?),
+            "bashTimeoutMs" => def.bash_timeout_ms = Some(positive_u64(key, value)?),
             "oneShot" => def.one_shot = boolean(key, value)?,
             "allowPlanFiles" => def.allow_plan_files = boolean(key, value)?,
             "color" => {

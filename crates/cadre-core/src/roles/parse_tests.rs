@@ -56,6 +56,7 @@ maxToolCalls: 100
 softToolCalls: 80
 toolBudgetBlock: read, grep
 timeoutMs: 900000
+bashTimeoutMs: 30000
 oneShot: true
 allowPlanFiles: true";
     let def = parse_role(&doc(front, "\n\nBody text.\n\n"), "r", Dialect::Cadre).unwrap();
@@ -92,6 +93,7 @@ allowPlanFiles: true";
         Some(ToolList::Named(vec!["read".into(), "grep".into()]))
     );
     assert_eq!(def.timeout_ms, Some(900_000));
+    assert_eq!(def.bash_timeout_ms, Some(30_000));
     assert_eq!(def.prompt, "Body text.");
     assert_eq!(def.dialect, Some(Dialect::Cadre));
     assert!(def.notes.is_empty());
@@ -240,6 +242,7 @@ fn counts_must_be_positive_whole_numbers() {
         "maxToolCalls",
         "softToolCalls",
         "timeoutMs",
+        "bashTimeoutMs",
     ] {
         for v in ["0", "-1", "1.5", "\"5\"", "true", "[5]"] {
             expect_bad(&format!("{key}: {v}"), key);

@@ -170,14 +170,16 @@ fn shared_specs(inner: &Inner, b: &ChildBuild<'_>, tools: &mut ToolRegistry) {
 /// role's commands run only inside the kernel sandbox, writable beneath a private scratch
 /// directory (and `.cadre/plans/` with `allowPlanFiles`), never unsandboxed (S2). Every child's
 /// commands end with their call — whatever they started, `setsid` included — and time out
-/// after `subagents.bashTimeoutMs` when the call names no timeout (S8).
+/// after the role's `bashTimeoutMs` (else `subagents.bashTimeoutMs`) when the call names no
+/// timeout (S8).
 fn child_bash(
     inner: &Inner,
     b: &ChildBuild<'_>,
 ) -> Result<Arc<dyn cadre_tools::Tool>, LaunchError> {
-    let timeout = inner
-        .settings
+    let timeout = b
+        .role
         .bash_timeout_ms
+        .or(inner.settings.bash_timeout_ms)
         .map(std::time::Duration::from_millis);
     let policy = b.shell_policy;
     if !b.readonly {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use cadre_core::agent::{Agent, AgentConfig, AgentController, RunOutcome};
-use cadre_core::config::{CadreHome, TrustStore, load_settings, project_root};
+use cadre_core::config::{CadreHome, Settings, TrustStore, load_settings, project_root};
 use cadre_core::orchestrator::manager::TaskManager;
 use cadre_core::roles::ProjectTrust;
 use cadre_core::session::{
@@ -54,7 +54,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
-    let policy = retry_policy(&ProcessEnv)?;
+    let policy = retry_policy(&ProcessEnv, &settings)?;
     let prompt = read_prompt(&args)?;
     let model = pick_model(
         &registry,
@@ -307,12 +307,16 @@ fn without_write_tools(mut tools: cadre_tools::ToolRegistry) -> cadre_tools::Too
     tools
 }
 
-/// Pi's retry defaults, with the base delay and the idle-stream timeout overridable from the
-/// environment (`CADRE_RETRY_BASE_MS`, `CADRE_IDLE_TIMEOUT_MS`): slow links and local models want
-/// a longer idle timeout, tests and benchmarks a shorter one. A server's `retry-after` still
+/// Pi's retry defaults with the request deadlines of settings' `requestTimeouts`, and the base
+/// delay and the idle deadline overridable from the environment (`CADRE_RETRY_BASE_MS`,
+/// `CADRE_IDLE_TIMEOUT_MS`, which win over the settings): slow links and local models want a
+/// longer idle timeout, tests and benchmarks a shorter one. A server's `retry-after` still
 /// governs its own waits.
-fn retry_policy(env: &dyn cadre_llm::registry::Env) -> Result<RetryPolicy> {
+fn retry_policy(env: &dyn cadre_llm::registry::Env, settings: &Settings) -> Result<RetryPolicy> {
     let mut policy = RetryPolicy::default();
+    policy.timeouts = settings
+        .request_timeouts(policy.timeouts)
+        .map_err(|e| anyhow!(e))?;
     if let Some(ms) = env_millis(env, RETRY_BASE_VAR)? {
         policy.base_delay = ms;
     }
@@ -727,11 +731,14 @@ mod tests {
     #[test]
     fn retry_policy_defaults_without_overrides() {
         assert_eq!(
-            retry_policy(&MapEnv::new()).unwrap(),
+            retry_policy(&MapEnv::new(), &Settings::default()).unwrap(),
             RetryPolicy::default()
         );
         let blank = MapEnv::new().with(RETRY_BASE_VAR, " ");
-        assert_eq!(retry_policy(&blank).unwrap(), RetryPolicy::default());
+        assert_eq!(
+            retry_policy(&blank, &Settings::default()).unwrap(),
+            RetryPolicy::default()
+        );
     }
 
     #[test]
@@ -739,12 +746,39 @@ mod tests {
         let env = MapEnv::new()
             .with(RETRY_BASE_VAR, "5")
             .with(IDLE_TIMEOUT_VAR, " 250 ");
-        let policy = retry_policy(&env).unwrap();
+        let policy = retry_policy(&env, &Settings::default()).unwrap();
         assert_eq!(policy.base_delay, Duration::from_millis(5));
         assert_eq!(policy.timeouts.idle, Duration::from_millis(250));
         assert_eq!(policy.max_attempts, RetryPolicy::default().max_attempts);
         let zero_base = MapEnv::new().with(RETRY_BASE_VAR, "0");
-        assert_eq!(retry_policy(&zero_base).unwrap().base_delay, Duration::ZERO);
+        assert_eq!(
+            retry_policy(&zero_base, &Settings::default())
+                .unwrap()
+                .base_delay,
+            Duration::ZERO
+        );
+    }
+
+    #[test]
+    fn retry_policy_takes_request_timeouts_from_settings_under_the_environment() {
+        let mut settings = Settings::default();
+        settings.raw.insert(
+            "requestTimeouts".into(),
+            serde_json::json!({"firstContentMs": 300000, "idleMs": 90000, "totalMs": 600000}),
+        );
+        let policy = retry_policy(&MapEnv::new(), &settings).unwrap();
+        assert_eq!(policy.timeouts.first_content, Duration::from_secs(300));
+        assert_eq!(policy.timeouts.idle, Duration::from_secs(90));
+        assert_eq!(policy.timeouts.total, Duration::from_secs(600));
+        let env = MapEnv::new().with(IDLE_TIMEOUT_VAR, "250");
+        let policy = retry_policy(&env, &settings).unwrap();
+        assert_eq!(policy.timeouts.idle, Duration::from_millis(250));
+        assert_eq!(policy.timeouts.total, Duration::from_secs(600));
+        settings
+            .raw
+            .insert("requestTimeouts".into(), serde_json::json!({"idleMs": 0}));
+        let err = retry_policy(&MapEnv::new(), &settings).unwrap_err();
+        assert!(err.to_string().contains("requestTimeouts.idleMs"), "{err}");
     }
 
     #[test]
@@ -756,7 +790,8 @@ mod tests {
             (IDLE_TIMEOUT_VAR, "0"),
             (IDLE_TIMEOUT_VAR, "99999999999999999999999"),
         ] {
-            let err = retry_policy(&MapEnv::new().with(name, value)).unwrap_err();
+            let err =
+                retry_policy(&MapEnv::new().with(name, value), &Settings::default()).unwrap_err();
             assert!(err.to_string().contains(name), "{name}={value}: {err}");
         }
     }

@@ -4,7 +4,9 @@
 //! ignored.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use cadre_llm::RequestTimeouts;
 use cadre_protocol::ThinkingLevel;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -53,6 +55,49 @@ impl Settings {
                 "settings: shellEnv.allow must be a list of variable names, found {other}"
             )),
         }
+    }
+
+    /// `requestTimeouts` (`firstContentMs`, `idleMs`, `totalMs`, in milliseconds) laid over
+    /// `defaults`; a key that is absent or `null` keeps its default. Anything other than a whole
+    /// number above 0 is an error: a zero or negative deadline would fail every request, and a
+    /// misspelt key would silently keep a deadline the user meant to change.
+    pub fn request_timeouts(&self, defaults: RequestTimeouts) -> Result<RequestTimeouts, String> {
+        const KEYS: &str = "firstContentMs, idleMs or totalMs";
+        let map = match self.raw.get("requestTimeouts") {
+            None | Some(Value::Null) => return Ok(defaults),
+            Some(Value::Object(map)) => map,
+            Some(_) => {
+                return Err(
+                    "settings: requestTimeouts must be an object like {\"idleMs\": 120000}".into(),
+                );
+            }
+        };
+        let mut timeouts = defaults;
+        for (key, value) in map {
+            let slot = match key.as_str() {
+                "firstContentMs" => &mut timeouts.first_content,
+                "idleMs" => &mut timeouts.idle,
+                "totalMs" => &mut timeouts.total,
+                _ => {
+                    return Err(format!(
+                        "settings: requestTimeouts.{key} is unknown (expected {KEYS})"
+                    ));
+                }
+            };
+            if value.is_null() {
+                continue;
+            }
+            match value.as_u64().filter(|ms| *ms > 0) {
+                Some(ms) => *slot = Duration::from_millis(ms),
+                None => {
+                    return Err(format!(
+                        "settings: requestTimeouts.{key} must be a whole number of milliseconds \
+                         above 0, found {value}"
+                    ));
+                }
+            }
+        }
+        Ok(timeouts)
     }
 
     /// The default model as a registry name: `defaultProvider/defaultModel`, or `defaultModel`
@@ -334,6 +379,59 @@ mod tests {
         assert_eq!(s.default_model, None);
         assert_eq!(s.subagents, None);
         assert_eq!(s.raw.get("packages"), Some(&json!(["pi-skills"])));
+    }
+
+    fn with_timeouts(value: Value) -> Settings {
+        let mut s = Settings::default();
+        s.raw.insert("requestTimeouts".into(), value);
+        s
+    }
+
+    #[test]
+    fn request_timeouts_override_the_defaults_key_by_key() {
+        let defaults = RequestTimeouts::default();
+        assert_eq!(Settings::default().request_timeouts(defaults), Ok(defaults));
+        assert_eq!(
+            with_timeouts(Value::Null).request_timeouts(defaults),
+            Ok(defaults)
+        );
+        let s = with_timeouts(json!({"firstContentMs": 300000, "idleMs": null, "totalMs": 60000}));
+        let t = s.request_timeouts(defaults).unwrap();
+        assert_eq!(t.first_content, Duration::from_secs(300));
+        assert_eq!(t.idle, defaults.idle);
+        assert_eq!(t.total, Duration::from_secs(60));
+        let t = with_timeouts(json!({"idleMs": 1}))
+            .request_timeouts(defaults)
+            .unwrap();
+        assert_eq!(t.idle, Duration::from_millis(1));
+    }
+
+    #[test]
+    fn invalid_request_timeouts_are_clear_errors() {
+        let defaults = RequestTimeouts::default();
+        for (value, needle) in [
+            (json!(120000), "must be an object"),
+            (
+                json!({"idleMs": 0}),
+                "requestTimeouts.idleMs must be a whole number",
+            ),
+            (json!({"idleMs": -5}), "found -5"),
+            (json!({"totalMs": 1.5}), "requestTimeouts.totalMs"),
+            (json!({"totalMs": "30m"}), "found \"30m\""),
+            (
+                json!({"firstContentMs": 1e300}),
+                "requestTimeouts.firstContentMs",
+            ),
+            (
+                json!({"firstByteMs": 1000}),
+                "firstByteMs is unknown (expected firstContentMs",
+            ),
+        ] {
+            let err = with_timeouts(value.clone())
+                .request_timeouts(defaults)
+                .unwrap_err();
+            assert!(err.contains(needle), "{value}: {err}");
+        }
     }
 
     #[test]

@@ -11,6 +11,9 @@ pub fn print_json_line<T: serde::Serialize>(value: &T) -> bool {
     let Ok(line) = serde_json::to_string(value) else {
         return false;
     };
+    // Streamed text has not passed the agent's redaction yet: a provider that echoes a key
+    // into its answer must not print it (S5).
+    let line = cadre_protocol::redact::redact_str(&line);
     let mut out = std::io::stdout().lock();
     writeln!(out, "{line}").and_then(|_| out.flush()).is_ok()
 }

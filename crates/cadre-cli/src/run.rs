@@ -74,6 +74,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     // resolved for this run's provider under any name (S5, S8).
     let allow = settings.shell_env_allow().map_err(|e| anyhow!(e))?;
     let secrets: Vec<String> = model.api_key.iter().cloned().collect();
+    cadre_protocol::redact::set_secrets(secrets.iter().cloned());
     cadre_tools::shell_env::set_process_shell_env(cadre_tools::shell_env::ShellEnv::scrubbed(
         std::env::vars_os(),
         &allow,
@@ -444,7 +445,7 @@ fn finish(
         None => {
             let text = outcome.final_message.as_ref().map(|m| m.text());
             if let (Mode::Text, Some(text)) = (mode, text.filter(|t| !t.is_empty())) {
-                outln!("{}", text.trim_end());
+                outln!("{}", cadre_protocol::redact::redact_str(text.trim_end()));
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -7,6 +7,7 @@
 
 mod event;
 mod message;
+pub mod redact;
 mod session;
 mod task;
 mod thinking;

@@ -114,3 +114,55 @@ fn a_provider_error_that_echoes_the_key_does_not_leak_it() {
     // The session file records the failed reply; its error text must be redacted too.
     assert_no_canary_in_home(&f, 1);
 }
+
+/// A proxy that echoes the key into an answer, and a child that reads a file holding it: the
+/// text is kept and shown with the key redacted — on stdout (streamed events included), in
+/// the session files, the task record and output, and in what the next request sends.
+#[test]
+fn a_key_echoed_in_an_answer_or_read_from_a_file_is_redacted() {
+    let f = Fixture::new();
+    f.write_models(&models(&f));
+    std::fs::write(
+        f.project.join(".env"),
+        format!("ANTHROPIC_API_KEY={CANARY}\n"),
+    )
+    .unwrap();
+    let s = &f.server;
+    let child = Match::first_user(CHILD);
+    s.script(
+        Rule::new((!child.clone()).and(Match::AssistantTurns(0))).reply(Reply::tool_call(
+            "call_agent",
+            "Agent",
+            json!({"subagent_type": "Explore", "description": "Read env",
+               "prompt": format!("{CHILD} Read .env.")}),
+        )),
+    );
+    s.script(Rule::new(!child.clone()).reply(Reply::text(format!("the key is {CANARY}"))));
+    s.script(
+        Rule::new(child.clone().and(Match::AssistantTurns(0))).reply(Reply::tool_call(
+            "call_read",
+            "read",
+            json!({"path": ".env"}),
+        )),
+    );
+    s.script(Rule::new(child).reply(Reply::text(format!("found {CANARY} in .env"))));
+
+    for mode in [&["--mode", "json"][..], &["-p"][..]] {
+        let mut args = mode.to_vec();
+        args.extend(["--model", "fake/m1", "delegate"]);
+        let out = f.run(&args);
+        out.assert_success();
+        assert!(!out.stdout.contains(CANARY), "stdout: {}", out.stdout);
+        assert!(!out.stderr.contains(CANARY), "stderr: {}", out.stderr);
+        assert!(out.stdout.contains("[redacted]"), "stdout: {}", out.stdout);
+    }
+    // The model never saw the file's key either: the tool result it got was redacted.
+    for r in s.requests() {
+        let body = r.body.to_string();
+        assert!(
+            !body.contains(CANARY),
+            "a request carried the key in its body"
+        );
+    }
+    assert_no_canary_in_home(&f, 4);
+}

@@ -179,7 +179,8 @@ impl Agent {
     }
 
     /// Emit start/end for a message that arrives whole, then record it.
-    fn add(&mut self, message: Message) {
+    fn add(&mut self, mut message: Message) {
+        cadre_protocol::redact::redact_message(&mut message);
         self.emitter.emit_with(|| AgentEvent::MessageStart {
             message: message.clone(),
         });
@@ -189,10 +190,14 @@ impl Agent {
         self.record(message);
     }
 
-    /// Append to the history and the session file.
-    fn record(&mut self, message: Message) {
+    /// Append to the history and the session file, without a registered secret (S5): text a
+    /// provider echoed a key into is kept and shown redacted; the session file also gets
+    /// signed thinking redacted, which the history must send back unchanged.
+    fn record(&mut self, mut message: Message) {
+        cadre_protocol::redact::redact_message(&mut message);
         if let Some(writer) = self.session.as_mut() {
-            writer.append_message(&message);
+            let stored = cadre_protocol::redact::redacted_for_storage(&message);
+            writer.append_message(stored.as_ref().unwrap_or(&message));
         }
         self.messages.push(message);
     }
@@ -238,7 +243,8 @@ impl Agent {
                 }
                 outcome.turns += 1;
 
-                let reply = self.request_reply(&token).await;
+                let mut reply = self.request_reply(&token).await;
+                cadre_protocol::redact::redact_assistant(&mut reply);
                 outcome.usage.add(&reply.usage);
                 self.usage.add(&reply.usage);
                 self.record(Message::Assistant(reply.clone()));

@@ -286,11 +286,14 @@ impl ToolJob {
         }
         self.started.store(true, Ordering::SeqCst);
         emit_start(&self.emitter, &self.call);
-        let output = if self.cancel.is_cancelled() {
+        let mut output = if self.cancel.is_cancelled() {
             ToolOutput::error(OPERATION_ABORTED)
         } else {
             self.execute().await
         };
+        // A file or command output may hold a provider key: the model, the events and the
+        // session never get it (S5).
+        cadre_protocol::redact::redact_tool_output(&mut output.content, output.details.as_mut());
         emit_end(&self.emitter, &self.call, &output);
         output
     }

@@ -32,7 +32,7 @@ Environment:
   ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY
                          credentials of the built-in providers
   CADRE_RETRY_BASE_MS    delay before the first retry of a failed model request (default 2000)
-  CADRE_IDLE_TIMEOUT_MS  abandon and retry a model stream silent for this long (default 120000)";
+  CADRE_IDLE_TIMEOUT_MS  abandon and retry a model stream without content for this long (default 120000)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mode {

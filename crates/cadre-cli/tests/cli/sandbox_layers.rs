@@ -87,6 +87,12 @@ async fn metadata_cannot_change_from_a_read_only_command() {
         attacks.push(r#"python3 -c 'import os; os.setxattr("f", "user.x", b"1")'"#.into());
         attacks.push(r#"python3 -c 'import os; os.utime("f", (0, 0))'"#.into());
         attacks.push(r#"python3 -c 'import os; os.chmod("f", 0o777)'"#.into());
+        // fchmodat through the x32 system-call table (bit 30): refused, or absent here.
+        #[cfg(target_arch = "x86_64")]
+        attacks.push(
+            r#"python3 -c 'import ctypes, sys; l = ctypes.CDLL(None); sys.exit(l.syscall(0x40000000 | 268, -100, b"f", 0o777) != 0)'"#
+                .into(),
+        );
     }
     if have("chattr") {
         attacks.push("chattr +i f".into());

@@ -219,12 +219,58 @@ pub fn build(options: FilterOptions) -> Result<[BpfProgram; 2], FilterError> {
     Ok([refusals, clone3])
 }
 
+/// On x86_64, system calls of the x32 ABI carry the same architecture tag but their numbers
+/// have bit 30 set, so a filter keyed on numbers would let `fchmodat` through as
+/// `0x40000000 | fchmodat` on kernels with x32 enabled. This filter refuses every such call.
+#[cfg(target_arch = "x86_64")]
+fn x32_refusal() -> BpfProgram {
+    use seccompiler::sock_filter;
+    const LD_W_ABS: u16 = 0x20;
+    const JMP_JGE_K: u16 = 0x35;
+    const JMP_JEQ_K: u16 = 0x15;
+    const RET_K: u16 = 0x06;
+    const ARCH_OFFSET: u32 = 4;
+    const NR_OFFSET: u32 = 0;
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    const RET_ALLOW: u32 = 0x7fff_0000;
+    const RET_ERRNO: u32 = 0x0005_0000;
+    let stmt = |code, k| sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    vec![
+        stmt(LD_W_ABS, ARCH_OFFSET),
+        // Another architecture: the first filter kills the process; nothing to add here.
+        sock_filter {
+            code: JMP_JEQ_K,
+            jt: 1,
+            jf: 0,
+            k: AUDIT_ARCH_X86_64,
+        },
+        stmt(RET_K, RET_ALLOW),
+        stmt(LD_W_ABS, NR_OFFSET),
+        sock_filter {
+            code: JMP_JGE_K,
+            jt: 0,
+            jf: 1,
+            k: X32_SYSCALL_BIT,
+        },
+        stmt(RET_K, RET_ERRNO | libc::EPERM as u32),
+        stmt(RET_K, RET_ALLOW),
+    ]
+}
+
 /// Install the filters on the calling thread (and so on everything it executes). Needs
 /// `no_new_privs` (set by the Landlock step) unless the caller has `CAP_SYS_ADMIN`.
 pub fn apply(options: FilterOptions) -> Result<(), FilterError> {
     for program in build(options)? {
         seccompiler::apply_filter(&program).map_err(|e| FilterError::Apply(e.to_string()))?;
     }
+    #[cfg(target_arch = "x86_64")]
+    seccompiler::apply_filter(&x32_refusal()).map_err(|e| FilterError::Apply(e.to_string()))?;
     Ok(())
 }
 

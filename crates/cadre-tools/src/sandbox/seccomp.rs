@@ -88,6 +88,7 @@ fn always_denied() -> Vec<i64> {
         libc::SYS_fremovexattr,
         SYS_SETXATTRAT,
         SYS_REMOVEXATTRAT,
+        SYS_FILE_SETATTR,
         libc::SYS_mknodat,
         // Other processes' memory and files (Landlock already limits these to the sandbox's
         // own processes; refused outright as a second layer).
@@ -127,6 +128,8 @@ fn always_denied() -> Vec<i64> {
 // uses the generic table (x86_64 included).
 const SYS_SETXATTRAT: i64 = 463;
 const SYS_REMOVEXATTRAT: i64 = 466;
+/// Linux 6.17: sets inode flags (immutable, append-only) and project ids by path.
+const SYS_FILE_SETATTR: i64 = 469;
 
 fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, FilterError> {
     SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)

@@ -1,51 +1,87 @@
-//! Shell policies (S3): which bash commands a role may run, checked before anything executes.
+//! Shell policies (S3, S7): which bash commands a role may run, checked before anything executes.
 //!
-//! * `unrestricted`: every command.
-//! * `inspect`: only inspection commands — `pwd ls cat head tail wc cut stat du grep rg uniq sort
-//!   find git(status|log|diff|show|rev-parse|ls-files|branch)` — joined by `|`, `&&`, `||`, `;`
-//!   or newlines.
-//! * `verify`: `inspect` plus the recognised verifiers of V4 (`cargo test`, `npm test`, `pytest`,
-//!   …) without their mutating flags (`--fix`, `--write`, `-u`, `--updateSnapshot`, …).
+//! # Threat model
+//!
+//! The repository and the model are both the attacker. A repository can commit any file: a
+//! directory that looks like a bare git repository (`sub/evil.git/` with `HEAD`, `objects/`,
+//! `refs/` and a `config` naming `core.fsmonitor = sh payload.sh`), tool configurations,
+//! files named like options (`--output=x`, `-delete`). The model can write any command line.
+//! Under `inspect` and `verify` an allowed command must neither run a program the command
+//! line or the repository chooses nor write a file; the kernel sandbox (S2) is the second
+//! wall, not the only one. The policy is checked first, so a refusal costs nothing.
+//!
+//! # The policies
+//!
+//! * `unrestricted`: every command (writing roles; the sandbox, if any, still applies).
+//! * `inspect` (Explore, Plan, review, …): only the inspection commands `pwd ls cat head
+//!   tail wc cut stat du grep rg uniq sort find git`, joined by `|`, `&&`, `||`, `;` or
+//!   newlines, with their program-running and file-writing options refused.
+//! * `verify` (verification): `inspect` plus the recognised verifiers of V4 (`cargo test`,
+//!   `npm test`, `pytest`, …) without their mutating flags (`--fix`, `--write`, `-u`,
+//!   `--updateSnapshot`, …).
 //! * `none`: no command at all.
 //!
 //! The check parses the command with a small tokenizer that understands quotes, escapes and
 //! the shell's operators, and fails closed: whatever it cannot read with confidence is refused.
+//! Every refusal is one line naming the part at fault and what to do instead.
 //!
-//! Decisions (strict on purpose; a refusal says what to do instead):
+//! # Decisions
+//!
 //! * Refused everywhere: command and process substitution (`$(…)`, backticks, `<(…)`, `>(…)`),
-//!   every `$` expansion outside single quotes (`$VAR`, `${…}`, `$'…'`), variable-assignment
-//!   prefixes (`A=1 cmd`), subshells and grouping (`(…)`, `{ …; }`), background `&`, `;;`,
-//!   commands given by path (`/bin/ls`), and any command outside the lists (`eval`, `exec`,
-//!   `env`, `xargs`, `sh`, `tee`, …).
+//!   every `$` expansion outside single quotes (`$VAR`, `${…}`, `$'…'`), subshells and grouping
+//!   (`(…)`, `{ …; }`), background `&`, `;;`, commands given by path (`/bin/ls`, `./git`), and
+//!   any command outside the lists (`eval`, `exec`, `xargs`, `sh`, `tee`, …).
+//! * No variable assignments at all (`A=1 cmd`, `GIT_DIR=… git`), no `env`, `export` or
+//!   `unset`: `GIT_*`, `LD_*`, `PATH`, `BASH_ENV`, `ENV`, `PAGER` and many others choose the
+//!   programs a command runs, and a short denylist of names would miss one.
+//! * No `cd` (nor `pushd`/`popd`): commands run in the project directory, so git finds the
+//!   project's repository and no other; paths are given as arguments (`git log -- sub`).
 //! * Redirections are refused, input ones (`<`, `<<`, `<<<`) too — pass the file as an argument
 //!   instead. The only ones accepted write nothing: duplicating the standard streams (`2>&1`,
 //!   `>&2`, `1>&2`) and discarding into `/dev/null` (`2>/dev/null`, `>/dev/null`, `&>/dev/null`).
 //! * Unquoted glob and brace patterns (`*`, `?`, `[`, `{a,b}`) expand to file names, and a file
-//!   named like an option (`-delete`, `--output=x`) would become one. They are accepted only for
-//!   commands that have no writing or executing option at all (`ls cat head tail wc cut stat du
-//!   grep pwd`) and for verifiers (which run project code anyway); elsewhere, quote them.
-//! * `find`: no `-exec -execdir -ok -okdir -delete -fprint -fprint0 -fprintf -fls`.
-//! * `rg`: no `--pre` or `--hostname-bin` (both run programs).
-//! * `sort`: no `-o/--output`, `-T/--temporary-directory`, `--compress-program`; a short option
-//!   cluster holding `o` or `T` is refused (`-to` as a field separator too: write `-t o`).
-//!   GNU long options may be abbreviated, so every prefix of a refused long option is refused.
+//!   named like an option would become one. Any pattern is accepted for the commands that
+//!   have no writing or executing option at all (`ls cat head tail wc cut stat du grep pwd`)
+//!   and for verifiers (which run project code anyway); elsewhere only a pattern that starts
+//!   with a literal other than `-` (`src/*.rs`, `./*`), since its expansions all start the
+//!   same way; `uniq` takes none (a second operand is its output file).
+//! * Options are matched the way each command reads them (`options.rs`): GNU tools and git
+//!   accept any unique prefix of a long option (`--outp` = `--output`), so every prefix of a
+//!   refused option is refused; short options cluster (`-ro FILE` holds `-o`).
+//! * `find`: no `-exec -execdir -ok -okdir -delete -fprint -fprint0 -fprintf -fls`, also
+//!   after `--`.
+//! * `rg`: no `--pre`, `--pre-glob` or `--hostname-bin` (they run programs).
+//! * `sort`: no `-o/--output`, `-T/--temporary-directory`, `--compress-program`, in clusters
+//!   too (`-ro out`; `-to` is the field separator `o`).
 //! * `uniq`: at most one file operand (a second one is its output file).
-//! * `git`: global options only `-C <dir>`, `-P`, `--no-pager`, `--no-optional-locks` (`-c`
-//!   could set a pager or external diff program); no `--output` (or any prefix of it) in any
-//!   subcommand; `git branch` only in its listing forms: `-a -r -l -v -vv -i -q`, `--list`,
-//!   `--all`, `--remotes`, `--verbose`, `--show-current`, `--ignore-case`, `--quiet`,
-//!   `--[no-]color`, `--[no-]column`, `--[no-]abbrev`, `--omit-empty`, and `--contains`,
-//!   `--no-contains`, `--merged`, `--no-merged`, `--points-at`, `--sort`, `--format` with their
-//!   value; name patterns only with `--list`/`-l`. Everything else (`-d -D -m -M -c -C -f -u -t`,
-//!   a new branch name, …) is refused.
+//! * `git` (`git.rs`): only the subcommands `status log diff show rev-parse ls-files branch`;
+//!   before the subcommand only `-P`, `--no-pager`, `--no-optional-locks`,
+//!   `--literal-pathspecs` — every option that chooses a repository, work tree, configuration
+//!   or program directory (`-C`, `--git-dir`, `--work-tree`, `--bare`, `-c`, `--config-env`,
+//!   `--exec-path`, `--attr-source`, …) is refused, because a committed bare-looking directory
+//!   with its `config` would make git run its programs. In the subcommands no `--output`,
+//!   `--ext-diff`, `--textconv`, `--show-signature` (or a prefix of one; `--text` is itself),
+//!   and no `%G…` signature placeholders in `--format`/`--pretty` (they run gpg). `git branch`
+//!   only in its listing forms: `-a -r -l -v -vv -i -q`, `--list`, `--all`, `--remotes`,
+//!   `--verbose`, `--show-current`, `--ignore-case`, `--quiet`, `--[no-]color`,
+//!   `--[no-]column`, `--[no-]abbrev`, `--omit-empty`, and `--contains`, `--no-contains`,
+//!   `--merged`, `--no-merged`, `--points-at`, `--sort`, `--format` with their value; name
+//!   patterns only with `--list`/`-l`. Everything else (`-d -D -m -M -c -C -f -u -t`, a new
+//!   branch name, …) is refused. Under `inspect` the bash tool also runs git with hardened
+//!   configuration (`shell_env.rs`); the two are independent walls.
+//! * Left to the sandbox: what a command reads, and the project's own configuration files
+//!   (`.cargo/config.toml`, `package.json` scripts, `conftest.py`) that verifiers load by
+//!   design.
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+mod git;
 mod inspect;
 mod lex;
+mod options;
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests;
@@ -53,7 +89,6 @@ mod verify;
 
 use inspect::{INSPECT_COMMANDS, check_inspect, is_assignment};
 use lex::{Word, check_redirect, split_commands, tokenize};
-use verify::{Verifier, classify_verifier};
 
 /// What a role's bash may run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -82,18 +117,24 @@ impl ShellPolicy {
     pub fn summary(self) -> Option<&'static str> {
         const INSPECT: &str = "Only inspection commands run: pwd, ls, cat, head, tail, wc, cut, \
             stat, du, grep, rg, uniq, sort, find (no -exec/-delete) and git \
-            status/log/diff/show/rev-parse/ls-files/branch (listing only), joined by |, &&, || \
-            or ;. No redirections (except 2>&1 and to /dev/null), no $ expansions or command \
-            substitution, no variable assignments; quote glob patterns given to find, git, rg, \
-            sort or uniq.";
+            status/log/diff/show/rev-parse/ls-files/branch (listing only; git runs in the \
+            project directory: no -C, -c, --git-dir or other global options but -P and \
+            --no-pager), joined by |, &&, || or ;. No redirections (except 2>&1 and to \
+            /dev/null), no $ expansions or command substitution, no variable assignments, env \
+            or cd, no options that run programs or write files (rg --pre, sort -o, git \
+            --output/--ext-diff/--textconv); quote glob patterns given to find, git, rg, sort \
+            or uniq (or start them with ./).";
         const VERIFY: &str = "Only inspection commands and checks run: pwd, ls, cat, head, \
             tail, wc, cut, stat, du, grep, rg, uniq, sort, find (no -exec/-delete), git \
-            status/log/diff/show/rev-parse/ls-files/branch (listing only), and test, lint, \
-            type-check and build commands (cargo test/check/clippy/build, npm/pnpm/yarn/bun \
-            test/lint/typecheck/build, pytest, mypy, ruff check, go test/vet, make \
-            test/check/lint/build, tsc --noEmit, eslint, jest, vitest, …) without --fix, \
-            --write or -u; joined by |, &&, || or ;. No redirections (except 2>&1 and to \
-            /dev/null), no $ expansions or command substitution, no variable assignments.";
+            status/log/diff/show/rev-parse/ls-files/branch (listing only, in the project \
+            directory), and test, lint, type-check and build commands (cargo \
+            test/check/clippy/build, npm/pnpm/yarn/bun test/lint/typecheck/build, pytest, mypy, \
+            ruff check, go test/vet, make test/check/lint/build, tsc --noEmit, eslint, jest, \
+            vitest, …) without --fix, --write or -u and without options that name a \
+            configuration, plugin, program or output file (-o, --config, -p PLUGIN, -exec, \
+            --output-file, …); arguments for npm scripts go after --. Joined by |, &&, || or \
+            ;. No redirections (except 2>&1 and to /dev/null), no $ expansions or command \
+            substitution, no variable assignments, env or cd.";
         match self {
             ShellPolicy::Unrestricted => None,
             ShellPolicy::Inspect => Some(INSPECT),
@@ -174,21 +215,35 @@ fn check_simple(policy: ShellPolicy, words: &[Word]) -> Result<(), String> {
         return Err("the command name must not be a pattern".into());
     }
     if is_assignment(name) {
-        return Err("variable assignments are not allowed".into());
+        return Err(
+            "variable assignments before a command (`NAME=value cmd`) are not allowed: \
+             variables such as GIT_DIR, LD_PRELOAD, PATH or BASH_ENV choose the programs a \
+             command runs; run the command without them"
+                .into(),
+        );
     }
     if INSPECT_COMMANDS.contains(&name) {
         return check_inspect(name, &words[1..]);
     }
+    let hint = match name {
+        "cd" | "pushd" | "popd" => {
+            ": commands run in the project directory only; pass the path as an argument \
+             instead (`ls sub`, `git log -- sub`)"
+        }
+        "env" | "export" | "declare" | "typeset" | "local" | "readonly" | "unset" => {
+            ": it sets variables (which can choose the programs a command runs) or runs \
+             another command; run the command itself, without variables"
+        }
+        _ => "",
+    };
     if policy == ShellPolicy::Verify {
-        return match classify_verifier(words) {
-            Verifier::Check => Ok(()),
-            Verifier::Mutating(flag) => Err(format!(
-                "`{flag}` makes the check change files; run it without that flag"
+        return match verify::check(words) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(format!(
+                "`{name}` is neither an inspection command nor a recognised verifier{hint}"
             )),
-            Verifier::Unknown => Err(format!(
-                "`{name}` is neither an inspection command nor a recognised verifier"
-            )),
+            Err(reason) => Err(reason),
         };
     }
-    Err(format!("`{name}` is not an inspection command"))
+    Err(format!("`{name}` is not an inspection command{hint}"))
 }

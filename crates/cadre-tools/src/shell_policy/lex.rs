@@ -6,6 +6,10 @@ pub(super) struct Word {
     pub(super) text: String,
     /// Holds an unquoted glob or brace pattern, so the shell may turn it into other words.
     pub(super) expands: bool,
+    /// Holds a pattern whose expansion may begin with `-`: a file named like an option
+    /// (`-delete`, `--output=x`) would become one. A pattern that starts with a literal other
+    /// than `-` (`src/*.rs`, `./*`) expands only to words that start with it.
+    pub(super) may_be_option: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +54,8 @@ struct WordBuf {
     expands: bool,
     /// An unquoted `{` was seen (brace expansion needs one, `@{` excepted).
     open_brace: bool,
+    /// The word starts with an unquoted pattern character (`*`, `?`, `[`, `{`).
+    lead_special: bool,
 }
 
 impl WordBuf {
@@ -63,6 +69,7 @@ impl WordBuf {
             return None;
         }
         let word = Word {
+            may_be_option: self.expands && (self.lead_special || self.text.starts_with('-')),
             text: std::mem::take(&mut self.text),
             expands: self.expands,
         };
@@ -238,6 +245,7 @@ pub(super) fn tokenize(input: &str) -> Result<Vec<Token>, ParseRefusal> {
                 tokens.push(Token::Redirect { fd, op });
             }
             '*' | '?' | '[' => {
+                word.lead_special |= word.text.is_empty();
                 word.push(c);
                 word.expands = true;
                 i += 1;
@@ -246,6 +254,7 @@ pub(super) fn tokenize(input: &str) -> Result<Vec<Token>, ParseRefusal> {
                 // `HEAD@{1}` is git's reflog syntax, not a brace expansion.
                 if !word.text.ends_with('@') {
                     word.open_brace = true;
+                    word.lead_special |= word.text.is_empty();
                 }
                 word.push(c);
                 i += 1;

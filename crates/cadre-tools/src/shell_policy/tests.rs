@@ -19,6 +19,10 @@ fn refused(policy: ShellPolicy, cmd: &str, why: &str) {
                 "{cmd:?}: refusal {text:?} should mention {why:?}"
             );
             assert!(text.starts_with(&format!("the `{policy}` shell policy refuses ")));
+            assert!(
+                !text.contains('\n'),
+                "{cmd:?}: a refusal is one line: {text:?}"
+            );
         }
     }
 }
@@ -45,7 +49,6 @@ const INSPECT_OK: &[&str] = &[
     "grep -E \"x$\" f",
     "grep 'x' f # a comment > here",
     "rg -n TODO",
-    "rg --pre-glob '*.gz' x",
     "uniq file",
     "uniq -c",
     "uniq -f 2 file",
@@ -63,7 +66,6 @@ const INSPECT_OK: &[&str] = &[
     "git show HEAD:src/main.rs",
     "git rev-parse --show-toplevel",
     "git ls-files -m",
-    "git -C sub status",
     "git --no-pager log",
     "git branch",
     "git branch -a",
@@ -142,19 +144,29 @@ const INSPECT_REFUSED: &[(&str, &str)] = &[
         "`git commit` is not an inspection command",
     ),
     ("git checkout .", "`git checkout`"),
-    ("git -c core.pager=sh log", "global option `-c`"),
-    ("git --git-dir=x status", "global option"),
+    (
+        "git -c core.pager=sh log",
+        "global option `-c` would set configuration",
+    ),
+    (
+        "git --git-dir=x status",
+        "global option `--git-dir` would choose another repository",
+    ),
     ("git", "needs one of the subcommands"),
-    ("git diff --output=f", "writes the output to a file"),
-    ("git log --out=f", "writes the output"),
+    ("git diff --output=f", "git's `--output` writes files"),
+    (
+        "git log --out=f",
+        "`--out` (read as `--output`) writes files",
+    ),
     ("git log *", "unquoted pattern"),
     ("rg --pre sh x", "`--pre`"),
+    ("rg --pre-glob '*.gz' x", "`--pre-glob`"),
     ("rg --pre=sh x", "`--pre`"),
     ("rg --hostname-bin=x y", "`--hostname-bin`"),
     ("sort -o out file", "`-o`"),
-    ("sort -ro out file", "`-ro`"),
+    ("sort -ro out file", "sort's `-o` writes files"),
     ("sort --output=out file", "`--output`"),
-    ("sort --out=x f", "`--output`"),
+    ("sort --out=x f", "`--out` (read as `--output`)"),
     ("sort -T /tmp f", "`-T`"),
     ("sort --compress-program=sh f", "`--compress-program`"),
     ("sort *", "unquoted pattern"),
@@ -173,7 +185,7 @@ const INSPECT_REFUSED: &[(&str, &str)] = &[
     ("ls ${X:=-delete}", "parameter expansion"),
     ("ls $'\\x41'", "ANSI-C"),
     ("ls $[1+1]", "arithmetic"),
-    ("X=1 ls", "variable assignments"),
+    ("X=1 ls", "variable assignments before a command"),
     ("X=-delete; find . $X", "variable expansion"),
     ("X=-delete; ls", "variable assignments"),
     ("(ls)", "subshells"),
@@ -427,4 +439,257 @@ fn policy_names_round_trip() {
     }
     assert!("Inspect".parse::<ShellPolicy>().is_err());
     assert_eq!(ShellPolicy::default(), ShellPolicy::Unrestricted);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A hostile repository (S7): attacks found against the inspect and verify policies, and the
+// legitimate neighbours that must keep working. Each attack is refused under both policies.
+
+const GIT_ATTACKS: &[(&str, &str)] = &[
+    // An embedded bare-looking `sub/evil.git/` whose config names `core.fsmonitor`.
+    (
+        "git -C sub/evil.git status",
+        "`-C` would run git on another directory",
+    ),
+    ("git -C sub log", "git runs in the project directory only"),
+    ("git -Csub status", "global option `-C` would run git"),
+    (
+        "git --git-dir=sub/evil.git status",
+        "`--git-dir` would choose",
+    ),
+    (
+        "git --git-dir sub/evil.git status",
+        "`--git-dir` would choose",
+    ),
+    ("git --work-tree=.. status", "`--work-tree` would choose"),
+    (
+        "git --git-dir=sub/evil.git --work-tree=sub status",
+        "`--git-dir`",
+    ),
+    ("git --bare log", "`--bare` would choose"),
+    ("git --namespace=x log", "`--namespace`"),
+    (
+        "git -c core.fsmonitor='sh payload.sh' status",
+        "`-c` would set configuration",
+    ),
+    ("git -ccore.pager=sh log", "global option `-c` would set"),
+    (
+        "git --config-env=core.fsmonitor=HOME status",
+        "`--config-env` would set configuration",
+    ),
+    (
+        "git --exec-path=sub status",
+        "`--exec-path` would make git run",
+    ),
+    ("git --exec-path", "`--exec-path`"),
+    ("git -p log", "`-p` would start a pager"),
+    ("git --paginate log", "`--paginate`"),
+    ("git --attr-source=HEAD diff", "`--attr-source`"),
+    ("git -P -C sub status", "`-C`"),
+    ("GIT_DIR=sub/evil.git git status", "variable assignments"),
+    ("GIT_WORK_TREE=.. git status", "variable assignments"),
+    ("GIT_CONFIG_PARAMETERS=x git status", "variable assignments"),
+    ("GIT_EXTERNAL_DIFF=sh git diff", "variable assignments"),
+    ("GIT_PAGER=sh git log", "variable assignments"),
+    ("env GIT_DIR=sub/evil.git git status", "`env`"),
+    ("env -i git status", "`env`"),
+    (
+        "cd sub/evil.git && git status",
+        "commands run in the project directory only",
+    ),
+    ("cd sub; git status", "`cd`"),
+    ("pushd sub", "`pushd`"),
+    ("\\cd sub", "`cd`"),
+    // Program-running and file-writing options of the allowed subcommands.
+    ("git diff --ext-diff", "`--ext-diff` runs a program"),
+    ("git diff --ext", "`--ext` (read as `--ext-diff`)"),
+    ("git show --ext-diff HEAD", "`--ext-diff`"),
+    ("git log -p --ext-diff", "`--ext-diff`"),
+    ("git diff --textconv", "`--textconv` runs a program"),
+    ("git log -p --textconv", "`--textconv`"),
+    ("git show --textconv HEAD:notes.txt", "`--textconv`"),
+    ("git show --textc HEAD:f", "read as `--textconv`"),
+    ("git log --show-signature", "`--show-signature` runs"),
+    ("git log --format='%G?'", "`%G…` format placeholders"),
+    ("git log --pretty=format:%GS", "`%G…`"),
+    ("git branch --format %GK", "`%G…`"),
+    ("git diff --output=/tmp/x", "`--output` writes files"),
+    ("git diff --output f", "`--output` writes"),
+    ("git log --outp=f", "`--outp` (read as `--output`)"),
+    ("git show --output=x HEAD", "`--output`"),
+    ("git status --output=x", "`--output`"),
+    // Branch creation, deletion and configuration.
+    ("git branch --edit-description", "listing forms"),
+    ("git branch --set-upstream-to=o/x", "listing forms"),
+    ("git branch --unset-upstream", "listing forms"),
+    ("git branch --track x origin/x", "listing forms"),
+    ("git branch -M a b", "listing forms"),
+    ("git branch --copy a b", "listing forms"),
+    ("git branch x HEAD", "listing forms"),
+    // Subcommands are named literally.
+    ("git stat*", "`git stat*` is not an inspection command"),
+    ("git config core.fsmonitor", "`git config`"),
+    ("git -P grep -O x", "`git grep`"),
+    ("git submodule status", "`git submodule`"),
+    ("git fsmonitor--daemon start", "`git fsmonitor--daemon`"),
+];
+
+const OTHER_INSPECT_ATTACKS: &[(&str, &str)] = &[
+    ("rg --pre cat x", "rg's `--pre` runs a program"),
+    ("rg --pre=./payload.sh x", "`--pre`"),
+    ("rg --pr=sh x", "`--pr` (read as `--pre`)"),
+    ("rg --pre-glob '*' --pre sh x", "`--pre-glob`"),
+    ("rg --hostname-bin=./x y", "`--hostname-bin`"),
+    ("find . -exec sh {} ;", "find's `-exec` runs"),
+    ("find . -execdir sh {} +", "`-execdir`"),
+    ("find . -ok sh {} ;", "`-ok`"),
+    ("find . -okdir sh {} ;", "`-okdir`"),
+    ("find . -delete", "`-delete` writes"),
+    ("find . -fprint out", "`-fprint`"),
+    ("find . -fprint0 out", "`-fprint0`"),
+    ("find . -fprintf out %p", "`-fprintf`"),
+    ("find . -fls out", "`-fls`"),
+    ("find -- . -delete", "`-delete`"),
+    ("find . -name x -o -delete", "`-delete`"),
+    ("find . -name -*", "unquoted pattern `-*`"),
+    ("sort -o out f", "sort's `-o` writes"),
+    ("sort -no out f", "`-o`"),
+    ("sort --output=out f", "`--output`"),
+    ("sort --outp=x f", "read as `--output`"),
+    ("sort f --output x", "`--output`"),
+    ("sort --compress-program=sh f", "`--compress-program` runs"),
+    ("sort --compress=sh f", "read as `--compress-program`"),
+    ("sort -T /tmp f", "`-T` writes"),
+    ("sort --temporary-directory=d f", "`--temporary-directory`"),
+    ("sort --temp=d f", "read as `--temporary-directory`"),
+    ("rg x *", "unquoted pattern `*`"),
+    ("sort [-]*", "unquoted pattern"),
+    ("uniq *.txt", "unquoted pattern"),
+    ("uniq src/*.txt", "unquoted pattern"),
+    ("LD_PRELOAD=./x.so ls", "variable assignments"),
+    ("PATH=. ls", "variable assignments"),
+    ("BASH_ENV=./x ls", "variable assignments"),
+    ("ENV=./x ls", "variable assignments"),
+    ("PAGER=./x git log", "variable assignments"),
+    ("A=1 B=2 ls", "variable assignments"),
+    ("export PATH=.", "`export`"),
+    ("unset PATH", "`unset`"),
+    ("./git status", "`./git`"),
+    ("sub/rg x", "`sub/rg`"),
+];
+
+#[test]
+fn hostile_repository_attacks_are_refused_under_inspect_and_verify() {
+    for (cmd, why) in GIT_ATTACKS.iter().chain(OTHER_INSPECT_ATTACKS) {
+        refused(ShellPolicy::Inspect, cmd, why);
+        // Verify words an unknown command differently; the reasons are otherwise the same.
+        let alt = why.replace("is not an inspection command", "is neither");
+        let text = check_command(ShellPolicy::Verify, cmd)
+            .map(|()| String::new())
+            .unwrap_or_else(|e| e.to_string());
+        assert!(
+            text.contains(why) || text.contains(&alt),
+            "verify: {cmd:?}: refusal {text:?} should mention {why:?}"
+        );
+        allowed(ShellPolicy::Unrestricted, cmd);
+    }
+}
+
+const INSPECT_NEIGHBOURS: &[&str] = &[
+    "git status",
+    "git status -sb",
+    "git status --porcelain=v1 --untracked-files=all",
+    "git status --porc",
+    "git log --oneline -5",
+    "git log --oneline --graph --decorate -n 20",
+    "git log -p --no-ext-diff --no-textconv -1",
+    "git log --format='%h %an %s' -3",
+    "git log --pretty=oneline",
+    "git log -S needle -- src",
+    "git log -- src/*.rs",
+    "git diff HEAD~1 -- src",
+    "git diff --stat",
+    "git diff --text a b",
+    "git diff --exit-code",
+    "git diff --output-indicator-new=+ HEAD",
+    "git diff --cached --name-only",
+    "git diff --no-index a b",
+    "git show HEAD:file",
+    "git show --stat HEAD",
+    "git show HEAD -- ./src/*.rs",
+    "git rev-parse --git-dir",
+    "git rev-parse --show-toplevel",
+    "git rev-parse --abbrev-ref HEAD",
+    "git ls-files -- 'src/*.rs'",
+    "git ls-files --others --exclude-standard",
+    "git branch -vv",
+    "git branch --show-current",
+    "git branch -l 'f*'",
+    "git -P log -1",
+    "git --no-pager diff",
+    "git --no-optional-locks status",
+    "git --literal-pathspecs log -- 'a*'",
+    "rg -n foo src",
+    "rg -n foo src/*.rs",
+    "rg --pretty -g '*.rs' foo",
+    "rg -z foo",
+    "rg -- --pre file",
+    "find . -name '*.rs'",
+    "find . -name '*.rs' -newer Cargo.toml -print",
+    "find src/* -maxdepth 0 -type d",
+    "find ./* -name x",
+    "find . -path ./target -prune -o -name '*.rs' -print",
+    "sort file",
+    "sort -u -t: -k2 file",
+    "sort -to file",
+    "sort -rnk2 file",
+    "sort --reverse --numeric-sort file",
+    "sort ./*.txt",
+    "sort -- -o",
+    "uniq -c file",
+    "ls src/*.rs",
+    "cat ./*.md",
+    "grep -rn TODO *",
+];
+
+#[test]
+fn legitimate_neighbours_of_the_attacks_still_run() {
+    for cmd in INSPECT_NEIGHBOURS {
+        allowed(ShellPolicy::Inspect, cmd);
+        allowed(ShellPolicy::Verify, cmd);
+    }
+}
+
+#[test]
+fn the_git_directory_refusal_says_what_to_do() {
+    let e = check_command(ShellPolicy::Inspect, "git -C sub/evil.git status").unwrap_err();
+    assert_eq!(e.part, "`git -C sub/evil.git status`");
+    assert_eq!(
+        e.reason,
+        "git's global option `-C` would run git on another directory, whose repository and \
+         configuration (a repository can commit one) can make git run programs; git runs in \
+         the project directory only — name a path after `--` instead (`git log -- sub`) \
+         (allowed before the subcommand: -P, --no-pager, --no-optional-locks, \
+         --literal-pathspecs)"
+    );
+    let e = check_command(ShellPolicy::Inspect, "GIT_DIR=x git status").unwrap_err();
+    assert_eq!(e.part, "`GIT_DIR=x git status`");
+    assert!(
+        e.reason.contains("GIT_DIR, LD_PRELOAD, PATH or BASH_ENV"),
+        "{e}"
+    );
+}
+
+#[test]
+fn patterns_that_may_expand_to_options_are_flagged() {
+    let may_be_option = |s: &str| match &tokenize(s).unwrap()[0] {
+        Token::Word(w) => w.may_be_option,
+        other => panic!("{other:?}"),
+    };
+    for s in ["*", "*.rs", "?x", "[-]x", "{-p,x}", "-*", "''*", "\"-\"*"] {
+        assert!(may_be_option(s), "{s}");
+    }
+    for s in ["src/*.rs", "./*", "a*", "x{-p,}", "'*'", "-x", "HEAD@{1}"] {
+        assert!(!may_be_option(s), "{s}");
+    }
 }

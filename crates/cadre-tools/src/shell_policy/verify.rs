@@ -2,8 +2,20 @@
 
 use super::lex::Word;
 
+/// Whether `words` is a recognised verifier the policy allows: `Ok(false)` when it is no
+/// verifier at all, `Err` with the reason when it is one with a mutating flag.
+pub(super) fn check(words: &[Word]) -> Result<bool, String> {
+    match classify_verifier(words) {
+        Verifier::Check => Ok(true),
+        Verifier::Mutating(flag) => Err(format!(
+            "`{flag}` makes the check change files; run it without that flag"
+        )),
+        Verifier::Unknown => Ok(false),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Verifier {
+enum Verifier {
     Check,
     Mutating(String),
     Unknown,
@@ -32,7 +44,7 @@ fn mutating_flag(tool: &str, word: &str) -> bool {
     }
 }
 
-pub(super) fn classify_verifier(words: &[Word]) -> Verifier {
+fn classify_verifier(words: &[Word]) -> Verifier {
     let words = match words.first() {
         Some(w) if w.text == "npx" => &words[1..],
         _ => words,

@@ -6,9 +6,15 @@
 //! the file's line endings (of its first line break) and BOM are restored on write, like Pi.
 //! An `oldText` not found verbatim is looked up once more forgiving trailing whitespace and
 //! typographic quotes/dashes/spaces (`fuzzy`), still required to be unique.
+//!
+//! Memory stays near the file's size: the file is read once and normalised in place or not at
+//! all, the edits are planned as byte ranges, the new content is streamed to the temporary file
+//! rather than assembled, and the diff looks only at the lines around the changes. Files larger
+//! than [`MAX_EDIT_FILE_BYTES`] are refused.
 
+use std::borrow::Cow;
 use std::fs;
-use std::io;
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use cadre_protocol::ToolSpec;
@@ -17,14 +23,20 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use crate::args::{ArgError, Args, describe};
-use crate::diff::line_diff;
-use crate::fsutil::{atomic_write, looks_binary};
+use crate::diff::{Replacement, replacement_diff};
+use crate::fsutil::{atomic_write_with, looks_binary};
 use crate::registry::{Tool, ToolContext, ToolOutput};
+use crate::truncate::format_size;
 use crate::write::target_path;
 use crate::{blocking, fuzzy, paths};
 
 /// Unchanged lines shown around each change in the diff.
 const DIFF_CONTEXT: usize = 4;
+
+/// The largest file the edit tool changes (128 MiB). The file is held in memory while it is
+/// edited — up to about twice over when a fuzzy match needs a normalised copy — so a limit keeps
+/// one call from taking gigabytes; a larger file is better changed with a streaming tool.
+pub const MAX_EDIT_FILE_BYTES: u64 = 128 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EditTool;
@@ -79,8 +91,22 @@ fn occurrences(haystack: &str, needle: &str) -> (usize, Option<usize>) {
     (usize::from(first.is_some()) + iter.count(), first)
 }
 
-pub fn normalize_to_lf(text: &str) -> String {
-    text.replace("\r\n", "\n").replace('\r', "\n")
+/// `text` with `\r\n` and lone `\r` turned into `\n`, in one pass, borrowed when there is
+/// nothing to change.
+pub fn normalize_to_lf(text: &str) -> Cow<'_, str> {
+    if !text.contains('\r') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('\r') {
+        out.push_str(&rest[..at]);
+        out.push('\n');
+        rest = &rest[at + 1..];
+        rest = rest.strip_prefix('\n').unwrap_or(rest);
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
 }
 
 /// The result of [`apply_edits`].
@@ -92,18 +118,79 @@ pub struct Applied {
 }
 
 /// Where one edit applies in the original content.
-struct Span {
+struct Span<'e> {
     start: usize,
     end: usize,
     index: usize,
-    new_text: String,
+    new_text: Cow<'e, str>,
+}
+
+/// Where a set of edits applies: spans sorted by position, not overlapping, and changing the
+/// content.
+struct Plan<'e> {
+    spans: Vec<Span<'e>>,
+    /// Edits found only after normalising whitespace, quotes and dashes (see `fuzzy`).
+    fuzzy: Vec<usize>,
+}
+
+impl Plan<'_> {
+    /// The pieces of the new content, in order: unchanged stretches of `content` and the
+    /// replacement texts.
+    fn pieces<'a>(&'a self, content: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        let mut cursor = 0;
+        self.spans
+            .iter()
+            .flat_map(move |span| {
+                let before = &content[cursor..span.start];
+                cursor = span.end;
+                [before, span.new_text.as_ref()]
+            })
+            .chain(std::iter::once_with(move || {
+                let last = self.spans.last().map_or(0, |s| s.end);
+                &content[last..]
+            }))
+    }
+
+    fn replacements(&self) -> Vec<Replacement<'_>> {
+        self.spans
+            .iter()
+            .map(|s| Replacement {
+                start: s.start,
+                end: s.end,
+                new_text: &s.new_text,
+            })
+            .collect()
+    }
+}
+
+/// True when the pieces put together are exactly `content`, compared without assembling them.
+fn same_as(mut pieces: impl Iterator<Item = impl AsRef<str>>, content: &str) -> bool {
+    let content = content.as_bytes();
+    let mut at = 0;
+    let matches = pieces.all(|piece| {
+        let piece = piece.as_ref().as_bytes();
+        let fits = content.get(at..at + piece.len()) == Some(piece);
+        at += piece.len();
+        fits
+    });
+    matches && at == content.len()
 }
 
 /// Apply `edits` to LF-normalised `content`. Pure: the core of the edit tool.
 pub fn apply_edits(content: &str, edits: &[Edit]) -> Result<Applied, EditError> {
+    let plan = plan_edits(content, edits)?;
+    let out: String = plan.pieces(content).collect();
+    Ok(Applied {
+        content: out,
+        fuzzy: plan.fuzzy,
+    })
+}
+
+/// Find where every edit applies in LF-normalised `content`, without building anything.
+fn plan_edits<'e>(content: &str, edits: &'e [Edit]) -> Result<Plan<'e>, EditError> {
     let total = edits.len();
-    let mut spans: Vec<Span> = Vec::with_capacity(total);
-    let mut fuzzy_content: Option<fuzzy::Normalized> = None;
+    let mut spans: Vec<Span<'e>> = Vec::with_capacity(total);
+    let mut fuzzy_content: Option<String> = None;
     let mut fuzzy_used = Vec::new();
     for (index, edit) in edits.iter().enumerate() {
         let old = normalize_to_lf(&edit.old_text);
@@ -115,14 +202,14 @@ pub fn apply_edits(content: &str, edits: &[Edit]) -> Result<Applied, EditError> 
             (0, _) | (_, None) => {
                 // Not there verbatim: try again forgiving whitespace and typography.
                 let haystack = fuzzy_content.get_or_insert_with(|| fuzzy::normalize(content));
-                let needle = fuzzy::normalize(&old).text;
+                let needle = fuzzy::normalize(&old);
                 if needle.is_empty() {
                     return Err(EditError::NotFound { index, total });
                 }
-                match occurrences(&haystack.text, &needle) {
+                match occurrences(haystack, &needle) {
                     (1, Some(at)) => {
                         fuzzy_used.push(index);
-                        haystack.original_range(at, at + needle.len())
+                        fuzzy::original_range(content, at, at + needle.len())
                     }
                     (0, _) | (_, None) => return Err(EditError::NotFound { index, total }),
                     (count, _) => {
@@ -149,6 +236,8 @@ pub fn apply_edits(content: &str, edits: &[Edit]) -> Result<Applied, EditError> 
             new_text: normalize_to_lf(&edit.new_text),
         });
     }
+    // The normalised copy of the file is not needed past this point.
+    drop(fuzzy_content);
     spans.sort_by_key(|s| s.start);
     for pair in spans.windows(2) {
         if pair[0].end > pair[1].start {
@@ -158,21 +247,14 @@ pub fn apply_edits(content: &str, edits: &[Edit]) -> Result<Applied, EditError> 
             });
         }
     }
-    let mut out = String::with_capacity(content.len());
-    let mut cursor = 0;
-    for span in &spans {
-        out.push_str(&content[cursor..span.start]);
-        out.push_str(&span.new_text);
-        cursor = span.end;
-    }
-    out.push_str(&content[cursor..]);
-    if out == content {
+    let plan = Plan {
+        spans,
+        fuzzy: fuzzy_used,
+    };
+    if same_as(plan.pieces(content), content) {
         return Err(EditError::NoChange);
     }
-    Ok(Applied {
-        content: out,
-        fuzzy: fuzzy_used,
-    })
+    Ok(plan)
 }
 
 /// Parse the edits, accepting what models actually send: `edits` as an array or as a JSON
@@ -310,8 +392,23 @@ impl Tool for EditTool {
 }
 
 fn edit_file(raw: &str, abs: &Path, edits: &[Edit]) -> ToolOutput {
-    match fs::metadata(abs) {
-        Ok(meta) if meta.is_file() => {}
+    edit_file_within(raw, abs, edits, MAX_EDIT_FILE_BYTES)
+}
+
+fn too_large(raw: &str, size: u64, limit: u64) -> ToolOutput {
+    ToolOutput::error(format!(
+        "Cannot edit {raw}: it is {}, larger than the edit tool's limit of {} (the file is held \
+         in memory while it is edited). Change it with a streaming tool in bash instead (sed, \
+         awk, patch).",
+        format_size(size),
+        format_size(limit)
+    ))
+}
+
+/// [`edit_file`] with the size limit as a parameter, so tests can lower it.
+fn edit_file_within(raw: &str, abs: &Path, edits: &[Edit], limit: u64) -> ToolOutput {
+    let size = match fs::metadata(abs) {
+        Ok(meta) if meta.is_file() => meta.len(),
         Ok(meta) if meta.is_dir() => {
             return ToolOutput::error(format!("Cannot edit {raw}: it is a directory"));
         }
@@ -322,42 +419,57 @@ fn edit_file(raw: &str, abs: &Path, edits: &[Edit]) -> ToolOutput {
             return ToolOutput::error(format!("File not found: {raw}"));
         }
         Err(e) => return ToolOutput::error(format!("Cannot read {raw}: {e}")),
-    }
-    let bytes = match fs::read(abs) {
-        Ok(b) => b,
-        Err(e) => return ToolOutput::error(format!("Cannot read {raw}: {e}")),
     };
+    if size > limit {
+        return too_large(raw, size, limit);
+    }
+    let mut bytes = Vec::new();
+    // Read no more than the limit allows, whatever the file has grown to since its size was
+    // taken.
+    let read = fs::File::open(abs).and_then(|file| {
+        bytes.reserve_exact(usize::try_from(size).unwrap_or(0));
+        file.take(limit.saturating_add(1)).read_to_end(&mut bytes)
+    });
+    if let Err(e) = read {
+        return ToolOutput::error(format!("Cannot read {raw}: {e}"));
+    }
+    if bytes.len() as u64 > limit {
+        return too_large(raw, bytes.len() as u64, limit);
+    }
     if looks_binary(&bytes) {
         return ToolOutput::error(format!("Cannot edit {raw}: it is a binary file"));
     }
-    let Ok(raw_content) = String::from_utf8(bytes) else {
+    let Ok(mut content) = String::from_utf8(bytes) else {
         return ToolOutput::error(format!(
             "Cannot edit {raw}: it is not valid UTF-8 text, and editing it would corrupt it"
         ));
     };
-    let (bom, content) = match raw_content.strip_prefix('\u{FEFF}') {
-        Some(rest) => ("\u{FEFF}", rest),
-        None => ("", raw_content.as_str()),
-    };
-    let crlf = uses_crlf(content);
-    let normalized = normalize_to_lf(content);
-    let Applied {
-        content: new_content,
-        fuzzy,
-    } = match apply_edits(&normalized, edits) {
-        Ok(applied) => applied,
+    let bom = content.starts_with('\u{FEFF}');
+    if bom {
+        content.drain(..'\u{FEFF}'.len_utf8());
+    }
+    let crlf = uses_crlf(&content);
+    // The one copy of a file with carriage returns; the original goes as soon as it is made.
+    if let Cow::Owned(lf) = normalize_to_lf(&content) {
+        content = lf;
+    }
+    let plan = match plan_edits(&content, edits) {
+        Ok(plan) => plan,
         Err(e) => return ToolOutput::error(format!("{e} (file: {raw})")),
     };
-    let restored = if crlf {
-        new_content.replace('\n', "\r\n")
-    } else {
-        new_content.clone()
-    };
-    let final_content = format!("{bom}{restored}");
-    if let Err(e) = atomic_write(abs, final_content.as_bytes()) {
+    let written = atomic_write_with(abs, |out| {
+        if bom {
+            out.write_all("\u{FEFF}".as_bytes())?;
+        }
+        for piece in plan.pieces(&content) {
+            write_restoring(out, piece, crlf)?;
+        }
+        Ok(())
+    });
+    if let Err(e) = written {
         return ToolOutput::error(format!("Cannot write {raw}: {e}"));
     }
-    let diff = line_diff(&normalized, &new_content, DIFF_CONTEXT);
+    let diff = replacement_diff(&content, &plan.replacements(), DIFF_CONTEXT);
     ToolOutput::ok(format!(
         "Successfully replaced {} block(s) in {raw}.",
         edits.len()
@@ -367,8 +479,24 @@ fn edit_file(raw: &str, abs: &Path, edits: &[Edit]) -> ToolOutput {
         "firstChangedLine": diff.first_changed_line,
         "added": diff.added,
         "removed": diff.removed,
-        "fuzzyMatchedEdits": fuzzy,
+        "fuzzyMatchedEdits": plan.fuzzy,
     }))
+}
+
+/// Write LF-normalised `text`, with its line breaks as CRLF again when the file used them.
+fn write_restoring(out: &mut dyn Write, text: &str, crlf: bool) -> io::Result<()> {
+    if !crlf {
+        return out.write_all(text.as_bytes());
+    }
+    let mut lines = text.split('\n');
+    if let Some(first) = lines.next() {
+        out.write_all(first.as_bytes())?;
+    }
+    for line in lines {
+        out.write_all(b"\r\n")?;
+        out.write_all(line.as_bytes())?;
+    }
+    Ok(())
 }
 
 /// A file uses CRLF when its first line break is `\r\n` (Pi's rule).
@@ -508,6 +636,96 @@ mod tests {
         assert_eq!(
             apply_edits("abc", &[e("   ", "x")]).unwrap_err(),
             EditError::NotFound { index: 0, total: 1 }
+        );
+    }
+
+    #[test]
+    fn line_endings_normalise_in_one_pass() {
+        assert!(matches!(normalize_to_lf("a\nb"), Cow::Borrowed("a\nb")));
+        assert_eq!(normalize_to_lf("a\r\nb\rc\n\r\r\n"), "a\nb\nc\n\n\n");
+        assert_eq!(normalize_to_lf("\r"), "\n");
+    }
+
+    /// A file of `lines` numbered lines, about 24 bytes each.
+    fn numbered_file(dir: &Path, lines: usize) -> (PathBuf, String) {
+        let path = dir.join("big.txt");
+        let content: String = (0..lines)
+            .map(|i| format!("line {i:06} of the file\n"))
+            .collect();
+        fs::write(&path, &content).unwrap();
+        (path, content)
+    }
+
+    #[test]
+    fn a_large_file_is_edited_with_a_diff_of_the_changed_lines_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, content) = numbered_file(dir.path(), 200_000);
+        assert!(content.len() > 4_000_000);
+        let edits = [
+            e("line 150000 of", "LINE 150000 of"),
+            e("line 000005 of the file\n", ""),
+        ];
+        let out = edit_file_within("big.txt", &path, &edits, 8 << 20);
+        assert!(!out.is_error, "{:?}", out.content);
+        let expected = content
+            .replacen("line 150000 of", "LINE 150000 of", 1)
+            .replacen("line 000005 of the file\n", "", 1);
+        assert_eq!(fs::read_to_string(&path).unwrap(), expected);
+        let details = out.details.unwrap();
+        let diff = details["diff"].as_str().unwrap();
+        // Two hunks of context around one removed line and one changed line, and three `...`.
+        assert_eq!(diff.lines().count(), 4 * DIFF_CONTEXT + 3 + 3, "{diff}");
+        assert!(diff.contains("-     6 line 000005 of the file"), "{diff}");
+        assert!(diff.contains("+150000 LINE 150000 of the file"), "{diff}");
+        assert_eq!(
+            (details["added"].as_u64(), details["removed"].as_u64()),
+            (Some(1), Some(2))
+        );
+        assert_eq!(details["firstChangedLine"], 6);
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, content) = numbered_file(dir.path(), 100_000);
+        let out = edit_file_within("big.txt", &path, &[e("line 000001", "x")], 1 << 20);
+        assert!(out.is_error);
+        let text = cadre_protocol::join_text(&out.content);
+        assert!(
+            text.starts_with(
+                "Cannot edit big.txt: it is 2.3MB, larger than the edit tool's limit of 1.0MB"
+            ),
+            "{text}"
+        );
+        assert_eq!(fs::read_to_string(&path).unwrap(), content);
+        // The tool's own limit is the documented one.
+        let text = cadre_protocol::join_text(
+            &too_large("f", MAX_EDIT_FILE_BYTES + 1, MAX_EDIT_FILE_BYTES).content,
+        );
+        assert!(text.contains("limit of 128.0MB"), "{text}");
+    }
+
+    #[test]
+    fn bom_crlf_and_fuzzy_matches_survive_the_streamed_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.txt");
+        fs::write(&path, "\u{FEFF}a\r\nsay \u{201C}hi\u{201D}  \r\nc\r\n").unwrap();
+        let out = edit_file_within(
+            "w.txt",
+            &path,
+            &[e("say \"hi\"", "say 'yo'\nagain")],
+            1 << 20,
+        );
+        assert!(!out.is_error, "{:?}", out.content);
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "\u{FEFF}a\r\nsay 'yo'\r\nagain\r\nc\r\n"
+        );
+        let details = out.details.unwrap();
+        assert_eq!(details["fuzzyMatchedEdits"], json!([0]));
+        assert_eq!(
+            details["diff"],
+            " 1 a\n-2 say \u{201C}hi\u{201D}  \n+2 say 'yo'\n+3 again\n 3 c"
         );
     }
 

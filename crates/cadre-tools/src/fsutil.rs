@@ -50,6 +50,15 @@ pub fn base64_encode(bytes: &[u8]) -> String {
 /// renamed over the target, so a crash never leaves a half-written file. An existing file keeps
 /// its permissions, and a symlink is written through (its target changes, the link stays).
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    atomic_write_with(path, |out| out.write_all(bytes))
+}
+
+/// [`atomic_write`] of whatever `write` writes, so a large file can be written in pieces
+/// without first being assembled in memory.
+pub fn atomic_write_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
     let target = write_target(path)?;
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -61,11 +70,13 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .unwrap_or_else(|| "file".to_string());
     let temp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
     let result = (|| {
-        let mut file = fs::OpenOptions::new()
+        let file = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&temp)?;
-        file.write_all(bytes)?;
+        let mut out = io::BufWriter::with_capacity(64 * 1024, file);
+        write(&mut out)?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
         if let Ok(meta) = fs::metadata(&target) {
             file.set_permissions(meta.permissions())?;
         }

@@ -17,8 +17,11 @@
 //!   tail wc cut stat du grep rg uniq sort find git`, joined by `|`, `&&`, `||`, `;` or
 //!   newlines, with their program-running and file-writing options refused.
 //! * `verify` (verification): `inspect` plus the recognised verifiers of V4 (`cargo test`,
-//!   `npm test`, `pytest`, …) without their mutating flags (`--fix`, `--write`, `-u`,
-//!   `--updateSnapshot`, …).
+//!   `npm test`, `pytest`, …) without their mutating flags (`--fix`, `--write`, `-u`, …) and
+//!   without options that add a program, module, configuration or output file of the command
+//!   line's own (see `verify.rs`). The verifiers run the project's own code by design — its
+//!   tests, build scripts and lint plugins are the repository's, contained by the sandbox — but
+//!   the command line adds no new way in.
 //! * `none`: no command at all.
 //!
 //! The check parses the command with a small tokenizer that understands quotes, escapes and
@@ -41,13 +44,14 @@
 //!   `>&2`, `1>&2`) and discarding into `/dev/null` (`2>/dev/null`, `>/dev/null`, `&>/dev/null`).
 //! * Unquoted glob and brace patterns (`*`, `?`, `[`, `{a,b}`) expand to file names, and a file
 //!   named like an option would become one. Any pattern is accepted for the commands that
-//!   have no writing or executing option at all (`ls cat head tail wc cut stat du grep pwd`)
-//!   and for verifiers (which run project code anyway); elsewhere only a pattern that starts
-//!   with a literal other than `-` (`src/*.rs`, `./*`), since its expansions all start the
-//!   same way; `uniq` takes none (a second operand is its output file).
-//! * Options are matched the way each command reads them (`options.rs`): GNU tools and git
-//!   accept any unique prefix of a long option (`--outp` = `--output`), so every prefix of a
-//!   refused option is refused; short options cluster (`-ro FILE` holds `-o`).
+//!   have no writing or executing option at all (`ls cat head tail wc cut stat du grep pwd`);
+//!   elsewhere only a pattern that starts with a literal other than `-` (`src/*.rs`, `./*`),
+//!   since its expansions all start the same way; `uniq` takes none (a second operand is its
+//!   output file).
+//! * Options are matched the way each command reads them (`options.rs`): GNU, git, argparse,
+//!   OptionParser and npm accept any unique prefix of a long option (`--outp` = `--output`), so
+//!   every prefix of a refused option is refused; TypeScript and yargs ignore case and dashes;
+//!   short options cluster (`-ro FILE` holds `-o`).
 //! * `find`: no `-exec -execdir -ok -okdir -delete -fprint -fprint0 -fprintf -fls`, also
 //!   after `--`.
 //! * `rg`: no `--pre`, `--pre-glob` or `--hostname-bin` (they run programs).

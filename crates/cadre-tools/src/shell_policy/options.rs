@@ -2,8 +2,9 @@
 //!
 //! A denylist is only as good as its matching: GNU `getopt_long`, git's parse-options,
 //! Python's argparse, Ruby's OptionParser and npm's nopt all take any unambiguous prefix of a
-//! long option for the option (`--outp` is `--output`); getopt-style short options cluster
-//! (`-ro FILE` holds `-o`); Go's flag package takes `-name` and `--name` alike. [`Options`] describes one
+//! long option for the option (`--outp` is `--output`); TypeScript and yargs ignore case and
+//! dashes (`--outputFile` is `--output-file`); getopt-style short options cluster (`-ro FILE`
+//! holds `-o`); Go's flag package takes `-name` and `--name` alike. [`Options`] describes one
 //! command's conventions and [`Options::check`] finds a refused option in any of its spellings.
 
 /// How a command matches its long options.
@@ -14,15 +15,30 @@ pub(super) enum Style {
     /// Any prefix of a long option may stand for it, so every prefix of a refused option is
     /// refused too, unless it is exactly another option's name (listed in `exact_ok`).
     Prefix,
+    /// Case and `-`/`_` do not matter (`--outDir` = `--outdir`, `--output-file` =
+    /// `--outputFile`); a dotted sub-option (`--outputFile.json`) belongs to its option.
+    Folded,
 }
 
-/// Why an option is refused.
+/// Why an option is refused; the variants that look at the option's value allow some values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Why {
     /// Writes a file the command line names.
     Writes,
     /// Runs a program or loads code the command line names.
     Runs,
+    /// Reads a configuration or preset the command line names, which can name programs.
+    Config,
+    /// Starts a server, a debugger or a watcher, or sends data over the network.
+    Serves,
+    /// Chooses a directory or project: allowed only as a relative path inside the project.
+    Inside,
+    /// Names a module: allowed only as a bare name, not as a file or a package path.
+    Builtin,
+    /// Allowed only to disable something (pytest's `-p no:NAME`).
+    DisableOnly,
+    /// A cache directory: allowed only as `/dev/null` (mypy's `--cache-dir=/dev/null`).
+    DevNull,
 }
 
 /// One command's option conventions and refused options.
@@ -64,6 +80,7 @@ impl Options {
     pub(super) fn check(&self, args: &[&str]) -> Result<(), String> {
         let mut i = 0;
         while let Some(&word) = args.get(i) {
+            let next = args.get(i + 1).copied();
             i += 1;
             if word == "--" {
                 if self.stop_at_dashdash {
@@ -76,16 +93,26 @@ impl Options {
             }
             let long = word.starts_with("--") || self.single_dash_long;
             if long {
-                let name = word.split_once('=').map_or(word, |(n, _)| n);
+                let (name, value) = match word.split_once('=') {
+                    Some((n, v)) => (n, Some(v)),
+                    None => (word, None),
+                };
                 if let Some((rule, why)) = self.long_rule(name) {
-                    self.judge(name, Some(rule), why)?;
+                    self.judge(name, Some(rule), why, value.or(next))?;
                 }
             } else {
-                for c in word[1..].chars() {
-                    if let Some((_, why)) = self.short.iter().find(|(s, _)| *s == c) {
-                        self.judge(&format!("-{c}"), None, *why)?;
+                let cluster: Vec<char> = word[1..].chars().collect();
+                for (at, c) in cluster.iter().enumerate() {
+                    if let Some((_, why)) = self.short.iter().find(|(s, _)| s == c) {
+                        let rest: String = cluster[at + 1..].iter().collect();
+                        let value = if rest.is_empty() {
+                            next
+                        } else {
+                            Some(rest.as_str())
+                        };
+                        self.judge(&format!("-{c}"), None, *why, value)?;
                     }
-                    if self.short_values.contains(c) {
+                    if self.short_values.contains(*c) {
                         break;
                     }
                 }
@@ -108,16 +135,27 @@ impl Options {
                     bare == rule_bare
                         || (rule_bare.starts_with(bare) && !self.exact_ok.contains(&name))
                 }
+                Style::Folded => {
+                    let (word, rule) = (fold(bare), fold(rule_bare));
+                    word == rule || word.starts_with(&format!("{rule}."))
+                }
             }
         })
     }
 
-    fn judge(&self, written: &str, rule: Option<&str>, why: Why) -> Result<(), String> {
+    fn judge(
+        &self,
+        written: &str,
+        rule: Option<&str>,
+        why: Why,
+        value: Option<&str>,
+    ) -> Result<(), String> {
         let tool = self.tool;
         let shown = match rule {
             Some(rule) if rule != written => format!("`{written}` (read as `{rule}`)"),
             _ => format!("`{written}`"),
         };
+        let value = value.unwrap_or("");
         let reason = match why {
             Why::Writes => format!(
                 "{tool}'s {shown} writes files; under this policy commands only print — drop \
@@ -127,9 +165,75 @@ impl Options {
                 "{tool}'s {shown} runs a program or loads code that the command line or a \
                  configuration names; run it without the option"
             ),
+            Why::Config => format!(
+                "{tool}'s {shown} loads a configuration the command names, which can run \
+                 programs; the project's own configuration is read without it"
+            ),
+            Why::Serves => format!(
+                "{tool}'s {shown} starts a server, debugger or watcher or uses the network; \
+                 run the check once without it"
+            ),
+            Why::Inside if inside_project(value) => return Ok(()),
+            Why::Inside => format!(
+                "{tool}'s {shown} must name a relative path inside the project (no leading \
+                 `/` or `~`, no `..`), not `{value}`"
+            ),
+            Why::Builtin if bare_name(value) => return Ok(()),
+            Why::Builtin => format!(
+                "{tool}'s {shown} may name only a built-in or installed module by its bare \
+                 name, not a file (`{value}`)"
+            ),
+            Why::DisableOnly if value.trim_start_matches('=').starts_with("no:") => {
+                return Ok(());
+            }
+            Why::DisableOnly => format!(
+                "{tool}'s {shown} may only disable a plugin (`{written} no:NAME`): loading \
+                 one runs code the command names"
+            ),
+            Why::DevNull if value == "/dev/null" => return Ok(()),
+            Why::DevNull => format!(
+                "{tool}'s {shown} writes a cache to the directory it names; only `/dev/null` \
+                 is allowed"
+            ),
         };
         Err(reason)
     }
+}
+
+/// Lower case without `-` and `_`: how TypeScript and yargs compare option names.
+fn fold(name: &str) -> String {
+    name.chars()
+        .filter(|c| *c != '-' && *c != '_')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// A relative path that cannot leave the project by its spelling (a link inside the project
+/// still can: that is the repository's own choice, contained by the sandbox like its code).
+pub(super) fn inside_project(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && !path.starts_with('~')
+        && !path.split(['/', '\\']).any(|part| part == "..")
+}
+
+/// A module named the way a tool resolves built-in or installed modules, not a file path.
+pub(super) fn bare_name(name: &str) -> bool {
+    const FILE_ENDINGS: &[&str] = &[
+        ".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".jsx", ".tsx", ".json", ".py", ".rb",
+    ];
+    !name.is_empty()
+        && !name.contains(['/', '\\'])
+        && !name.starts_with(['.', '~'])
+        && !FILE_ENDINGS
+            .iter()
+            .any(|end| name.to_ascii_lowercase().ends_with(end))
+}
+
+/// The words of `args` up to (not including) the first `--`.
+pub(super) fn before_dashdash<'a>(args: &'a [&'a str]) -> &'a [&'a str] {
+    let end = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+    &args[..end]
 }
 
 #[cfg(test)]
@@ -176,6 +280,62 @@ mod tests {
         assert!(SORTLIKE.check(&["-to"]).is_ok(), "`o` is -t's value");
         assert!(SORTLIKE.check(&["-k1o"]).is_ok(), "`1o` is -k's value");
         assert!(SORTLIKE.check(&["-nk1", "-o", "x"]).is_err());
+    }
+
+    #[test]
+    fn folded_names_ignore_case_dashes_and_sub_options() {
+        let opts = Options {
+            long: &[("--outputFile", Why::Writes)],
+            ..Options::new("jestlike", Style::Folded)
+        };
+        for word in [
+            "--outputFile=x",
+            "--output-file",
+            "--OUTPUTFILE",
+            "--outputFile.json=x",
+        ] {
+            assert!(opts.check(&[word]).is_err(), "{word}");
+        }
+        assert!(opts.check(&["--outputFileX"]).is_ok());
+        assert!(opts.check(&["--output"]).is_ok());
+    }
+
+    #[test]
+    fn value_rules_allow_some_values() {
+        let opts = Options {
+            long: &[
+                ("--rootdir", Why::Inside),
+                ("--reporter", Why::Builtin),
+                ("--cache-dir", Why::DevNull),
+            ],
+            short: &[('p', Why::DisableOnly)],
+            short_values: "p",
+            ..Options::new("t", Style::Exact)
+        };
+        for ok in [
+            &["--rootdir=tests"][..],
+            &["--rootdir", "a/b"],
+            &["--reporter", "junit"],
+            &["--reporter=dot"],
+            &["--cache-dir=/dev/null"],
+            &["-p", "no:cacheprovider"],
+            &["-pno:x"],
+        ] {
+            assert!(opts.check(ok).is_ok(), "{ok:?}");
+        }
+        for bad in [
+            &["--rootdir=/"][..],
+            &["--rootdir", "../x"],
+            &["--rootdir", "~/x"],
+            &["--reporter", "./r.js"],
+            &["--reporter=r.mjs"],
+            &["--reporter=@scope/r"],
+            &["--cache-dir", "c"],
+            &["-p", "evil"],
+            &["-pevil"],
+        ] {
+            assert!(opts.check(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -39,7 +39,7 @@ use crate::registry::{Tool, ToolContext, ToolOutput};
 use crate::sandbox::{
     SandboxConfig, SandboxStatus, ScratchCleanup, ensure_scratch_dir, landlock_status, sandbox_args,
 };
-use crate::shell_env::{harden_for_inspect, process_shell_env};
+use crate::shell_env::{harden_for_inspect, local_git_overrides, process_shell_env};
 use crate::shell_policy::{ShellPolicy, check_command};
 use crate::supervise::{process_supervisor, supervise_args};
 use crate::truncate::{
@@ -176,6 +176,8 @@ struct Start<'a> {
     supervisor: Option<&'a Path>,
     reap: bool,
     policy: ShellPolicy,
+    /// Under `inspect`: overrides for the program-valued keys of the repository's own config.
+    git_overrides: &'a [(String, &'static str)],
 }
 
 /// Decide how a sandboxed command starts, or the error result that explains why it cannot.
@@ -292,11 +294,18 @@ impl Tool for BashTool {
                     Err(refused) => return refused,
                 },
             };
+            // Only a command that names git pays for listing the repository's configuration.
+            let git_overrides = if self.policy == ShellPolicy::Inspect && command.contains("git") {
+                local_git_overrides(&ctx.cwd).await
+            } else {
+                Vec::new()
+            };
             let start = Start {
                 launch,
                 supervisor: self.supervisor(),
                 reap: self.reap,
                 policy: self.policy,
+                git_overrides: &git_overrides,
             };
             run(&command, timeout, &ctx, start).await
         })
@@ -398,7 +407,8 @@ fn spawn_shell(start: Start<'_>, shell: &str, command: &str, cwd: &Path) -> io::
     };
     process_shell_env().apply(&mut cmd);
     if start.policy == ShellPolicy::Inspect {
-        harden_for_inspect(&mut cmd, std::env::vars_os().map(|(name, _)| name));
+        let inherited = std::env::vars_os().map(|(name, _)| name);
+        harden_for_inspect(&mut cmd, inherited, start.git_overrides);
     }
     if let Launch::Sandboxed(config, _) = launch {
         cmd.env("TMPDIR", &config.scratch_dir);

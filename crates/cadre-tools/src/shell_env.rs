@@ -32,6 +32,9 @@ const MIN_SECRET_VALUE: usize = 8;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ShellEnv {
     removed: Vec<OsString>,
+    /// Allowed credentials that are no longer in cadre's own environment (cadre takes them
+    /// out at start), set for each command.
+    restored: Vec<(OsString, OsString)>,
 }
 
 /// Whether a variable's name marks it as a credential.
@@ -65,7 +68,31 @@ impl ShellEnv {
             })
             .map(|(name, _)| name)
             .collect();
-        ShellEnv { removed }
+        ShellEnv {
+            removed,
+            restored: Vec::new(),
+        }
+    }
+
+    /// Also pass these variables, held outside the environment, to every command: those of
+    /// `vars` that `allow` names, unless they hold one of `secrets`.
+    pub fn restoring(
+        mut self,
+        vars: impl IntoIterator<Item = (String, String)>,
+        allow: &[String],
+        secrets: &[String],
+    ) -> ShellEnv {
+        self.restored = vars
+            .into_iter()
+            .filter(|(name, value)| {
+                allow.iter().any(|a| a == name)
+                    && !secrets
+                        .iter()
+                        .any(|s| s.len() >= MIN_SECRET_VALUE && value.contains(s.as_str()))
+            })
+            .map(|(n, v)| (OsString::from(n), OsString::from(v)))
+            .collect();
+        self
     }
 
     /// The variables left out, in the order of the environment they came from.
@@ -77,6 +104,9 @@ impl ShellEnv {
     pub fn apply(&self, cmd: &mut Command) {
         for name in &self.removed {
             cmd.env_remove(name);
+        }
+        for (name, value) in &self.restored {
+            cmd.env(name, value);
         }
     }
 }
@@ -112,12 +142,104 @@ const GIT_OVERRIDES: [(&str, &str); 6] = [
     ("credential.helper", ""),
 ];
 
+/// Whether a configuration key (lower case, as `git config --name-only` prints it) names a
+/// program git may run, or a pager.
+fn runs_a_program(key: &str) -> bool {
+    const EXACT: [&str; 10] = [
+        "core.fsmonitor",
+        "core.pager",
+        "core.sshcommand",
+        "core.askpass",
+        "core.editor",
+        "core.gitproxy",
+        "core.alternaterefscommand",
+        "diff.external",
+        "sequence.editor",
+        "gpg.program",
+    ];
+    const SUFFIXES: [(&str, &[&str]); 5] = [
+        ("diff.", &[".textconv", ".command"]),
+        ("merge.", &[".driver"]),
+        ("filter.", &[".clean", ".smudge", ".process"]),
+        ("credential.", &[".helper"]),
+        ("gpg.", &[".program"]),
+    ];
+    EXACT.contains(&key)
+        || key.starts_with("pager.")
+        || key.starts_with("alias.")
+        || key == "credential.helper"
+        || SUFFIXES.iter().any(|(prefix, ends)| {
+            key.starts_with(prefix) && ends.iter().any(|end| key.ends_with(end))
+        })
+}
+
+/// The value that neutralises a program-valued key: pagers off, everything else empty — git
+/// then fails to run "" (a diff through a repository's own driver fails closed) instead of
+/// running what the repository's configuration names.
+fn neutral_value(key: &str) -> &'static str {
+    if key.starts_with("pager.") || key == "core.fsmonitor" {
+        "false"
+    } else if key == "core.pager" {
+        "cat"
+    } else {
+        ""
+    }
+}
+
+/// How long the listing of the repository's own configuration may take.
+const CONFIG_LIST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// At most this much of it is read: a configuration is small.
+const CONFIG_LIST_CAP: usize = 1 << 20;
+
+/// Overrides for every program-valued key in the configuration git would read in `cwd`
+/// besides system and global ones — the repository's `.git/config`, its worktree config and
+/// what they include. A repository that arrived with its `.git` (an archive, a copied
+/// checkout) can name any program there; git's command-line level, where these go, wins
+/// over all of it. Empty when `cwd` is not in a repository or git is missing.
+pub async fn local_git_overrides(cwd: &std::path::Path) -> Vec<(String, &'static str)> {
+    let mut cmd = Command::new("git");
+    cmd.args(["config", "--list", "--name-only", "--includes"])
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    harden_for_inspect(&mut cmd, std::env::vars_os().map(|(name, _)| name), &[]);
+    let Ok(child) = cmd.spawn() else {
+        return Vec::new();
+    };
+    let output = match tokio::time::timeout(CONFIG_LIST_TIMEOUT, child.wait_with_output()).await {
+        Ok(Ok(out)) if out.status.success() => out.stdout,
+        _ => return Vec::new(),
+    };
+    let text = String::from_utf8_lossy(&output[..output.len().min(CONFIG_LIST_CAP)]);
+    let mut keys: Vec<String> = text
+        .lines()
+        .map(|k| k.trim().to_ascii_lowercase())
+        .filter(|k| runs_a_program(k))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .map(|k| {
+            let v = neutral_value(&k);
+            (k, v)
+        })
+        .collect()
+}
+
 /// Harden git for the `inspect` policy: no system or global configuration, git variables of
 /// cadre's own environment removed (a `GIT_DIR` there must not choose the repository), the
-/// program-running settings overridden, no pager, no prompts, no optional index writes, and
-/// ripgrep without a configuration file. The policy refuses the options that would choose
-/// another repository (`-C`, `--git-dir`, `--work-tree`, `-c`) and environment assignments.
-pub fn harden_for_inspect(cmd: &mut Command, inherited: impl IntoIterator<Item = OsString>) {
+/// program-running settings overridden — the fixed ones and `local` ones found in the
+/// repository's own configuration ([`local_git_overrides`]) — no pager, no prompts, no
+/// optional index writes, and ripgrep without a configuration file. The policy refuses the
+/// options that would choose another repository (`-C`, `--git-dir`, `--work-tree`, `-c`) and
+/// environment assignments.
+pub fn harden_for_inspect(
+    cmd: &mut Command,
+    inherited: impl IntoIterator<Item = OsString>,
+    local: &[(String, &'static str)],
+) {
     for name in inherited {
         if name.to_str().is_none_or(|n| n.starts_with("GIT_")) {
             cmd.env_remove(&name);
@@ -136,17 +258,56 @@ pub fn harden_for_inspect(cmd: &mut Command, inherited: impl IntoIterator<Item =
         cmd.env(name, value);
     }
     cmd.env("PAGER", "cat");
-    cmd.env("GIT_CONFIG_COUNT", GIT_OVERRIDES.len().to_string());
-    for (i, (key, value)) in GIT_OVERRIDES.iter().enumerate() {
+    let overrides = GIT_OVERRIDES
+        .iter()
+        .map(|(k, v)| (*k, *v))
+        .chain(local.iter().map(|(k, v)| (k.as_str(), *v)));
+    let mut count = 0;
+    for (i, (key, value)) in overrides.enumerate() {
         cmd.env(format!("GIT_CONFIG_KEY_{i}"), key);
         cmd.env(format!("GIT_CONFIG_VALUE_{i}"), value);
+        count = i + 1;
     }
+    cmd.env("GIT_CONFIG_COUNT", count.to_string());
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn program_valued_keys_are_recognised() {
+        for key in [
+            "core.fsmonitor",
+            "core.pager",
+            "core.sshcommand",
+            "diff.external",
+            "diff.evil.textconv",
+            "diff.evil.command",
+            "filter.lfs.process",
+            "filter.x.clean",
+            "merge.ours.driver",
+            "pager.log",
+            "alias.st",
+            "credential.https://x.helper",
+            "gpg.ssh.program",
+        ] {
+            assert!(runs_a_program(key), "{key}");
+        }
+        for key in [
+            "core.bare",
+            "user.name",
+            "diff.renames",
+            "filter.x.required",
+            "remote.origin.url",
+        ] {
+            assert!(!runs_a_program(key), "{key}");
+        }
+        assert_eq!(neutral_value("pager.log"), "false");
+        assert_eq!(neutral_value("core.pager"), "cat");
+        assert_eq!(neutral_value("diff.evil.textconv"), "");
+    }
 
     fn vars(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
         pairs
@@ -203,6 +364,23 @@ mod tests {
     }
 
     #[test]
+    fn allowed_credentials_held_outside_the_environment_are_passed_back() {
+        let env = ShellEnv::scrubbed(vars(&[]), &[], &[]).restoring(
+            [
+                ("GITHUB_TOKEN".to_string(), "ghp_1".to_string()),
+                ("OTHER_TOKEN".to_string(), "x".to_string()),
+                ("ALIAS_KEY".to_string(), "sk-live-123456".to_string()),
+            ],
+            &["GITHUB_TOKEN".into(), "ALIAS_KEY".into()],
+            &["sk-live-123456".into()],
+        );
+        assert_eq!(
+            env.restored,
+            [(OsString::from("GITHUB_TOKEN"), OsString::from("ghp_1"))]
+        );
+    }
+
+    #[test]
     fn a_name_that_is_not_unicode_is_removed() {
         use std::os::unix::ffi::OsStringExt;
         let odd = OsString::from_vec(vec![b'K', 0xff]);
@@ -216,6 +394,7 @@ mod tests {
         harden_for_inspect(
             &mut cmd,
             [OsString::from("GIT_DIR"), OsString::from("HOME")],
+            &[("diff.evil.textconv".into(), "")],
         );
         let envs: Vec<(String, Option<String>)> = cmd
             .as_std()
@@ -231,7 +410,11 @@ mod tests {
         assert_eq!(get("GIT_DIR"), Some(None), "removed");
         assert_eq!(get("HOME"), None, "untouched");
         assert_eq!(get("GIT_CONFIG_NOSYSTEM"), Some(Some("1".into())));
-        assert_eq!(get("GIT_CONFIG_COUNT"), Some(Some("6".into())));
+        assert_eq!(get("GIT_CONFIG_COUNT"), Some(Some("7".into())));
+        assert_eq!(
+            get("GIT_CONFIG_KEY_6"),
+            Some(Some("diff.evil.textconv".into()))
+        );
         assert_eq!(get("GIT_CONFIG_KEY_0"), Some(Some("core.fsmonitor".into())));
         assert_eq!(get("GIT_CONFIG_VALUE_3"), Some(Some("explicit".into())));
     }

@@ -75,11 +75,11 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let allow = settings.shell_env_allow().map_err(|e| anyhow!(e))?;
     let secrets: Vec<String> = model.api_key.iter().cloned().collect();
     cadre_protocol::redact::set_secrets(secrets.iter().cloned());
-    cadre_tools::shell_env::set_process_shell_env(cadre_tools::shell_env::ShellEnv::scrubbed(
-        std::env::vars_os(),
-        &allow,
-        &secrets,
-    ));
+    let hidden = cadre_llm::registry::hidden_credentials().iter().cloned();
+    cadre_tools::shell_env::set_process_shell_env(
+        cadre_tools::shell_env::ShellEnv::scrubbed(std::env::vars_os(), &allow, &secrets)
+            .restoring(hidden, &allow, &secrets),
+    );
     let thinking = resolve_thinking(&model, requested);
     if let Some(reason) = &thinking.clamp_reason {
         errln!(

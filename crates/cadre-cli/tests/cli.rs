@@ -21,6 +21,8 @@ mod crash;
 mod errors;
 #[path = "cli/faults.rs"]
 mod faults;
+#[path = "cli/hostile_repo.rs"]
+mod hostile_repo;
 #[path = "cli/json_mode.rs"]
 mod json_mode;
 #[path = "cli/manage.rs"]

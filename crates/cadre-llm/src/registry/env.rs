@@ -9,7 +9,8 @@ pub trait Env {
     fn var(&self, name: &str) -> Option<String>;
 }
 
-/// The real process environment.
+/// The real process environment, including the credentials [`hide_credentials`] took out of
+/// it.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ProcessEnv;
 
@@ -20,7 +21,59 @@ impl Env for ProcessEnv {
         if name.is_empty() || name.contains(['=', '\0']) {
             return None;
         }
+        if let Some((_, value)) = hidden_credentials().iter().find(|(n, _)| n == name) {
+            return Some(value.clone()).filter(|v| !v.is_empty());
+        }
         std::env::var(name).ok().filter(|v| !v.is_empty())
+    }
+}
+
+static HIDDEN: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+
+/// The credential variables [`hide_credentials`] took out of the environment, with their values.
+pub fn hidden_credentials() -> &'static [(String, String)] {
+    HIDDEN.get().map(Vec::as_slice).unwrap_or(&[])
+}
+
+/// Take the variables whose names `is_credential` matches out of this process's environment,
+/// keeping them for [`ProcessEnv`] alone (S5, S8). Every process cadre starts inherits its
+/// environment, and every process of the same user may read `/proc/<cadre>/environ` — the
+/// environment block as it was at start, which `unsetenv` does not change. So the values are
+/// overwritten in that block before the variables are removed.
+///
+/// # Safety
+/// Must run while the process has a single thread and before anything holds a pointer into
+/// the environment: it writes into the environment block and changes the environment.
+#[allow(unsafe_code)]
+pub unsafe fn hide_credentials(is_credential: impl Fn(&str) -> bool) {
+    let found: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(n, v)| Some((n.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(n, _)| is_credential(n))
+        .collect();
+    if found.is_empty() || HIDDEN.set(found.clone()).is_err() {
+        return;
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: single-threaded (the caller's contract); `environ` is a NULL-terminated array of
+    // pointers to NUL-terminated `NAME=VALUE` strings owned by the process, which may be
+    // written; only bytes before each string's terminating NUL are overwritten.
+    unsafe {
+        let mut entry = libc::environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            let text = std::ffi::CStr::from_ptr(*entry).to_bytes();
+            if let Some(eq) = text.iter().position(|&b| b == b'=')
+                && let Ok(name) = std::str::from_utf8(&text[..eq])
+                && found.iter().any(|(n, _)| n == name)
+            {
+                let value = (*entry).add(eq + 1);
+                std::ptr::write_bytes(value, b'x', text.len() - eq - 1);
+            }
+            entry = entry.add(1);
+        }
+    }
+    for (name, _) in &found {
+        // SAFETY: single-threaded (the caller's contract).
+        unsafe { std::env::remove_var(name) };
     }
 }
 

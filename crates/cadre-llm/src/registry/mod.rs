@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use cadre_protocol::ThinkingLevel;
 
 pub use build::{DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOKENS};
-pub use env::{Env, MapEnv, ProcessEnv, home_dir};
+pub use env::{Env, MapEnv, ProcessEnv, hidden_credentials, hide_credentials, home_dir};
 pub use error::RegistryError;
 pub use value::ValueSource;
 
@@ -196,6 +196,12 @@ impl std::fmt::Debug for ModelRegistry {
 
 impl ModelRegistry {
     /// Load the built-ins merged with `$CADRE_HOME/models.json`, or Pi's file when cadre has none.
+    /// The environment variables the configuration takes values from (`apiKey` and header
+    /// values naming a variable): credentials whatever they are called.
+    pub fn referenced_env_names(&self) -> Vec<String> {
+        self.env.0.keys().cloned().collect()
+    }
+
     pub fn load(cadre_home: &Path, env: &dyn Env) -> Result<ModelRegistry, RegistryError> {
         let cadre_path = cadre_home.join("models.json");
         if let Some(text) = read_if_exists(&cadre_path)? {

@@ -87,9 +87,11 @@ pub fn resolve(raw: &str, env: &dyn Env) -> Result<Resolved, CommandFailure> {
 /// Run `cmd` with `sh -c`; its trimmed stdout is the value. The command's output is never put in
 /// an error message (it may be the secret); stderr is, cut short, because it explains failures.
 fn run_command(cmd: &str) -> Result<String, CommandFailure> {
+    // The user's own command (`!pass show …`) gets the credential variables cadre hid.
     let output = Command::new("sh")
         .arg("-c")
         .arg(cmd)
+        .envs(super::env::hidden_credentials().iter().cloned())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -41,7 +41,7 @@ use crate::sandbox::{
 };
 use crate::shell_env::{harden_for_inspect, local_git_overrides, process_shell_env};
 use crate::shell_policy::{ShellPolicy, check_command};
-use crate::supervise::{process_supervisor, supervise_args};
+use crate::supervise::{Containment, process_supervisor, supervise_args};
 use crate::truncate::{
     DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Limits, TruncatedBy, Truncation, format_size,
     truncate_tail,
@@ -73,6 +73,9 @@ pub struct BashTool {
     /// End every process a command started when the command exits (children's bash, S8);
     /// off for the root, whose `server &` may outlive the call as in Pi.
     reap: bool,
+    /// Run every command through `__sandbox-exec --writer` (a writing child's bash): it cannot
+    /// act on processes outside it. Needs a supervisor, which does the re-exec.
+    contain: bool,
     /// Removes the sandbox's scratch directory once the last clone of this tool is dropped.
     scratch_cleanup: Option<std::sync::Arc<ScratchCleanup>>,
 }
@@ -115,6 +118,14 @@ impl BashTool {
     /// command exits (needs a supervisor; without one only the process group is reachable).
     pub fn with_reaping(mut self) -> Self {
         self.reap = true;
+        self
+    }
+
+    /// Keep a writing child's commands off every process outside them (signals, ptrace,
+    /// limits, priority: Landlock scoping and the writer system-call filter). Applies only
+    /// under a supervisor and without a sandbox (a sandboxed command has all of it already).
+    pub fn contained(mut self) -> Self {
+        self.contain = true;
         self
     }
 
@@ -175,6 +186,7 @@ struct Start<'a> {
     launch: Launch<'a>,
     supervisor: Option<&'a Path>,
     reap: bool,
+    contain: bool,
     policy: ShellPolicy,
     /// Under `inspect`: overrides for the program-valued keys of the repository's own config.
     git_overrides: &'a [(String, &'static str)],
@@ -208,6 +220,10 @@ fn sandbox_launch(config: &SandboxConfig) -> Result<Launch<'_>, ToolOutput> {
     // Inside the sandbox a missing bash only shows once exec fails; choose the shell here.
     let shell = if on_path("bash") { "bash" } else { "sh" };
     Ok(Launch::Sandboxed(config, shell))
+}
+
+fn launch_is_direct(launch: Launch<'_>) -> bool {
+    matches!(launch, Launch::Direct)
 }
 
 fn on_path(program: &str) -> bool {
@@ -304,6 +320,7 @@ impl Tool for BashTool {
                 launch,
                 supervisor: self.supervisor(),
                 reap: self.reap,
+                contain: self.contain && launch_is_direct(launch),
                 policy: self.policy,
                 git_overrides: &git_overrides,
             };
@@ -400,7 +417,11 @@ fn spawn_shell(start: Start<'_>, shell: &str, command: &str, cwd: &Path) -> io::
                 // Name it in `ps` for what it is rather than for the link that started it.
                 cmd.arg0("cadre");
             }
-            cmd.args(supervise_args(start.reap, program, args))
+            let how = Containment {
+                reap: start.reap,
+                contain: start.contain,
+            };
+            cmd.args(supervise_args(how, program, args))
                 .stdin(Stdio::from(lifeline_read));
             (cmd, Some(OwnedFd::from(lifeline_write)))
         }

@@ -75,16 +75,29 @@ pub fn current_exe_for_reexec() -> std::io::Result<PathBuf> {
     std::env::current_exe()
 }
 
-/// The arguments for the supervisor binary that run `program args…` under supervision;
-/// with `reap`, everything the command started ends when it exits.
+/// How a supervised command is held in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Containment {
+    /// Everything the command started ends when it exits (children's bash).
+    pub reap: bool,
+    /// The command runs through the binary's own `__sandbox-exec --writer` (a writing child's
+    /// bash: no acting on processes outside it, see [`crate::sandbox::WRITER_ARG`]).
+    pub contain: bool,
+}
+
+/// The arguments for the supervisor binary that run `program args…` under supervision, held
+/// in as `how` says.
 pub fn supervise_args(
-    reap: bool,
+    how: Containment,
     program: impl AsRef<OsStr>,
     args: impl IntoIterator<Item = impl AsRef<OsStr>>,
 ) -> Vec<OsString> {
     let mut out = vec![OsString::from(SUPERVISE_ARG)];
-    if reap {
+    if how.reap {
         out.push(OsString::from(REAP_ARG));
+    }
+    if how.contain {
+        out.push(OsString::from(CONTAIN_ARG));
     }
     out.push(OsString::from("--"));
     out.push(program.as_ref().to_owned());
@@ -102,27 +115,31 @@ pub enum SuperviseArgsError {
 
 /// The option that ends every process the command started as soon as it exits.
 pub const REAP_ARG: &str = "--reap";
+/// The option that runs the command through `__sandbox-exec --writer`.
+pub const CONTAIN_ARG: &str = "--contain";
 
 /// What the supervisor was asked to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SuperviseArgs {
-    pub reap: bool,
+    pub how: Containment,
     pub program: OsString,
     pub args: Vec<OsString>,
 }
 
-/// Parse the arguments that follow [`SUPERVISE_ARG`]: `[--reap]` `--` `<program>` `<args>`….
+/// Parse the arguments that follow [`SUPERVISE_ARG`]: `[--reap] [--contain]` `--`
+/// `<program>` `<args>`….
 pub fn parse_args(
     args: impl IntoIterator<Item = OsString>,
 ) -> Result<SuperviseArgs, SuperviseArgsError> {
     let mut iter = args.into_iter().peekable();
     let reap = iter.next_if(|a| a == REAP_ARG).is_some();
+    let contain = iter.next_if(|a| a == CONTAIN_ARG).is_some();
     if iter.next().is_none_or(|a| a != "--") {
         return Err(SuperviseArgsError::MissingSeparator);
     }
     let program = iter.next().ok_or(SuperviseArgsError::NoProgram)?;
     Ok(SuperviseArgs {
-        reap,
+        how: Containment { reap, contain },
         program,
         args: iter.collect(),
     })
@@ -145,11 +162,7 @@ fn fail(code: u8, message: std::fmt::Arguments<'_>) -> ExitCode {
 /// Run the hidden entry point with the arguments after [`SUPERVISE_ARG`]; stdin must be the
 /// lifeline. Returns the command's exit code (signals as 128 + n, like a shell).
 pub fn supervise_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
-    let SuperviseArgs {
-        reap,
-        program,
-        args,
-    } = match parse_args(args) {
+    let SuperviseArgs { how, program, args } = match parse_args(args) {
         Ok(parsed) => parsed,
         Err(e) => {
             return fail(
@@ -183,10 +196,24 @@ pub fn supervise_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
     }
     // Same process group as ours (no `process_group`), so one `killpg` reaches both.
-    let child = Command::new(&program)
-        .args(&args)
-        .stdin(Stdio::null())
-        .spawn();
+    let mut command = if how.contain {
+        let exe = match current_exe_for_reexec() {
+            Ok(exe) => exe,
+            Err(e) => {
+                return fail(
+                    SUPERVISE_FAILURE_EXIT,
+                    format_args!("cannot find this binary to contain the command: {e}"),
+                );
+            }
+        };
+        let mut c = Command::new(exe);
+        c.args([crate::sandbox::EXEC_ARG, crate::sandbox::WRITER_ARG, "--"]);
+        c.arg(&program);
+        c
+    } else {
+        Command::new(&program)
+    };
+    let child = command.args(&args).stdin(Stdio::null()).spawn();
     let mut child = match child {
         Ok(c) => c,
         Err(e) => {
@@ -206,7 +233,7 @@ pub fn supervise_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             // The watcher may be killing the command right now: this thread must not exit
             // (ending the process, and the watcher with it) before the descendants are gone.
             let closed = LIFELINE_CLOSED.load(std::sync::atomic::Ordering::SeqCst);
-            if (reap || closed) && reaping {
+            if (how.reap || closed) && reaping {
                 reap::end_descendants();
             }
             if closed && leading {
@@ -381,18 +408,26 @@ mod tests {
 
     #[test]
     fn built_arguments_parse_back() {
-        let args = supervise_args(false, "bash", ["-c", "echo -- __supervise"]);
+        let args = supervise_args(
+            Containment::default(),
+            "bash",
+            ["-c", "echo -- __supervise"],
+        );
         assert_eq!(args[0], SUPERVISE_ARG);
         let parsed = parse_args(args.into_iter().skip(1)).unwrap();
-        assert!(!parsed.reap);
+        assert_eq!(parsed.how, Containment::default());
         assert_eq!(parsed.program, "bash");
         assert_eq!(parsed.args, os(&["-c", "echo -- __supervise"]));
         let parsed = parse_args(os(&["--", "true"])).unwrap();
         assert_eq!(parsed.program, "true");
         assert!(parsed.args.is_empty());
-        let args = supervise_args(true, "bash", ["--reap"]);
+        let both = Containment {
+            reap: true,
+            contain: true,
+        };
+        let args = supervise_args(both, "bash", ["--reap"]);
         let parsed = parse_args(args.into_iter().skip(1)).unwrap();
-        assert!(parsed.reap);
+        assert_eq!(parsed.how, both);
         assert_eq!(parsed.args, os(&["--reap"]));
     }
 

@@ -458,3 +458,47 @@ fn gone_quickly(marker: &str) -> bool {
     }
     pids.is_empty()
 }
+
+/// A writing child's bash keeps files, the network and its own processes, but cannot signal,
+/// limit or renice anything outside it — cadre included (here: this test process).
+#[tokio::test]
+async fn a_writing_childs_commands_cannot_act_on_processes_outside_them() {
+    if !enforced() {
+        return;
+    }
+    let tree = Tree::new();
+    let me = std::process::id();
+    let contained = BashTool::new()
+        .with_supervisor(PathBuf::from(CADRE))
+        .contained();
+    let limit = own_nofile_limit();
+    let mut attacks = vec![format!("kill -CONT {me}")];
+    if have("prlimit") {
+        attacks.push(format!("prlimit --pid {me} --nofile=4:4"));
+    }
+    if have("renice") {
+        attacks.push(format!("renice -n 19 -p {me}"));
+    }
+    for command in &attacks {
+        let out = tree.run(&contained, command).await;
+        assert!(out.is_error, "{command:?} succeeded: {}", text(&out));
+        assert_eq!(own_nofile_limit(), limit);
+    }
+    // Its own work is untouched: files and metadata, its own jobs and limits.
+    let out = tree
+        .run(
+            &contained,
+            "echo x > f && chmod 600 f; sleep 30 & p=$!; kill $p; wait $p; ulimit -n 64; echo ok",
+        )
+        .await;
+    assert!(text(&out).contains("ok"), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(tree.repo.join("f")).unwrap(), "x\n");
+    // Control: the same signal from an uncontained command reaches this process.
+    let out = tree
+        .run(
+            &BashTool::new().with_supervisor(PathBuf::from(CADRE)),
+            &format!("kill -CONT {me}"),
+        )
+        .await;
+    assert!(!out.is_error, "{}", text(&out));
+}

@@ -8,6 +8,11 @@ use std::process::ExitCode;
 /// The first argument that routes the cadre binary here instead of to its CLI.
 pub const EXEC_ARG: &str = "__sandbox-exec";
 
+/// The option of a writing child's containment: no Landlock filesystem rules, only the
+/// scoping (no signals or ptrace outside, ABI ≥ 6) and the process part of the system-call
+/// filter, applied where the kernel offers them — an extra layer, not the boundary of a role.
+pub const WRITER_ARG: &str = "--writer";
+
 /// Exit code when the sandbox could not be set up and the command did not run.
 pub const SANDBOX_FAILURE_EXIT: u8 = 125;
 
@@ -17,6 +22,9 @@ pub struct ExecArgs {
     pub writable: Vec<PathBuf>,
     /// `--net`: the command may open sockets (the `research` role); otherwise it has none.
     pub network: bool,
+    /// `--writer`: a writing child's command, which keeps the filesystem, the network and its
+    /// capabilities but cannot act on processes outside it ([`WRITER_ARG`]).
+    pub writer: bool,
     pub program: OsString,
     pub args: Vec<OsString>,
 }
@@ -31,6 +39,8 @@ pub enum ExecArgsError {
     NoProgram,
     #[error("writable directory {0} is not an existing directory")]
     NotADir(PathBuf),
+    #[error("`--writer` takes neither `--rw` nor `--net`")]
+    WriterWithRules,
 }
 
 impl ExecArgs {
@@ -39,9 +49,11 @@ impl ExecArgs {
         let mut iter = args.into_iter();
         let mut writable = Vec::new();
         let mut network = false;
+        let mut writer = false;
         loop {
             match iter.next() {
                 Some(a) if a == "--net" => network = true,
+                Some(a) if a == WRITER_ARG => writer = true,
                 Some(a) if a == "--rw" => match iter.next() {
                     Some(dir) if !dir.is_empty() => writable.push(PathBuf::from(dir)),
                     _ => return Err(ExecArgsError::MissingDir),
@@ -52,9 +64,13 @@ impl ExecArgs {
             }
         }
         let program = iter.next().ok_or(ExecArgsError::NoProgram)?;
+        if writer && (network || !writable.is_empty()) {
+            return Err(ExecArgsError::WriterWithRules);
+        }
         Ok(ExecArgs {
             writable,
             network,
+            writer,
             program,
             args: iter.collect(),
         })
@@ -117,6 +133,9 @@ pub fn exec_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 fn run(exec: ExecArgs) -> ExitCode {
     use std::os::unix::process::CommandExt;
 
+    if exec.writer {
+        return run_writer(exec);
+    }
     let abi = match super::landlock_status() {
         super::SandboxStatus::Enforced { abi } => abi,
         super::SandboxStatus::Unavailable { reason } => {
@@ -144,6 +163,41 @@ fn run(exec: ExecArgs) -> ExitCode {
         network: exec.network,
     };
     if let Err(e) = super::seccomp::apply(options) {
+        return fail(
+            SANDBOX_FAILURE_EXIT,
+            format_args!("{e}; the command was not run"),
+        );
+    }
+    let error = std::process::Command::new(&exec.program)
+        .args(&exec.args)
+        .exec();
+    let code = if error.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    };
+    fail(
+        code,
+        format_args!("cannot run {}: {error}", exec.program.to_string_lossy()),
+    )
+}
+
+/// A writing child's command: scoped by Landlock where ABI ≥ 6 and filtered for calls on other
+/// processes where seccomp exists; where neither is there it runs as it would have anyway.
+#[cfg(target_os = "linux")]
+fn run_writer(exec: ExecArgs) -> ExitCode {
+    use std::os::unix::process::CommandExt;
+
+    if let super::SandboxStatus::Enforced { abi } = super::landlock_status()
+        && abi >= super::landlock::SCOPE_ABI
+        && let Err(e) = super::landlock::scope_self()
+    {
+        return fail(
+            SANDBOX_FAILURE_EXIT,
+            format_args!("{e}; the command was not run"),
+        );
+    }
+    if let Err(e) = super::seccomp::apply_writer() {
         return fail(
             SANDBOX_FAILURE_EXIT,
             format_args!("{e}; the command was not run"),
@@ -195,6 +249,16 @@ mod tests {
         let a = ExecArgs::parse(os(&["--net", "--rw", "/a", "--", "true"])).unwrap();
         assert!(a.network);
         assert!(a.args.is_empty());
+        let a = ExecArgs::parse(os(&["--writer", "--", "bash"])).unwrap();
+        assert!(a.writer && a.writable.is_empty());
+        assert_eq!(
+            ExecArgs::parse(os(&["--writer", "--rw", "/a", "--", "x"])),
+            Err(ExecArgsError::WriterWithRules)
+        );
+        assert_eq!(
+            ExecArgs::parse(os(&["--writer", "--net", "--", "x"])),
+            Err(ExecArgsError::WriterWithRules)
+        );
     }
 
     #[test]
@@ -223,6 +287,7 @@ mod tests {
         let with = |p: PathBuf| ExecArgs {
             writable: vec![p],
             network: false,
+            writer: false,
             program: "true".into(),
             args: vec![],
         };

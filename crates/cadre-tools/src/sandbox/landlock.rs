@@ -115,7 +115,7 @@ fn open_no_links(path: &Path) -> Result<std::os::fd::OwnedFd, RestrictError> {
 
 /// From this ABI on, the sandbox is also scoped: no signals to processes outside it (cadre
 /// itself included) and no connections to abstract Unix sockets created outside it.
-const SCOPE_ABI: i32 = 6;
+pub(super) const SCOPE_ABI: i32 = 6;
 
 /// From this ABI on, TCP `bind` and `connect` can be refused: a sandbox without network gets
 /// both refused here too, beside the system-call filter's refusal of `socket()`.
@@ -157,6 +157,25 @@ pub fn restrict_self(
         ruleset = ruleset.add_rule(PathBeneath::new(open(dev_null)?, rights))?;
     }
     let status = ruleset.restrict_self()?;
+    if status.ruleset != RulesetStatus::FullyEnforced {
+        return Err(RestrictError::NotFullyEnforced(status.ruleset));
+    }
+    if !status.no_new_privs {
+        return Err(RestrictError::NoNewPrivs);
+    }
+    Ok(())
+}
+
+/// Scope the calling thread (and what it executes) without any filesystem or network rule: no
+/// signals to, ptrace of or `/proc` access to processes outside, no abstract Unix sockets made
+/// outside. Needs ABI ≥ [`SCOPE_ABI`]; sets `no_new_privs`.
+pub fn scope_self() -> Result<(), RestrictError> {
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .scope(Scope::from_all(ABI::V6))?
+        .create()?
+        .no_new_privs(true)
+        .restrict_self()?;
     if status.ruleset != RulesetStatus::FullyEnforced {
         return Err(RestrictError::NotFullyEnforced(status.ruleset));
     }

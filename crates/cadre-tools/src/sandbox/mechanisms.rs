@@ -59,6 +59,12 @@ pub fn mechanisms(status: &SandboxStatus) -> Vec<Mechanism> {
             "not applicable",
         ),
         layer(
+            "writing children",
+            abi >= 6 && seccomp_available(),
+            "their bash cannot signal, trace, limit or renice processes outside it (cadre included)",
+            "Landlock below ABI 6: writing children's bash can signal the user's processes; limits and priority of others are still refused by the filter",
+        ),
+        layer(
             "process containment",
             subreaper_available(),
             "a child's bash ends everything it started (setsid, nohup, double forks) with the call",

@@ -147,10 +147,25 @@ fn not_self(arg: u8) -> Result<SeccompRule, FilterError> {
 
 /// The rules: syscall number → the argument patterns that are refused (empty: always).
 fn rules(options: FilterOptions) -> Result<BTreeMap<i64, Vec<SeccompRule>>, FilterError> {
-    let mut map: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    let mut map = process_rules()?;
     for call in always_denied() {
         map.insert(call, Vec::new());
     }
+    let clones = NAMESPACE_FLAGS
+        .iter()
+        .map(|&flag| rule(vec![cond(0, SeccompCmpOp::MaskedEq(flag), flag)?]))
+        .collect::<Result<Vec<_>, _>>()?;
+    map.insert(libc::SYS_clone, clones);
+    if !options.network {
+        map.insert(libc::SYS_socket, Vec::new());
+    }
+    Ok(map)
+}
+
+/// What a writing child may not do either: change another process's limits, priority,
+/// affinity or scheduling, or push input into a terminal.
+fn process_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, FilterError> {
+    let mut map: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     // Limits, scheduling and affinity of another process: refused; of the caller: allowed.
     for call in [
         libc::SYS_prlimit64,
@@ -182,14 +197,6 @@ fn rules(options: FilterOptions) -> Result<BTreeMap<i64, Vec<SeccompRule>>, Filt
         .map(|&request| rule(vec![cond(1, SeccompCmpOp::Eq, request)?]))
         .collect::<Result<Vec<_>, _>>()?;
     map.insert(libc::SYS_ioctl, ioctls);
-    let clones = NAMESPACE_FLAGS
-        .iter()
-        .map(|&flag| rule(vec![cond(0, SeccompCmpOp::MaskedEq(flag), flag)?]))
-        .collect::<Result<Vec<_>, _>>()?;
-    map.insert(libc::SYS_clone, clones);
-    if !options.network {
-        map.insert(libc::SYS_socket, Vec::new());
-    }
     Ok(map)
 }
 
@@ -199,21 +206,57 @@ fn arch() -> Result<TargetArch, FilterError> {
         .map_err(|_| FilterError::Arch(std::env::consts::ARCH))
 }
 
+/// The filter of a writing child (see `WRITER_ARG`): [`process_rules`] only, with the
+/// terminal-injection ioctls but not the inode-flag ones (a writer owns its files).
+fn writer_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, FilterError> {
+    let mut map = process_rules()?;
+    let ioctls = [TIOCSTI, TIOCLINUX]
+        .iter()
+        .map(|&request| rule(vec![cond(1, SeccompCmpOp::Eq, request)?]))
+        .collect::<Result<Vec<_>, _>>()?;
+    map.insert(libc::SYS_ioctl, ioctls);
+    Ok(map)
+}
+
+/// Install the writer filter (and the x32 refusal) after setting `no_new_privs`.
+pub fn apply_writer() -> Result<(), FilterError> {
+    set_no_new_privs()?;
+    let program = compile(writer_rules()?, libc::EPERM)?;
+    seccompiler::apply_filter(&program).map_err(|e| FilterError::Apply(e.to_string()))?;
+    #[cfg(target_arch = "x86_64")]
+    seccompiler::apply_filter(&x32_refusal()).map_err(|e| FilterError::Apply(e.to_string()))?;
+    Ok(())
+}
+
+#[allow(unsafe_code)]
+fn set_no_new_privs() -> Result<(), FilterError> {
+    // SAFETY: prctl with integer arguments; it only sets this thread's no_new_privs bit.
+    let rc = unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(FilterError::Apply(
+            std::io::Error::last_os_error().to_string(),
+        ))
+    }
+}
+
+/// One filter: `map`'s patterns answered `errno`, everything else allowed.
+fn compile(map: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProgram, FilterError> {
+    let filter = SeccompFilter::new(
+        map,
+        SeccompAction::Allow,
+        SeccompAction::Errno(errno as u32),
+        arch()?,
+    )
+    .map_err(|e| FilterError::Build(e.to_string()))?;
+    BpfProgram::try_from(filter).map_err(|e| FilterError::Build(e.to_string()))
+}
+
 /// Compile the two filters: the refusals (`EPERM`), and `clone3` answered `ENOSYS`, whose
 /// flags live in memory a filter cannot read — C libraries fall back to `clone`, whose flags
 /// the first filter checks.
 pub fn build(options: FilterOptions) -> Result<[BpfProgram; 2], FilterError> {
-    let arch = arch()?;
-    let compile = |map: BTreeMap<i64, Vec<SeccompRule>>, errno: i32| {
-        let filter = SeccompFilter::new(
-            map,
-            SeccompAction::Allow,
-            SeccompAction::Errno(errno as u32),
-            arch,
-        )
-        .map_err(|e| FilterError::Build(e.to_string()))?;
-        BpfProgram::try_from(filter).map_err(|e| FilterError::Build(e.to_string()))
-    };
     let refusals = compile(rules(options)?, libc::EPERM)?;
     let clone3 = compile(
         BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
@@ -292,6 +335,17 @@ mod tests {
         let without = build(FilterOptions { network: false }).unwrap();
         let with = build(FilterOptions { network: true }).unwrap();
         assert!(without[0].len() > with[0].len(), "socket() adds rules");
+    }
+
+    #[test]
+    fn the_writer_filter_keeps_files_and_sockets_but_not_other_processes() {
+        let map = writer_rules().unwrap();
+        assert!(map.contains_key(&libc::SYS_prlimit64));
+        assert!(map.contains_key(&libc::SYS_setpriority));
+        assert!(!map.contains_key(&libc::SYS_fchmodat));
+        assert!(!map.contains_key(&libc::SYS_socket));
+        assert_eq!(map[&libc::SYS_ioctl].len(), 2);
+        assert!(compile(map, libc::EPERM).is_ok());
     }
 
     #[test]

@@ -183,7 +183,7 @@ fn child_bash(
         .map(std::time::Duration::from_millis);
     let policy = b.shell_policy;
     if !b.readonly {
-        let bash = BashTool::new().with_policy(policy);
+        let bash = BashTool::new().with_policy(policy).contained();
         return Ok(Arc::new(bash.with_reaping().with_timeout(timeout)));
     }
     let refused = |what: &str, e: String| {

@@ -75,11 +75,54 @@ pub fn dropped_marker(dropped: u64) -> String {
     format!("[… {dropped} bytes dropped …]\n")
 }
 
+/// All saved outputs together stay within this: a model that floods output call after call
+/// fills at most this much of the disk, not 16 MiB per call without end.
+pub const DIR_BUDGET: u64 = 256 * 1024 * 1024;
+
+/// Whether `name` is a saved output's (`bash-<32 hex>.log`): nothing else in the directory is
+/// ever removed.
+fn is_saved_output(name: &str) -> bool {
+    name.strip_prefix("bash-")
+        .and_then(|rest| rest.strip_suffix(".log"))
+        .is_some_and(|id| id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Remove the oldest saved outputs in `dir` until the rest take at most `budget` bytes. Runs
+/// only when a command's output outgrows the tool result, so one directory listing then is
+/// cheap; errors leave files in place (the next call tries again).
+fn make_room(dir: &Path, budget: u64) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut saved: Vec<(std::time::SystemTime, u64, std::path::PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(is_saved_output))
+        .filter_map(|e| {
+            let meta = e.metadata().ok().filter(|m| m.is_file())?;
+            Some((meta.modified().ok()?, meta.len(), e.path()))
+        })
+        .collect();
+    let mut total: u64 = saved.iter().map(|(_, len, _)| len).sum();
+    if total <= budget {
+        return;
+    }
+    saved.sort();
+    for (_, len, path) in saved {
+        if total <= budget {
+            break;
+        }
+        if fs::remove_file(&path).is_ok() {
+            total = total.saturating_sub(len);
+        }
+    }
+}
+
 impl FullOutput {
     /// Create a new, uniquely named file in `dir` (created if missing) that keeps at most `cap`
     /// bytes of output.
     pub fn create(dir: &Path, cap: u64) -> io::Result<Self> {
         fs::create_dir_all(dir)?;
+        make_room(dir, DIR_BUDGET.saturating_sub(cap));
         let path = dir.join(format!("bash-{}.log", uuid::Uuid::new_v4().simple()));
         let file = File::options().write(true).create_new(true).open(&path)?;
         let head_cap = cap / 2;
@@ -269,6 +312,32 @@ impl TailRing {
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_oldest_saved_outputs_go_when_the_directory_is_over_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = |i: u32| format!("bash-{i:032x}.log");
+        for i in 0..4u32 {
+            fs::write(dir.path().join(name(i)), vec![b'x'; 100]).unwrap();
+            let t = std::time::SystemTime::UNIX_EPOCH
+                + std::time::Duration::from_secs(1000 + u64::from(i));
+            File::options()
+                .write(true)
+                .open(dir.path().join(name(i)))
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        }
+        fs::write(dir.path().join("notes.txt"), vec![b'x'; 1000]).unwrap();
+        make_room(dir.path(), 250);
+        let mut left: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, [name(2), name(3), "notes.txt".to_string()]);
+        assert!(!is_saved_output("bash-xyz.log"));
+    }
 
     /// The file `output` should leave with `cap`.
     fn expected(output: &[u8], cap: u64) -> Vec<u8> {

@@ -502,3 +502,69 @@ async fn a_writing_childs_commands_cannot_act_on_processes_outside_them() {
         .await;
     assert!(!out.is_error, "{}", text(&out));
 }
+
+/// Ioctls reach past Landlock (device files, btrfs/fscrypt on a read-only descriptor): only
+/// queries are allowed. SysV IPC and datagram socket pairs (which can `sendto` any pathname
+/// socket) are refused; a stream pair, which reaches nothing, still works.
+#[tokio::test]
+async fn ioctls_sysv_ipc_and_datagram_pairs_are_refused() {
+    if !enforced() {
+        return;
+    }
+    if !have("python3") {
+        eprintln!("SKIPPED: python3 is not installed");
+        return;
+    }
+    let tree = Tree::new();
+    let tool = sandboxed(&tree, false);
+    let py = |code: &str| format!("python3 -c '{code}'");
+    let mut attacks = vec![
+        // FS_IOC_SETVERSION on a file opened for reading.
+        py(
+            "import fcntl, os; fd = os.open(\"f\", os.O_RDONLY); fcntl.ioctl(fd, 0x40087602, b\"\\0\" * 8)",
+        ),
+        // An unassigned request: refused by the allowlist, not by the driver.
+        py("import fcntl, os; fd = os.open(\"f\", os.O_RDONLY); fcntl.ioctl(fd, 0x12345678, 0)"),
+        py("import socket; socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)"),
+        py("import socket; socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)"),
+    ];
+    if std::path::Path::new("/dev/loop-control").exists() {
+        attacks.push(py(
+            "import fcntl, os; fd = os.open(\"/dev/loop-control\", os.O_RDONLY); fcntl.ioctl(fd, 0x4C80, 200)",
+        ));
+    }
+    if have("ipcmk") {
+        attacks.push("ipcmk -M 4096".into());
+        attacks.push("ipcmk -Q".into());
+    }
+    for command in &attacks {
+        let out = tree.run(&tool, command).await;
+        assert!(out.is_error, "{command:?} succeeded: {}", text(&out));
+        assert!(
+            text(&out).contains("not permitted") || text(&out).contains("PermissionError"),
+            "{command:?} failed for another reason: {}",
+            text(&out)
+        );
+    }
+    assert!(!std::path::Path::new("/dev/loop200").exists());
+    // What tools ask of descriptors and terminals still works.
+    let fine = [
+        py("import socket; a, b = socket.socketpair(); a.send(b\"x\"); print(b.recv(1))"),
+        py(
+            "import fcntl, os, termios; fd = os.open(\"f\", os.O_RDONLY); fcntl.ioctl(fd, termios.FIONCLEX)",
+        ),
+        "ls -l --color=always f && lsattr f 2>/dev/null || true".to_string(),
+    ];
+    for command in &fine {
+        let out = tree.run(&tool, command).await;
+        assert!(!out.is_error, "{command:?}: {}", text(&out));
+    }
+    // Control: an unsandboxed command gets past the allowlist to the file system's answer.
+    let out = tree
+        .run(
+            &BashTool::new(),
+            &py("import fcntl, os; fd = os.open(\"f\", os.O_RDONLY); fcntl.ioctl(fd, 0x12345678, 0)"),
+        )
+        .await;
+    assert!(!text(&out).contains("not permitted"), "{}", text(&out));
+}

@@ -38,25 +38,36 @@ pub enum FilterError {
     Apply(String),
 }
 
-// Inode-flag and terminal ioctls. `FS_IOC_SETFLAGS` is `_IOW('f', 2, long)` (its 32-bit form
-// takes an int); `FS_IOC_FSSETXATTR` is `_IOW('X', 32, struct fsxattr)`. `TIOCSTI` pushes
-// bytes into a terminal's input (typing commands into the user's shell); `TIOCLINUX` can too.
-const FS_IOC_SETFLAGS: u64 = 0x4008_6602;
-const FS_IOC32_SETFLAGS: u64 = 0x4004_6602;
-const FS_IOC_SETVERSION: u64 = 0x4008_7602;
-const FS_IOC32_SETVERSION: u64 = 0x4004_7602;
-const FS_IOC_FSSETXATTR: u64 = 0x401c_5820;
+// Terminal injection: `TIOCSTI` pushes bytes into a terminal's input (typing commands into the
+// user's shell), `TIOCLINUX` can too. Refused for writing children as well.
 const TIOCSTI: u64 = 0x5412;
 const TIOCLINUX: u64 = 0x541c;
-const DENIED_IOCTLS: [u64; 7] = [
-    FS_IOC_SETFLAGS,
-    FS_IOC32_SETFLAGS,
-    FS_IOC_SETVERSION,
-    FS_IOC32_SETVERSION,
-    FS_IOC_FSSETXATTR,
-    TIOCSTI,
-    TIOCLINUX,
+
+/// The only ioctls a read-only command may make: queries of terminals, pipes and descriptors,
+/// and of inode flags. Every other request is refused, because ioctls reach past Landlock and
+/// the rest of this filter — device files (loop control, `/dev/userfaultfd`, `/dev/kvm`) and
+/// file systems (btrfs subvolumes and snapshots, fscrypt policies, verity) act on a
+/// descriptor opened for reading. The kernel compares the low 32 bits of the request.
+const ALLOWED_IOCTLS: [u64; 14] = [
+    0x5401,      // TCGETS
+    0x802c_542a, // TCGETS2
+    0x5413,      // TIOCGWINSZ
+    0x540f,      // TIOCGPGRP
+    0x5429,      // TIOCGSID
+    0x541b,      // FIONREAD
+    0x5421,      // FIONBIO
+    0x5450,      // FIONCLEX
+    0x5451,      // FIOCLEX
+    0x5452,      // FIOASYNC
+    0x8008_6601, // FS_IOC_GETFLAGS
+    0x8004_6601, // FS_IOC32_GETFLAGS
+    0x801c_581f, // FS_IOC_FSGETXATTR
+    0x0000_0002, // FIGETBSZ
 ];
+
+/// Socket types `socketpair` may not make: a datagram pair can `sendto` any pathname socket
+/// (journald, `/dev/log`, a daemon's), which `socket()` being refused is meant to prevent.
+const NON_STREAM_SOCKET_TYPES: [u64; 6] = [2, 3, 4, 5, 6, 10];
 
 /// `clone` flags that make a new namespace: a user namespace would hand the command a root
 /// of its own (and with it mounts over the files it reads).
@@ -110,6 +121,19 @@ fn always_denied() -> Vec<i64> {
         libc::SYS_bpf,
         libc::SYS_perf_event_open,
         libc::SYS_userfaultfd,
+        // SysV IPC outlives the command and reaches the user's other segments, queues and
+        // semaphores by id.
+        libc::SYS_shmget,
+        libc::SYS_shmat,
+        libc::SYS_shmctl,
+        libc::SYS_msgget,
+        libc::SYS_msgsnd,
+        libc::SYS_msgrcv,
+        libc::SYS_msgctl,
+        libc::SYS_semget,
+        libc::SYS_semop,
+        libc::SYS_semtimedop,
+        libc::SYS_semctl,
     ];
     #[cfg(target_arch = "x86_64")]
     calls.extend([
@@ -156,14 +180,25 @@ fn rules(options: FilterOptions) -> Result<BTreeMap<i64, Vec<SeccompRule>>, Filt
         .map(|&flag| rule(vec![cond(0, SeccompCmpOp::MaskedEq(flag), flag)?]))
         .collect::<Result<Vec<_>, _>>()?;
     map.insert(libc::SYS_clone, clones);
+    // One rule whose conditions all hold — the request is none of the allowed ones — refuses.
+    let not_allowed = ALLOWED_IOCTLS
+        .iter()
+        .map(|&request| cond(1, SeccompCmpOp::Ne, request))
+        .collect::<Result<Vec<_>, _>>()?;
+    map.insert(libc::SYS_ioctl, vec![rule(not_allowed)?]);
     if !options.network {
         map.insert(libc::SYS_socket, Vec::new());
+        let pairs = NON_STREAM_SOCKET_TYPES
+            .iter()
+            .map(|&t| rule(vec![cond(1, SeccompCmpOp::MaskedEq(0xf), t)?]))
+            .collect::<Result<Vec<_>, _>>()?;
+        map.insert(libc::SYS_socketpair, pairs);
     }
     Ok(map)
 }
 
 /// What a writing child may not do either: change another process's limits, priority,
-/// affinity or scheduling, or push input into a terminal.
+/// affinity or scheduling.
 fn process_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, FilterError> {
     let mut map: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     // Limits, scheduling and affinity of another process: refused; of the caller: allowed.
@@ -192,11 +227,6 @@ fn process_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, FilterError> {
         libc::SYS_ioprio_set,
         vec![rule(vec![cond(0, SeccompCmpOp::Ne, 1)?])?, not_self(1)?],
     );
-    let ioctls = DENIED_IOCTLS
-        .iter()
-        .map(|&request| rule(vec![cond(1, SeccompCmpOp::Eq, request)?]))
-        .collect::<Result<Vec<_>, _>>()?;
-    map.insert(libc::SYS_ioctl, ioctls);
     Ok(map)
 }
 
@@ -206,8 +236,8 @@ fn arch() -> Result<TargetArch, FilterError> {
         .map_err(|_| FilterError::Arch(std::env::consts::ARCH))
 }
 
-/// The filter of a writing child (see `WRITER_ARG`): [`process_rules`] only, with the
-/// terminal-injection ioctls but not the inode-flag ones (a writer owns its files).
+/// The filter of a writing child (see `WRITER_ARG`): [`process_rules`] and the
+/// terminal-injection ioctls; other ioctls stay (a writer owns its files and devices).
 fn writer_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, FilterError> {
     let mut map = process_rules()?;
     let ioctls = [TIOCSTI, TIOCLINUX]
@@ -362,7 +392,16 @@ mod tests {
         }
         let map = rules(FilterOptions { network: false }).unwrap();
         assert_eq!(map[&libc::SYS_prlimit64].len(), 1);
-        assert_eq!(map[&libc::SYS_ioctl].len(), DENIED_IOCTLS.len());
+        assert_eq!(
+            map[&libc::SYS_ioctl].len(),
+            1,
+            "one rule: none of the allowed"
+        );
+        assert_eq!(
+            map[&libc::SYS_socketpair].len(),
+            NON_STREAM_SOCKET_TYPES.len()
+        );
+        assert!(map.contains_key(&libc::SYS_shmget));
         assert!(map[&libc::SYS_socket].is_empty());
         assert!(
             !rules(FilterOptions { network: true })

@@ -22,6 +22,7 @@ mod commands;
 mod demo;
 mod demo_script;
 mod fake_server;
+mod harden;
 mod orchestrate;
 mod render;
 mod run;
@@ -50,27 +51,8 @@ fn main() -> ExitCode {
             return cadre_tools::supervise::supervise_main(std::env::args_os().skip(2));
         }
     }
-    // Credentials leave the environment before any thread or child exists: no process cadre
-    // starts inherits them, and /proc/<cadre>/environ no longer shows them. The process is
-    // also made non-dumpable, so processes of the same user cannot read its memory or
-    // environment through /proc (the kernel resets this for the programs cadre executes).
-    // SAFETY: nothing else runs yet — no runtime, no thread, no pointer into the environment.
-    // Hidden too: the variables models.json takes keys and headers from, whatever their name.
-    let referenced: Vec<String> = cadre_core::config::CadreHome::from_env()
-        .ok()
-        .and_then(|home| {
-            cadre_llm::ModelRegistry::load(home.root(), &cadre_llm::registry::ProcessEnv).ok()
-        })
-        .map(|registry| registry.referenced_env_names())
-        .unwrap_or_default();
-    let is_credential = |name: &str| {
-        cadre_tools::shell_env::is_secret_name(name) || referenced.iter().any(|r| r == name)
-    };
-    #[allow(unsafe_code)]
-    unsafe {
-        cadre_llm::registry::hide_credentials(is_credential);
-        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
-    }
+    // Before any thread or child exists (S5, S8): see `harden`.
+    harden::process_start();
     // Every bash command of this process (the root's, every child's, `cadre tool bash`) runs
     // under this binary's supervisor. Without a path to re-execute, commands run directly.
     if let Ok(exe) = cadre_tools::supervise::current_exe_for_reexec() {

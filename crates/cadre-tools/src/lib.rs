@@ -9,6 +9,7 @@ pub mod args;
 pub mod bash;
 pub mod diff;
 pub mod edit;
+pub mod fds;
 pub mod find;
 mod fsutil;
 pub mod full_output;

@@ -195,6 +195,8 @@ pub fn supervise_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             );
         }
     }
+    // The command gets stdio and nothing else this process inherited.
+    crate::fds::close_inherited_on_exec();
     // Same process group as ours (no `process_group`), so one `killpg` reaches both.
     let mut command = if how.contain {
         let exe = match current_exe_for_reexec() {

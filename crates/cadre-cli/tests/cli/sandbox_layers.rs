@@ -568,3 +568,47 @@ async fn ioctls_sysv_ipc_and_datagram_pairs_are_refused() {
         .await;
     assert!(!text(&out).contains("not permitted"), "{}", text(&out));
 }
+
+/// A descriptor cadre inherited (an IDE's log, a jobserver pipe) reaches no command: a write
+/// through it would pass Landlock, which checks only `open()`. Commands also run in a session
+/// of their own, without cadre's controlling terminal.
+#[test]
+fn inherited_descriptors_and_the_terminal_reach_no_command() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let leak = dir.path().join("leak.txt");
+    let file = std::fs::File::create(&leak).unwrap();
+    let fd = file.as_raw_fd();
+    let command = "echo pwned >&7; read -r _ _ _ _ pgrp sid _ < /proc/$$/stat; echo \"session $sid group $pgrp self $$\"";
+    let mut cmd = std::process::Command::new(CADRE);
+    cmd.args(["tool", "bash", &json!({ "command": command }).to_string()])
+        .current_dir(dir.path())
+        .env("CADRE_HOME", dir.path().join("home"));
+    #[allow(unsafe_code)]
+    // SAFETY: dup2 is async-signal-safe; it makes fd 7 a copy without close-on-exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(fd, 7) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Bad file descriptor"), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(&leak).unwrap(),
+        "",
+        "written through fd 7"
+    );
+    // `session S group G self P`: the shell's session is its supervisor's own, not cadre's.
+    let line = stdout.lines().find(|l| l.starts_with("session ")).unwrap();
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        fields[1], fields[3],
+        "session = group: a session of its own: {line}"
+    );
+    assert_ne!(fields[1], std::process::id().to_string());
+}

@@ -35,7 +35,7 @@ pub fn hidden_credentials() -> &'static [(String, String)] {
     HIDDEN.get().map(Vec::as_slice).unwrap_or(&[])
 }
 
-/// Take the variables whose names `is_credential` matches out of this process's environment,
+/// Take the variables that `is_credential(name, value)` matches out of this process's environment,
 /// keeping them for [`ProcessEnv`] alone (S5, S8). Every process cadre starts inherits its
 /// environment, and every process of the same user may read `/proc/<cadre>/environ` — the
 /// environment block as it was at start, which `unsetenv` does not change. So the values are
@@ -45,10 +45,10 @@ pub fn hidden_credentials() -> &'static [(String, String)] {
 /// Must run while the process has a single thread and before anything holds a pointer into
 /// the environment: it writes into the environment block and changes the environment.
 #[allow(unsafe_code)]
-pub unsafe fn hide_credentials(is_credential: impl Fn(&str) -> bool) {
+pub unsafe fn hide_credentials(is_credential: impl Fn(&str, &str) -> bool) {
     let found: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(n, v)| Some((n.into_string().ok()?, v.into_string().ok()?)))
-        .filter(|(n, _)| is_credential(n))
+        .filter(|(n, v)| is_credential(n, v))
         .collect();
     if found.is_empty() || HIDDEN.set(found.clone()).is_err() {
         return;

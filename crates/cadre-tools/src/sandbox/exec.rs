@@ -133,6 +133,8 @@ pub fn exec_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 fn run(exec: ExecArgs) -> ExitCode {
     use std::os::unix::process::CommandExt;
 
+    // Nothing the re-executing process inherited reaches the command but stdio.
+    crate::fds::close_inherited_on_exec();
     if exec.writer {
         return run_writer(exec);
     }

@@ -14,16 +14,34 @@ use std::sync::OnceLock;
 
 use tokio::process::Command;
 
-/// Name parts that mark a variable as a credential (matched in upper case).
-const SECRET_NAME_PARTS: [&str; 7] = [
+/// Name parts that mark a variable as a credential wherever they stand (matched in upper case).
+const SECRET_NAME_PARTS: [&str; 10] = [
     "KEY",
     "TOKEN",
     "SECRET",
     "PASSWORD",
     "PASSWD",
+    "PASSPHRASE",
     "CREDENTIAL",
     "PRIVATE",
+    "COOKIE",
+    "WEBHOOK",
 ];
+
+/// Words that mark a credential only as a whole `_`-separated word: `PAT` in `GITHUB_PAT` but
+/// not in `PATH`, `PASS` in `SMTP_PASS` but not in `PASSIVE`.
+const SECRET_NAME_WORDS: [&str; 10] = [
+    "PAT", "AUTH", "PASS", "PWD", "JWT", "DSN", "SESSION", "CONN", "CONNSTR", "APIKEY",
+];
+
+/// Names that hold no credential although a word above says so: the working directory, the
+/// ssh agent's socket (the agent never hands out keys; commands without the network cannot
+/// reach it), and the desktop session's bookkeeping.
+fn is_known_harmless(upper: &str) -> bool {
+    matches!(upper, "PWD" | "OLDPWD" | "SSH_AUTH_SOCK")
+        || upper.starts_with("XDG_")
+        || upper.starts_with("DBUS_")
+}
 
 /// Secret values shorter than this are not matched by value: too likely to be a common word.
 const MIN_SECRET_VALUE: usize = 8;
@@ -40,7 +58,27 @@ pub struct ShellEnv {
 /// Whether a variable's name marks it as a credential.
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
+    if is_known_harmless(&upper) {
+        return false;
+    }
     SECRET_NAME_PARTS.iter().any(|part| upper.contains(part))
+        || upper
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|word| SECRET_NAME_WORDS.contains(&word))
+}
+
+/// Whether a value is a URL with a password in it (`postgres://user:pw@host/db`,
+/// `https://user:pw@proxy`), whatever the variable is called.
+pub fn is_url_with_password(value: &str) -> bool {
+    let Some((_, rest)) = value.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    authority.rsplit_once('@').is_some_and(|(userinfo, _)| {
+        userinfo
+            .split_once(':')
+            .is_some_and(|(_, pw)| !pw.is_empty())
+    })
 }
 
 impl ShellEnv {
@@ -64,7 +102,7 @@ impl ShellEnv {
                     .to_str()
                     .is_none_or(|n| is_secret_name(n) && !allow.iter().any(|a| a == n));
                 let value = value.to_string_lossy();
-                by_name || secrets.iter().any(|s| value.contains(s))
+                by_name || is_url_with_password(&value) || secrets.iter().any(|s| value.contains(s))
             })
             .map(|(name, _)| name)
             .collect();
@@ -109,6 +147,18 @@ impl ShellEnv {
             cmd.env(name, value);
         }
     }
+}
+
+/// `path` without its relative and empty entries (an empty entry means the working directory):
+/// with `PATH=node_modules/.bin:…`, a repository's committed `node_modules/.bin/git` or `bash`
+/// would run in place of the real one. `None` when nothing is dropped.
+pub fn absolute_path_only(path: &OsStr) -> Option<OsString> {
+    let entries: Vec<std::path::PathBuf> = std::env::split_paths(path).collect();
+    let kept: Vec<&std::path::PathBuf> = entries.iter().filter(|p| p.is_absolute()).collect();
+    if kept.len() == entries.len() {
+        return None;
+    }
+    std::env::join_paths(kept).ok()
 }
 
 static PROCESS_SHELL_ENV: OnceLock<ShellEnv> = OnceLock::new();
@@ -348,6 +398,55 @@ mod tests {
     }
 
     #[test]
+    fn credential_words_count_only_as_whole_words() {
+        for name in [
+            "GITHUB_PAT",
+            "AZURE_DEVOPS_EXT_PAT",
+            "CONSUL_HTTP_AUTH",
+            "BASIC_AUTH",
+            "SMTP_PASS",
+            "MYSQL_PWD",
+            "CI_JOB_JWT",
+            "SENTRY_DSN",
+            "BW_SESSION",
+            "SESSION_COOKIE",
+            "SLACK_WEBHOOK_URL",
+            "GPG_PASSPHRASE",
+            "NPM_CONFIG__AUTH",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in [
+            "PATH",
+            "PWD",
+            "OLDPWD",
+            "SSH_AUTH_SOCK",
+            "XDG_SESSION_ID",
+            "PASSIVE_MODE",
+            "HOME",
+            "DBUS_SESSION_BUS_ADDRESS",
+            "AUTHOR_NAME",
+        ] {
+            assert!(!is_secret_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn urls_with_passwords_are_credentials_by_value() {
+        assert!(is_url_with_password("postgres://app:s3cret@db:5432/x"));
+        assert!(is_url_with_password("https://u:p@proxy.example:8080"));
+        assert!(!is_url_with_password("https://example.com/a@b"));
+        assert!(!is_url_with_password("https://user@host/x"));
+        assert!(!is_url_with_password("/usr/bin"));
+        let env = ShellEnv::scrubbed(
+            vars(&[("DATABASE_URL", "postgres://a:b@h/d"), ("HOME", "/root")]),
+            &[],
+            &[],
+        );
+        assert_eq!(env.removed(), [OsString::from("DATABASE_URL")]);
+    }
+
+    #[test]
     fn the_allowlist_passes_names_but_never_a_resolved_key() {
         let env = ShellEnv::scrubbed(
             vars(&[
@@ -378,6 +477,13 @@ mod tests {
             env.restored,
             [(OsString::from("GITHUB_TOKEN"), OsString::from("ghp_1"))]
         );
+    }
+
+    #[test]
+    fn relative_and_empty_path_entries_are_dropped() {
+        let clean = absolute_path_only(OsStr::new("node_modules/.bin:/usr/bin::.:/bin")).unwrap();
+        assert_eq!(clean, OsString::from("/usr/bin:/bin"));
+        assert_eq!(absolute_path_only(OsStr::new("/usr/bin:/bin")), None);
     }
 
     #[test]

@@ -63,6 +63,8 @@ const CHUNK: usize = 64 * 1024;
 pub struct BashTool {
     /// Applied when the call gives no timeout. `None`: no limit (Pi's classic behaviour).
     default_timeout: Option<Duration>,
+    /// The longest any call may run (see [`BashTool::with_timeout_limit`]).
+    timeout_limit: Option<Duration>,
     /// Checked before every command runs.
     policy: ShellPolicy,
     /// Set for read-only roles: commands run only inside the kernel sandbox.
@@ -141,6 +143,15 @@ impl BashTool {
     /// Apply `timeout` to calls that give none.
     pub fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.default_timeout = timeout;
+        self
+    }
+
+    /// Apply `limit` to calls that give no timeout, and hold every call to it: a call's
+    /// `timeout` may shorten it but not lengthen or (with 0) remove it. For children, whose
+    /// model must not be able to hold their task, and its parent, for ever.
+    pub fn with_timeout_limit(mut self, limit: Option<Duration>) -> Self {
+        self.default_timeout = limit;
+        self.timeout_limit = limit;
         self
     }
 
@@ -266,7 +277,7 @@ impl Tool for BashTool {
                 "type": "object",
                 "properties": {
                     "command": {"type": "string", "description": "Bash command to execute"},
-                    "timeout": {"type": "number", "description": "Timeout in seconds (optional, no default timeout)"}
+                    "timeout": {"type": "number", "description": timeout_description(self.timeout_limit)}
                 },
                 "required": ["command"]
             }),
@@ -293,11 +304,16 @@ impl Tool for BashTool {
             if command.trim().is_empty() {
                 return ToolOutput::error("Invalid arguments for bash: `command` is empty");
             }
-            // 0 means "no timeout", as in Pi.
+            // 0 means "no timeout", as in Pi — unless a limit holds every call.
             let timeout = match timeout {
                 Some(t) if t > 0.0 => Some(Duration::try_from_secs_f64(t).unwrap_or(Duration::MAX)),
                 Some(_) => None,
                 None => self.default_timeout,
+            };
+            let timeout = match (timeout, self.timeout_limit) {
+                (Some(t), Some(limit)) => Some(t.min(limit)),
+                (None, limit) => limit,
+                (t, None) => t,
             };
             if let Err(refusal) = check_command(self.policy, &command) {
                 return ToolOutput::error(format!("Command not run: {refusal}"))
@@ -437,8 +453,20 @@ fn spawn_shell(start: Start<'_>, shell: &str, command: &str, cwd: &Path) -> io::
     cmd.current_dir(cwd)
         .stdout(Stdio::from(writer))
         .stderr(Stdio::from(writer_err))
-        .process_group(0)
         .kill_on_drop(true);
+    // A session of its own (as Pi's `detached` spawn): the command has no controlling
+    // terminal, so it cannot read the user's keystrokes, change the terminal's modes or stop
+    // cadre by taking the foreground, and its group is the session's, which one `killpg`
+    // ends. SAFETY: setsid is async-signal-safe and touches only the new child.
+    #[allow(unsafe_code)]
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     let child = cmd.spawn()?;
     // `cmd` (and with it our copies of the write end) is dropped here, so the pipe reaches EOF
     // once the command and its children close theirs.
@@ -644,6 +672,17 @@ fn finish(sink: OutputSink, ending: Ending, timeout: Option<Duration>) -> ToolOu
         content: vec![ContentBlock::text(text)],
         details: Some(details),
         is_error,
+    }
+}
+
+/// The `timeout` parameter's description: Pi's, or the limit that holds every call.
+fn timeout_description(limit: Option<Duration>) -> String {
+    match limit {
+        None => "Timeout in seconds (optional, no default timeout)".to_string(),
+        Some(l) => format!(
+            "Timeout in seconds (optional; at most and by default {} seconds)",
+            format_seconds(l.as_secs_f64())
+        ),
     }
 }
 

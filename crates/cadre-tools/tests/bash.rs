@@ -226,3 +226,34 @@ async fn dropping_the_call_kills_the_group() {
         "background process {pid} survived the dropped call"
     );
 }
+
+/// A child's bash holds every call to its limit: a call may shorten it, not lengthen it, and
+/// `timeout: 0` (Pi's "none") does not remove it.
+#[tokio::test]
+async fn a_timeout_limit_holds_every_call() {
+    use cadre_tools::{BashTool, Tool};
+    let env = Env::new();
+    let tool = BashTool::new().with_timeout_limit(Some(Duration::from_secs(1)));
+    assert!(
+        tool.spec()
+            .parameters
+            .to_string()
+            .contains("at most and by default 1 seconds"),
+        "the model is told the limit"
+    );
+    for timeout in [json!(0), json!(100), json!(null)] {
+        let args = if timeout.is_null() {
+            json!({"command": "sleep 30"})
+        } else {
+            json!({"command": "sleep 30", "timeout": timeout})
+        };
+        let out = tokio::time::timeout(Duration::from_secs(20), tool.execute(args, env.ctx()))
+            .await
+            .expect("the limit did not hold");
+        let t = err(&out);
+        assert!(
+            t.ends_with("Command timed out after 1 seconds"),
+            "{timeout}: {t}"
+        );
+    }
+}

@@ -170,8 +170,8 @@ fn shared_specs(inner: &Inner, b: &ChildBuild<'_>, tools: &mut ToolRegistry) {
 /// role's commands run only inside the kernel sandbox, writable beneath a private scratch
 /// directory (and `.cadre/plans/` with `allowPlanFiles`), never unsandboxed (S2). Every child's
 /// commands end with their call — whatever they started, `setsid` included — and time out
-/// after the role's `bashTimeoutMs` (else `subagents.bashTimeoutMs`) when the call names no
-/// timeout (S8).
+/// after the role's `bashTimeoutMs` (else `subagents.bashTimeoutMs`), which a call's own
+/// `timeout` may shorten but not lengthen or remove (S8).
 fn child_bash(
     inner: &Inner,
     b: &ChildBuild<'_>,
@@ -184,7 +184,7 @@ fn child_bash(
     let policy = b.shell_policy;
     if !b.readonly {
         let bash = BashTool::new().with_policy(policy).contained();
-        return Ok(Arc::new(bash.with_reaping().with_timeout(timeout)));
+        return Ok(Arc::new(bash.with_reaping().with_timeout_limit(timeout)));
     }
     let refused = |what: &str, e: String| {
         LaunchError::NotAllowed(format!("cannot prepare the read-only sandbox: {what}: {e}"))
@@ -209,7 +209,7 @@ fn child_bash(
         network: b.role.network,
     })
     .with_reaping()
-    .with_timeout(timeout);
+    .with_timeout_limit(timeout);
     let bash = if inner.settings.keep_scratch {
         bash
     } else {

@@ -116,28 +116,67 @@ pub(super) fn check(args: &[Word]) -> Result<(), String> {
     Ok(())
 }
 
-/// `%G…` placeholders (`%G?`, `%GS`, `%GK`, …) verify signatures with `gpg.program`.
+/// Formats that check signatures, which runs `gpg.program`: pretty formats' `%G…`
+/// placeholders (`%G?`, `%GS`, `%GK`, …) with or without a `+`, `-` or space modifier
+/// (`%+G?`), and ref-filter's `%(signature…)` atoms (`git branch --format`). Every word is
+/// read, past `--` too: git's parse-options takes `--` as an option's value
+/// (`git log --decorate-refs -- --format=%G?`), and the value of any abbreviation of
+/// `--format` or `--pretty` is read as a format.
 fn check_formats(words: &[&str]) -> Result<(), String> {
-    let mut iter = words.iter().copied().peekable();
-    while let Some(w) = iter.next() {
-        if w == "--" {
-            break;
-        }
+    let is_format_option = |name: &str| {
+        name.strip_prefix("--").is_some_and(|bare| {
+            bare.len() >= 2 && ("format".starts_with(bare) || "pretty".starts_with(bare))
+        })
+    };
+    for (i, w) in words.iter().enumerate() {
         let value = match w.split_once('=') {
-            Some(("--format" | "--pretty", v)) => Some(v),
+            Some((name, v)) if is_format_option(name) => Some(v),
             // parse-options builtins (`git branch`) take the value as the next word too.
-            None if w == "--format" => iter.peek().copied(),
+            None if is_format_option(w) => words.get(i + 1).copied(),
             _ => None,
         };
-        if value.is_some_and(|v| v.contains("%G")) {
-            return Err(
-                "git's `%G…` format placeholders check signatures by running gpg; use a \
-                 format without them"
-                    .into(),
-            );
+        if let Some(placeholder) = value.and_then(gpg_placeholder) {
+            return Err(format!(
+                "git's `{placeholder}` format placeholder checks signatures by running gpg; use \
+                 a format without `%G…` or `%(signature…)`"
+            ));
         }
     }
     Ok(())
+}
+
+/// The first placeholder in `format` that checks a signature. `%%` is a literal `%`; `%x47`
+/// is an escape that adds the byte `G` to the output, which git does not read again, so it
+/// is not a placeholder (`--format=%x25G?` prints `%G?`).
+fn gpg_placeholder(format: &str) -> Option<String> {
+    let mut rest = format;
+    while let Some(at) = rest.find('%') {
+        let after = &rest[at + 1..];
+        if let Some(literal) = after.strip_prefix('%') {
+            rest = literal;
+            continue;
+        }
+        // One modifier is git's syntax; more are read the same way, failing closed.
+        let name = after.trim_start_matches(['+', '-', ' ']);
+        if name.starts_with('G') {
+            let end = at + 1 + (after.len() - name.len()) + 1;
+            let end = rest[end..]
+                .chars()
+                .next()
+                .map_or(end, |c| end + c.len_utf8());
+            return Some(rest[at..end].to_string());
+        }
+        if let Some(atom) = after.strip_prefix('(') {
+            // `%(*signature)` reads the signature of the object a tag points to.
+            let name = atom.trim_start_matches(['*', '^']);
+            if name.to_ascii_lowercase().starts_with("signature") {
+                let end = after.find(')').map_or(after.len(), |e| e + 1);
+                return Some(format!("%{}", &after[..end]));
+            }
+        }
+        rest = after;
+    }
+    None
 }
 
 fn check_branch(args: &[Word]) -> Result<(), String> {
@@ -174,32 +213,31 @@ fn check_branch(args: &[Word]) -> Result<(), String> {
         "--format",
     ];
     const EQUALS_FLAGS: &[&str] = &["--color", "--column", "--abbrev"];
-    let listing = args.iter().any(|w| {
-        w.text == "--list"
-            || w.text == "-l"
-            || (w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('l'))
-    });
     let refuse = |t: &str| {
         Err(format!(
             "`git branch` is allowed only in its listing forms; `{t}` could create, delete, \
              rename or configure a branch"
         ))
     };
-    let mut iter = args.iter().peekable();
+    // Read the words the way parse-options does: an option's value is the next word
+    // whatever it looks like (`git branch --sort -l new` sorts by `-l` and creates `new`),
+    // and only a `--` that is not a value ends the options.
+    let mut listing = false;
+    let mut names = Vec::new();
     let mut options_done = false;
+    let mut iter = args.iter();
     while let Some(w) = iter.next() {
         let t = w.text.as_str();
-        if !options_done && t == "--" {
+        if options_done || !t.starts_with('-') || t == "-" {
+            names.push(t);
+            continue;
+        }
+        if t == "--" {
             options_done = true;
             continue;
         }
-        if options_done || !t.starts_with('-') {
-            if !listing {
-                return refuse(t);
-            }
-            continue;
-        }
         if FLAGS.contains(&t) {
+            listing |= t == "-l" || t == "--list";
             continue;
         }
         let name = t.split_once('=').map(|(n, _)| n);
@@ -209,10 +247,8 @@ fn check_branch(args: &[Word]) -> Result<(), String> {
             continue;
         }
         if WITH_VALUE.contains(&t) {
-            // The value is optional for --contains/--merged (default HEAD).
-            if iter.peek().is_some_and(|n| !n.text.starts_with('-')) {
-                iter.next();
-            }
+            // `--contains`, `--merged`, … default to HEAD only as the last word.
+            iter.next();
             continue;
         }
         if let Some(cluster) = t.strip_prefix('-')
@@ -220,9 +256,13 @@ fn check_branch(args: &[Word]) -> Result<(), String> {
             && !cluster.starts_with('-')
             && cluster.chars().all(|c| "arlviq".contains(c))
         {
+            listing |= cluster.contains('l');
             continue;
         }
         return refuse(t);
     }
-    Ok(())
+    match names.first() {
+        Some(name) if !listing => refuse(name),
+        _ => Ok(()),
+    }
 }

@@ -82,18 +82,24 @@ const FIND: Options = Options {
 
 /// ripgrep's options that run programs. `--pre-glob` only selects files for `--pre`; it is
 /// refused with it so neither appears. (Matching by prefix costs nothing: ripgrep takes exact
-/// names only.)
+/// names only.) lexopt takes any next word as a value, `--` too: `rg -e -- --pre=x` searches
+/// for `--` and runs `x`.
 const RG: Options = Options {
     long: &[
         ("--pre", Why::Runs),
         ("--pre-glob", Why::Runs),
         ("--hostname-bin", Why::Runs),
     ],
+    // ripgrep's one-letter switches (`-A -B -C -d -E -e -f -g -j -M -m -r -t -T` take values).
+    short_flags: "abcFhHiIlLnNopPqsSuUvVwxz0",
     ..Options::new("rg", Style::Prefix)
 };
 
-/// GNU sort: an output file, temporary files, a compressor. `-k -t -S -T -o` take values, so
-/// `-to` is the field separator `o`, while `-ro out` holds `-o`.
+/// GNU sort: an output file, temporary files, a compressor. `-k -t -S -T -o -y` take values
+/// (sort's getopt string is `-bcCdfghik:mMno:rRsS:t:T:uVy:z`), so `-to` is the field
+/// separator `o`, while `-ro out` holds `-o`. Its long options with a required value
+/// (`--random-source`, `--files0-from`, `--batch-size`, …) take `--` as that value, so a
+/// `--` after one does not end the check.
 const SORT: Options = Options {
     long: &[
         ("--output", Why::Writes),
@@ -101,7 +107,8 @@ const SORT: Options = Options {
         ("--compress-program", Why::Runs),
     ],
     short: &[('o', Why::Writes), ('T', Why::Writes)],
-    short_values: "ktSTo",
+    short_values: "ktSToy",
+    short_flags: "bcCdfghiMmnrRsuVz",
     ..Options::new("sort", Style::Prefix)
 };
 

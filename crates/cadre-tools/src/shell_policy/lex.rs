@@ -83,12 +83,74 @@ fn dollar_expands(next: Option<char>, in_double_quotes: bool) -> bool {
     match next {
         None => false,
         Some('"') => !in_double_quotes,
-        Some(c) => c.is_ascii_alphanumeric() || "_{([@*#?-$!'".contains(c),
+        // Whether bash reads a non-ASCII letter as a name depends on the locale: refuse it.
+        Some(c) => !c.is_ascii() || c.is_ascii_alphanumeric() || "_{([@*#?-$!'".contains(c),
     }
 }
 
-pub(super) fn tokenize(input: &str) -> Result<Vec<Token>, ParseRefusal> {
+/// Remove line continuations (`\` before a newline) the way bash does before it reads any
+/// token: everywhere but inside single quotes and comments. Reading them only inside a
+/// word would miss `$\⏎HOME` (bash's `$HOME`) or `2\⏎>x`. Nothing else is removed, so
+/// whatever the tokenizer refuses stays in the text.
+fn join_continuations(input: &str) -> Vec<char> {
+    enum State {
+        Plain,
+        Single,
+        Double,
+        Comment,
+    }
     let chars: Vec<char> = input.chars().collect();
+    let mut out: Vec<char> = Vec::with_capacity(chars.len());
+    let mut state = State::Plain;
+    let mut i = 0;
+    while let Some(&c) = chars.get(i) {
+        let next = chars.get(i + 1).copied();
+        match state {
+            State::Plain | State::Double if c == '\\' => {
+                if next != Some('\n') {
+                    // An escaped character (`\'`, `\"`, `\#`) opens nothing.
+                    out.push(c);
+                    out.extend(next);
+                }
+                i += 2;
+                continue;
+            }
+            State::Plain => match c {
+                '\'' => state = State::Single,
+                '"' => state = State::Double,
+                // The same test as the tokenizer's: `#` where no word has started.
+                '#' if out.last().is_none_or(|p| " \t\n;&|()<>".contains(*p)) => {
+                    state = State::Comment
+                }
+                _ => {}
+            },
+            State::Single if c == '\'' => state = State::Plain,
+            State::Double if c == '"' => state = State::Plain,
+            State::Comment if c == '\n' => state = State::Plain,
+            State::Single | State::Double | State::Comment => {}
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+/// `{name}` right before `<` or `>` is bash's named file descriptor (`{fd}>/dev/null` opens a
+/// descriptor and assigns its number to `fd`), not a word.
+fn is_fd_variable(text: &str) -> bool {
+    text.strip_prefix('{')
+        .and_then(|t| t.strip_suffix('}'))
+        .is_some_and(|name| {
+            let mut chars = name.chars();
+            chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+}
+
+pub(super) fn tokenize(input: &str) -> Result<Vec<Token>, ParseRefusal> {
+    let chars = join_continuations(input);
     let mut tokens = Vec::new();
     let mut word = WordBuf::default();
     let mut i = 0;
@@ -194,8 +256,11 @@ pub(super) fn tokenize(input: &str) -> Result<Vec<Token>, ParseRefusal> {
                 }
             },
             ';' => {
-                if next == Some(';') {
-                    return Err(parse_refusal("`;;`", "`case` syntax is not allowed"));
+                if let Some(n @ (';' | '&')) = next {
+                    return Err(parse_refusal(
+                        &format!("`;{n}`"),
+                        "`case` syntax is not allowed",
+                    ));
                 }
                 flush(&mut word, &mut tokens);
                 tokens.push(Token::Op(Op::Seq));
@@ -212,6 +277,13 @@ pub(super) fn tokenize(input: &str) -> Result<Vec<Token>, ParseRefusal> {
                     return Err(parse_refusal(
                         &format!("`{c}(`"),
                         "process substitution runs another command",
+                    ));
+                }
+                if word.started && !word.quoted && is_fd_variable(&word.text) {
+                    return Err(parse_refusal(
+                        &format!("`{}{c}`", word.text),
+                        "a named file descriptor (`{fd}>`) assigns a variable; redirect only \
+                         `2>&1` or to `/dev/null`",
                     ));
                 }
                 // Digits right before the operator name the file descriptor (`2>`).
@@ -251,11 +323,11 @@ pub(super) fn tokenize(input: &str) -> Result<Vec<Token>, ParseRefusal> {
                 i += 1;
             }
             '{' => {
-                // `HEAD@{1}` is git's reflog syntax, not a brace expansion.
-                if !word.text.ends_with('@') {
-                    word.open_brace = true;
-                    word.lead_special |= word.text.is_empty();
-                }
+                // Whether it expands shows at a `,` or `..`: git's reflog forms (`HEAD@{1}`,
+                // `@{-1}`, `@{upstream}`, `@{2.days.ago}`) have neither, while bash expands
+                // `x@{a,b}` to `x@a x@b` like any other brace.
+                word.open_brace = true;
+                word.lead_special |= word.text.is_empty();
                 word.push(c);
                 i += 1;
             }

@@ -58,8 +58,18 @@ pub(super) struct Options {
     pub exact_ok: &'static [&'static str],
     /// `-name` is a long option (Go, find), so there are no short clusters.
     pub single_dash_long: bool,
-    /// `--` ends the options (false for find, whose expression follows `--`).
+    /// Whether `--` can end the options at all: false for find (its expression follows
+    /// `--`), Go and tsc (which read options after it) and pytest (whose plugin pre-scan
+    /// reads every word). Where it can, it does so only when it cannot be the value of the
+    /// option before it (see [`Options::ends_options`]).
     pub stop_at_dashdash: bool,
+    /// Options known to take no separate value (`--release`, `-q`): a `--` right after one
+    /// of them certainly ends the options. Only needed where option-like words commonly
+    /// follow `--` (the test harness's own options after `cargo test --`).
+    pub flags: &'static [&'static str],
+    /// Short options known to take no value: a `--` after a cluster of only these (`-rn`)
+    /// ends the options.
+    pub short_flags: &'static str,
 }
 
 impl Options {
@@ -73,17 +83,77 @@ impl Options {
             exact_ok: &[],
             single_dash_long: false,
             stop_at_dashdash: true,
+            flags: &[],
+            short_flags: "",
         }
     }
 
+    /// Whether `word` may take the next word as its value. GNU getopt, lexopt (ripgrep),
+    /// git's parse-options, getopts (libtest, rustfmt), Ruby's OptionParser and Dart's args
+    /// take the next word as a required value whatever it is, `--` included, so after any
+    /// option without an attached value (`--opt=v`, the rest of a short cluster) that is not
+    /// a known flag, a `--` may be a value rather than the end of the options.
+    pub(super) fn may_take_value(&self, word: &str) -> bool {
+        if !word.starts_with('-') || word == "-" || word == "--" || self.flags.contains(&word) {
+            return false;
+        }
+        if word.starts_with("--") || self.single_dash_long {
+            return !word.contains('=');
+        }
+        // A short cluster: a value option with the rest of the cluster has its value; one at
+        // the end takes the next word; an unknown letter might be a value option too.
+        for (at, c) in word[1..].char_indices() {
+            if self.short_values.contains(c) {
+                return at + c.len_utf8() == word.len() - 1;
+            }
+            if !self.short_flags.contains(c) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether the `--` at `args[at]` certainly ends the options: the command reads `--` as
+    /// the end and the word before it cannot have taken it as its value (`sort --random-source
+    /// -- -o x` reads `--` as the random source and `-o x` as an option).
+    pub(super) fn ends_options(&self, args: &[&str], at: usize) -> bool {
+        self.stop_at_dashdash
+            && args.get(at) == Some(&"--")
+            && !at
+                .checked_sub(1)
+                .and_then(|before| args.get(before))
+                .is_some_and(|before| self.may_take_value(before))
+    }
+
+    /// The positions of every `--` in `args` that may end the options: each one up to and
+    /// including the first that certainly does. What follows any of them may be operands, or
+    /// arguments for another program (`cargo test -- ARGS`), so each is checked.
+    pub(super) fn possible_ends(&self, args: &[&str]) -> Vec<usize> {
+        let mut ends = Vec::new();
+        if !self.stop_at_dashdash {
+            return ends;
+        }
+        for (at, word) in args.iter().enumerate() {
+            if *word == "--" {
+                ends.push(at);
+                if self.ends_options(args, at) {
+                    break;
+                }
+            }
+        }
+        ends
+    }
+
     /// Refuse the first refused option in `args`, with a message saying what to do instead.
+    /// Every word is read as a possible option, option values too: a value that looks like
+    /// a refused option is refused (the command may not take it as a value), which fails
+    /// closed. A `--` ends the check only where [`Options::ends_options`] says it must end
+    /// the command's own options.
     pub(super) fn check(&self, args: &[&str]) -> Result<(), String> {
-        let mut i = 0;
-        while let Some(&word) = args.get(i) {
+        for (i, &word) in args.iter().enumerate() {
             let next = args.get(i + 1).copied();
-            i += 1;
             if word == "--" {
-                if self.stop_at_dashdash {
+                if self.ends_options(args, i) {
                     return Ok(());
                 }
                 continue;
@@ -230,12 +300,6 @@ pub(super) fn bare_name(name: &str) -> bool {
             .any(|end| name.to_ascii_lowercase().ends_with(end))
 }
 
-/// The words of `args` up to (not including) the first `--`.
-pub(super) fn before_dashdash<'a>(args: &'a [&'a str]) -> &'a [&'a str] {
-    let end = args.iter().position(|a| *a == "--").unwrap_or(args.len());
-    &args[..end]
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
@@ -336,6 +400,49 @@ mod tests {
         ] {
             assert!(opts.check(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_dashdash_after_an_option_without_its_value_ends_nothing() {
+        for args in [
+            &["--unknown", "--", "-o", "x"][..],
+            &["--random-source", "--", "--output=x"],
+            &["-k", "--", "-o", "x"],
+            &["-rk", "--", "-o", "x"],
+            &["-n", "--", "-o", "x"],
+            &["--unknown", "--", "--other", "--", "-o"],
+        ] {
+            let e = SORTLIKE.check(args).unwrap_err();
+            assert!(
+                e.contains("`-o`") || e.contains("`--output`"),
+                "{args:?}: {e}"
+            );
+        }
+        for args in [
+            &["--", "-o"][..],
+            &["-k", "1", "--", "-o"],
+            &["-k1", "--", "-o"],
+            &["-tx", "--", "-o"],
+            &["--key=1", "--", "-o"],
+            &["f", "--", "-o"],
+            // A `--` after a `--` value ends the options in either reading.
+            &["--unknown", "--", "--", "-o"],
+        ] {
+            assert!(SORTLIKE.check(args).is_ok(), "{args:?}");
+        }
+        let with_flags = Options {
+            flags: &["-n"],
+            short_flags: "rb",
+            ..SORTLIKE
+        };
+        assert!(with_flags.check(&["-n", "--", "-o"]).is_ok());
+        assert!(with_flags.check(&["-rb", "--", "-o"]).is_ok());
+        assert!(with_flags.check(&["-rbk1", "--", "-o"]).is_ok());
+        assert!(with_flags.check(&["-rbk", "--", "-o"]).is_err());
+        assert!(with_flags.check(&["-rnb", "--", "-o"]).is_err());
+        assert_eq!(with_flags.possible_ends(&["-n", "--", "a", "--"]), [1]);
+        assert_eq!(SORTLIKE.possible_ends(&["-n", "--", "a", "--"]), [1, 3]);
+        assert_eq!(SORTLIKE.possible_ends(&["-n", "--", "--", "--"]), [1, 2]);
     }
 
     #[test]

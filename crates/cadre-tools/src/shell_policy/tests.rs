@@ -510,7 +510,10 @@ const GIT_ATTACKS: &[(&str, &str)] = &[
     ("git show --textconv HEAD:notes.txt", "`--textconv`"),
     ("git show --textc HEAD:f", "read as `--textconv`"),
     ("git log --show-signature", "`--show-signature` runs"),
-    ("git log --format='%G?'", "`%G…` format placeholders"),
+    (
+        "git log --format='%G?'",
+        "`%G?` format placeholder checks signatures",
+    ),
     ("git log --pretty=format:%GS", "`%G…`"),
     ("git branch --format %GK", "`%G…`"),
     ("git diff --output=/tmp/x", "`--output` writes files"),
@@ -1055,6 +1058,7 @@ const VERIFY_NEIGHBOURS: &[&str] = &[
     "ruff check --select E,F src",
     "ruff format --check --diff",
     "eslint -f json src",
+    "eslint --rule 'quotes: error' src",
     "eslint --max-warnings 0 --ext .ts,.tsx src",
     "eslint --fix-dry-run src",
     "npx eslint src/*.ts",
@@ -1112,4 +1116,411 @@ fn patterns_that_may_expand_to_options_are_flagged() {
     for s in ["src/*.rs", "./*", "a*", "x{-p,}", "'*'", "-x", "HEAD@{1}"] {
         assert!(!may_be_option(s), "{s}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parse differences between the policy and bash or the command itself, found by review: each
+// attack with the legitimate neighbours that keep working.
+
+/// A `--` that the command takes as an option's value ends nothing: the words after it are
+/// still options (GNU getopt, lexopt, git's parse-options, getopts take any next word).
+const DASHDASH_INSPECT_ATTACKS: &[(&str, &str)] = &[
+    (
+        "sort --random-source -- -o /tmp/x file.txt",
+        "sort's `-o` writes",
+    ),
+    ("sort --files0-from -- -o x", "sort's `-o` writes"),
+    ("sort --random-src -- -o x f", "`-o`"),
+    ("sort --batch-size -- --output=x f", "`--output`"),
+    (
+        "sort --parallel -- --compress-program=sh f",
+        "`--compress-program`",
+    ),
+    ("sort -k -- -o x f", "`-o`"),
+    ("sort -rk -- -o x f", "`-o`"),
+    ("sort -S -- -T /tmp f", "`-T`"),
+    ("rg -e -- --pre=./payload x", "rg's `--pre` runs"),
+    ("rg --regexp -- --pre sh x", "`--pre`"),
+    ("rg -g -- --hostname-bin=./x y", "`--hostname-bin`"),
+    ("rg -n -e -- --pre-glob '*' x", "`--pre-glob`"),
+    // git log and show read their own options (`--decorate-refs`, `-L`) with parse-options
+    // before the revision options: `--` becomes a value and `--output` an option.
+    (
+        "git log --decorate-refs -- --output=/tmp/x",
+        "git's `--output` writes",
+    ),
+    (
+        "git show --decorate-refs -- --ext-diff HEAD",
+        "`--ext-diff`",
+    ),
+    (
+        "git log --decorate-refs-exclude -- --show-signature",
+        "`--show-signature`",
+    ),
+    ("git log -L -- --textconv", "`--textconv`"),
+    ("git log --decorate-refs -- --format='%G?'", "`%G?`"),
+    // git branch: an option's value is the next word whatever it looks like.
+    ("git branch --sort -l newbranch", "listing forms"),
+    ("git branch --format -l newbranch", "listing forms"),
+    ("git branch --sort -- -D x", "listing forms"),
+    ("git branch -a --points-at -- --delete x", "listing forms"),
+    ("uniq -f -- in out", "output file"),
+    ("uniq --skip-fields -- in out", "output file"),
+];
+
+const DASHDASH_INSPECT_NEIGHBOURS: &[&str] = &[
+    "sort -- -o",
+    "sort -k 2 -- -o",
+    "sort -k2 -- -o",
+    "sort --random-source=/dev/urandom -R -- file",
+    "sort -t , -k 2 -- file",
+    "sort -r -- -o",
+    "sort -rnu -- -o",
+    "rg -e foo -- --pre",
+    "rg -n -- --pre file",
+    "rg -n foo -- src",
+    "git log -p -- src",
+    "git log --oneline -- src/*.rs",
+    "git log --decorate-refs=main -1 -- src",
+    "git diff --stat -- src",
+    "git diff HEAD~1 -- --weird-but-harmless-name",
+    "git branch -l --sort=-committerdate 'f*'",
+    "git branch --sort -committerdate",
+    "git branch --list --sort -committerdate 'feat/*'",
+    "git branch --contains HEAD -l 'f*'",
+    "git branch --merged main",
+    "git branch -a --format '%(refname:short)'",
+    "uniq -f 1 -- in",
+    "uniq -c -- in",
+];
+
+#[test]
+fn a_dashdash_taken_as_a_value_does_not_end_the_inspect_checks() {
+    for (cmd, why) in DASHDASH_INSPECT_ATTACKS {
+        refused(ShellPolicy::Inspect, cmd, why);
+        refused(ShellPolicy::Verify, cmd, why);
+        allowed(ShellPolicy::Unrestricted, cmd);
+    }
+    for cmd in DASHDASH_INSPECT_NEIGHBOURS {
+        allowed(ShellPolicy::Inspect, cmd);
+        allowed(ShellPolicy::Verify, cmd);
+    }
+}
+
+const DASHDASH_VERIFY_ATTACKS: &[(&str, &str)] = &[
+    // cargo's own options may continue after a `--` that is an option's value.
+    (
+        "cargo test --features -- --config 'build.rustc-wrapper=\"sh x\"'",
+        "cargo's `--config` loads",
+    ),
+    (
+        "cargo build --features -- -Zunstable-options",
+        "cargo's `-Z`",
+    ),
+    (
+        "cargo test -p -- --manifest-path /tmp/Cargo.toml",
+        "`--manifest-path`",
+    ),
+    (
+        "cargo clippy --features -- --config x -- -D warnings",
+        "`--config`",
+    ),
+    // The test harness, rustfmt and rustc use getopts, which takes `--` as a value too.
+    (
+        "cargo test -- --skip -- --logfile out",
+        "`--logfile` writes",
+    ),
+    (
+        "cargo fmt --check -- --config-path -- --emit files",
+        "rustfmt's `--emit`",
+    ),
+    ("cargo clippy -- -D -Clinker=./x", "`-D` needs a lint name"),
+    ("cargo clippy -- -A", "`-A` needs a lint name"),
+    // pytest's plugin pre-scan reads every word.
+    ("pytest -- -p evil", "`-p` may only disable a plugin"),
+    ("pytest -k -- -p evil", "`-p` may only disable"),
+    ("pytest tests -- -pevil", "`-p`"),
+    ("python -m pytest -m -- -p evil", "`-p`"),
+    ("pytest -- --junitxml=out.xml", "`--junitxml`"),
+    (
+        "mypy --exclude -- --config-file=evil.ini .",
+        "`--config-file`",
+    ),
+    ("ruff check --select -- --output-file x", "`--output-file`"),
+    ("eslint --ext -- -c evil.js .", "eslint's `-c`"),
+    ("rubocop --only -- -r ./evil.rb", "rubocop's `-r`"),
+    ("jest -t -- --config evil.js", "jest's `--config`"),
+    ("vitest run -t -- --config evil.ts", "vitest's `--config`"),
+    ("tsc --noEmit -- --outDir out", "tsc's `--outDir`"),
+    ("dart test --name -- --precompiled=x", "`--precompiled`"),
+    (
+        "flutter test --plain-name -- --local-engine=x",
+        "`--local-engine`",
+    ),
+    (
+        "prettier --check --ignore-path -- --plugin=./p.js .",
+        "`--plugin`",
+    ),
+    ("go test -run -- -exec ./x ./...", "go's `-exec`"),
+    // Allowlists: a `--` after an option with a value is no end, and a value that looks like
+    // an option is checked as one.
+    ("npm test -w -- --script-shell=./x", "not among"),
+    ("pnpm test --filter -- --config.script-shell=x", "not among"),
+    ("bun test -t -- --preload ./x.ts", "not among"),
+    (
+        "node --test --test-name-pattern -- --require ./x.js",
+        "`--require` is not among",
+    ),
+    (
+        "node --test --test-name-pattern --require ./x.js",
+        "`--require` is not among",
+    ),
+    ("mvn -pl -s evil.xml test", "`-s` is not among"),
+    ("gradle -x -I init.gradle test", "`-I` is not among"),
+    ("gradle -x -- -I init.gradle test", "`-I` is not among"),
+    ("dotnet test -c -s evil.runsettings", "`-s` is not among"),
+];
+
+const DASHDASH_VERIFY_NEIGHBOURS: &[&str] = &[
+    "cargo test --workspace -- -Z unstable-options --report-time",
+    "cargo test --release -- --nocapture",
+    "cargo test --features foo -- --exact x",
+    "cargo test -F foo -- --ignored",
+    "cargo test -p x --lib -- --test-threads 1",
+    "cargo clippy --all-targets --all-features -- -D warnings",
+    "cargo clippy --workspace --tests -- -D warnings -W clippy::pedantic",
+    "cargo clippy -q -- -A clippy::x",
+    "cargo nextest run --workspace --no-fail-fast -- some_test",
+    "cargo fmt --all --check",
+    "cargo test -- --skip slow --exact",
+    "npm test -w web -- --watch=false",
+    "npm test -- -w x --config=jest.ci.js",
+    "node --test --test-name-pattern parse test/",
+    "mvn -pl '!legacy' test",
+    "pytest -k 'not slow' tests/a.py",
+    "pytest -x -- tests/test_a.py",
+    "pytest -p no:cacheprovider -- tests",
+    "mypy --exclude build -- src",
+    "jest -t adds -- src",
+];
+
+#[test]
+fn a_dashdash_taken_as_a_value_does_not_end_the_verify_checks() {
+    for (cmd, why) in DASHDASH_VERIFY_ATTACKS {
+        refused(ShellPolicy::Verify, cmd, why);
+        allowed(ShellPolicy::Unrestricted, cmd);
+    }
+    for cmd in DASHDASH_VERIFY_NEIGHBOURS {
+        allowed(ShellPolicy::Verify, cmd);
+    }
+}
+
+/// What bash expands or reads differently from the words the policy sees.
+const SHELL_SYNTAX_ATTACKS: &[(&str, &str)] = &[
+    // `@{…}` is a brace expansion like any other once it holds `,` or `..`.
+    ("uniq in@{,out}", "unquoted pattern `in@{,out}`"),
+    ("uniq x@{a,b}", "unquoted pattern"),
+    ("uniq HEAD@{1..2}", "unquoted pattern"),
+    // Line continuations are removed before bash reads any token.
+    ("ls $\\\nHOME", "variable expansion"),
+    ("ls \"$\\\nHOME\"", "variable expansion"),
+    ("find . $\\\n{X:=-delete}", "parameter expansion"),
+    ("ls $\\\n(rm x)", "command substitution"),
+    ("cat a 2\\\n>b", "redirections that write"),
+    ("ls &\\\n& rm x", "`rm` is not an inspection command"),
+    // A comment is not continued by a trailing backslash.
+    ("ls # note \\\nrm -rf x", "`rm`"),
+    // `{name}>` is a named file descriptor, not a word.
+    ("ls {fd}>/dev/null", "named file descriptor"),
+    ("ls {x}</dev/null", "named file descriptor"),
+    ("uniq in {out}>&2", "named file descriptor"),
+    // `;&` and `;;&` are `case` syntax.
+    ("ls ;& pwd", "`case` syntax"),
+    ("ls ;;& pwd", "`case` syntax"),
+    // Whether a non-ASCII letter starts a name depends on the locale.
+    ("ls $é", "variable expansion"),
+    // Tilde forms name directories outside the project.
+    (
+        "pytest --rootdir=~+",
+        "`--rootdir` must name a relative path",
+    ),
+    (
+        "cargo test --manifest-path ~-/Cargo.toml",
+        "`--manifest-path` must name",
+    ),
+    ("python -m unittest discover -s ~", "`-s` must name"),
+    // Extended globs and arithmetic all need `(`.
+    ("ls @(a|b)", "subshells"),
+    ("ls !(x)", "subshells"),
+    ("ls $((1+1))", "command substitution"),
+    ("((x=1))", "subshells"),
+];
+
+const SHELL_SYNTAX_NEIGHBOURS: &[&str] = &[
+    "git show HEAD@{1}",
+    "git log -1 HEAD@{upstream}",
+    "git diff @{u}",
+    "git log @{-1}",
+    "git show main@{yesterday}",
+    "git log -g HEAD@{2.days.ago}",
+    "git log @{push}",
+    "uniq -c HEAD@{1}",
+    "ls \\\n -la",
+    "ls a\\\nb",
+    "grep -e 'a\\\nb' f",
+    "ls # a comment \\\n",
+    "ls {x} >/dev/null",
+    "ls '{x}'>/dev/null",
+    "find . -name '{}' >/dev/null",
+    "grep -F 'x;&y' f",
+    "grep 'é$' f",
+    "cat ~/notes.txt",
+    "ls ~+",
+];
+
+#[test]
+fn shell_syntax_the_policy_would_misread_is_refused() {
+    for (cmd, why) in SHELL_SYNTAX_ATTACKS {
+        let policy =
+            if cmd.starts_with("pytest") || cmd.starts_with("cargo") || cmd.starts_with("python") {
+                ShellPolicy::Verify
+            } else {
+                ShellPolicy::Inspect
+            };
+        refused(policy, cmd, why);
+    }
+    for cmd in SHELL_SYNTAX_NEIGHBOURS {
+        allowed(ShellPolicy::Inspect, cmd);
+        allowed(ShellPolicy::Verify, cmd);
+    }
+}
+
+/// Signature placeholders with git's modifiers, in every format spelling.
+const GPG_FORMAT_ATTACKS: &[(&str, &str)] = &[
+    ("git log --format='%+G?' -1", "`%+G?` format placeholder"),
+    ("git log --format='%-GS' -1", "`%-GS`"),
+    ("git log --format='% GK' -1", "`% GK`"),
+    ("git log --pretty=tformat:%+GG -1", "`%+GG`"),
+    ("git log --pretty=format:%GF", "`%GF`"),
+    ("git show --format='%<(8)%G?' HEAD", "`%G?`"),
+    ("git log --format='%%%G?'", "`%G?`"),
+    ("git log --forma='%G?'", "`%G?`"),
+    ("git log --format='%h' --pretty='%GT' -- src", "`%GT`"),
+    ("git log -- src '--format=%G?'", "`%G?`"),
+    (
+        "git branch --format='%(signature:grade) %(refname)'",
+        "`%(signature:grade)`",
+    ),
+    ("git branch --format '%(*signature)'", "`%(*signature)`"),
+    ("git branch '--format=%(signature)'", "`%(signature)`"),
+];
+
+const GPG_FORMAT_NEIGHBOURS: &[&str] = &[
+    "git log --format='%x25G? %h' -1",
+    "git log --format='%%G %h' -1",
+    "git log --format='%+b%-s% an%<(10)%h' -1",
+    "git log --format='%(describe) %(trailers:key=Fixes)' -1",
+    "git log -G needle --format=%h",
+    "git branch --format='%(refname) %(contents:signature)'",
+    "git branch --format='%(objectname:short) %(subject)'",
+];
+
+#[test]
+fn signature_placeholders_are_refused_with_their_modifiers() {
+    for (cmd, why) in GPG_FORMAT_ATTACKS {
+        refused(ShellPolicy::Inspect, cmd, why);
+        refused(ShellPolicy::Verify, cmd, why);
+    }
+    for cmd in GPG_FORMAT_NEIGHBOURS {
+        allowed(ShellPolicy::Inspect, cmd);
+    }
+}
+
+const OUTSIDE_PROJECT_ATTACKS: &[(&str, &str)] = &[
+    (
+        "python -m unittest discover /elsewhere",
+        "start and top-level directories must be relative paths",
+    ),
+    (
+        "python3 -m unittest discover tests 'test*.py' ..",
+        "not `..`",
+    ),
+    ("python -m unittest discover -v -- /x", "not `/x`"),
+    (
+        "go test -C /elsewhere ./...",
+        "go's `-C` must name a relative path",
+    ),
+    ("go test -C=../x ./...", "`-C`"),
+    (
+        "go test ./... -args -test.testlogfile=x",
+        "`-testlogfile` writes",
+    ),
+];
+
+const OUTSIDE_PROJECT_NEIGHBOURS: &[&str] = &[
+    "python3 -m unittest discover tests 'test_*.py'",
+    "python3 -m unittest discover -s tests -t .",
+    "python -m unittest discover -k /parse/ tests",
+    "python -m unittest tests.test_x",
+    "go test -C sub ./...",
+];
+
+#[test]
+fn verifiers_name_only_directories_inside_the_project() {
+    for (cmd, why) in OUTSIDE_PROJECT_ATTACKS {
+        refused(ShellPolicy::Verify, cmd, why);
+    }
+    for cmd in OUTSIDE_PROJECT_NEIGHBOURS {
+        allowed(ShellPolicy::Verify, cmd);
+    }
+}
+
+#[test]
+fn reflog_braces_do_not_expand_but_brace_lists_do() {
+    let expands = |s: &str| match &tokenize(s).unwrap()[0] {
+        Token::Word(w) => w.expands,
+        other => panic!("{other:?}"),
+    };
+    for s in [
+        "x@{a,b}",
+        "in@{,out}",
+        "HEAD@{1..3}",
+        "@{a,b}",
+        "a@{x}{y,z}",
+    ] {
+        assert!(expands(s), "{s}");
+    }
+    for s in [
+        "HEAD@{1}",
+        "@{-1}",
+        "@{u}",
+        "main@{upstream}",
+        "HEAD@{2.days.ago}",
+        "@{now}",
+        "x@{'a,b'}",
+        "x@\\{a,b}",
+    ] {
+        assert!(!expands(s), "{s}");
+    }
+}
+
+#[test]
+fn line_continuations_are_joined_outside_single_quotes() {
+    let words = |s: &str| -> Vec<String> {
+        tokenize(s)
+            .unwrap()
+            .into_iter()
+            .filter_map(|t| match t {
+                Token::Word(w) => Some(w.text),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(words("a\\\nb"), ["ab"]);
+    assert_eq!(words("\"a\\\nb\""), ["ab"]);
+    assert_eq!(words("'a\\\nb'"), ["a\\\nb"]);
+    assert_eq!(words("a\\\\\nb"), ["a\\", "b"]);
+    assert_eq!(words("x # c \\\ny"), ["x", "y"]);
+    let toks = tokenize("ls 2\\\n>&1").unwrap();
+    assert!(matches!(&toks[1], Token::Redirect { fd: Some(fd), op } if fd == "2" && op == ">&"));
 }

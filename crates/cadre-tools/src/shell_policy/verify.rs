@@ -11,7 +11,7 @@
 //! sandbox confines their writes to the scratch directory.
 
 use super::lex::Word;
-use super::options::{Options, Style, Why, before_dashdash};
+use super::options::{Options, Style, Why, inside_project};
 
 /// Flags that make a check rewrite files (V4), plus rubocop's and prettier's spellings and
 /// the common snapshot and golden-file updaters.
@@ -182,10 +182,10 @@ fn make_targets(args: &[&str]) -> bool {
 /// must be a check-like goal.
 fn build_goals(args: &[&str], with_value: &[&str], goal_ok: impl Fn(&str) -> bool) -> bool {
     let mut goals = 0;
-    let mut iter = args.iter();
+    let mut iter = args.iter().peekable();
     while let Some(a) = iter.next() {
         if a.starts_with('-') {
-            if with_value.contains(a) {
+            if with_value.contains(a) && iter.peek().is_some_and(|n| !looks_like_option(n)) {
                 iter.next();
             }
             continue;
@@ -244,25 +244,46 @@ fn not_allowed(tool: &str, option: &str, allowed: &str) -> String {
     )
 }
 
+/// A word a command may read as an option rather than as the previous option's value.
+fn looks_like_option(word: &str) -> bool {
+    word.starts_with('-') && word != "-"
+}
+
 /// Check `args` against an allowlist of flags and of options with a value (as the next word
-/// or after `=`). Positional words pass.
+/// or after `=`). Positional words pass. With `ends_at_dashdash`, a `--` ends the options
+/// (npm's script arguments follow it); otherwise `--` is refused like any other option.
+///
+/// The value after an option is skipped only when it cannot be read as an option: a parser
+/// may refuse a value that starts with `-` and read it as the next option (Maven's
+/// commons-cli does), so such a word is checked too. A `--` right after an option with a
+/// value may be that value, so it ends nothing and the words after it are still checked as
+/// options.
 fn allowlist(
     tool: &str,
     args: &[&str],
     flags: &[&str],
     values: &[&str],
     shown: &str,
+    ends_at_dashdash: bool,
 ) -> Result<(), String> {
-    let mut iter = args.iter();
-    while let Some(&a) = iter.next() {
-        if !a.starts_with('-') || a == "-" {
+    let mut iter = args.iter().copied().peekable();
+    while let Some(a) = iter.next() {
+        if a == "--" && ends_at_dashdash {
+            return Ok(());
+        }
+        if !looks_like_option(a) {
             continue;
         }
         if flags.contains(&a) {
             continue;
         }
         if values.contains(&a) {
-            iter.next();
+            if iter
+                .peek()
+                .is_some_and(|n| *n == "--" || !looks_like_option(n))
+            {
+                iter.next();
+            }
             continue;
         }
         if let Some((name, _)) = a.split_once('=')
@@ -314,7 +335,7 @@ fn package_manager(tool: &str, args: &[&str]) -> Result<(), String> {
         [] => String::new(),
     };
     let what = format!("`{tool} {script}`");
-    allowlist(&what, before_dashdash(args), flags, values, shown)
+    allowlist(&what, args, flags, values, shown, true)
         .map_err(|e| format!("{e}; give the script's own arguments after `--`"))
 }
 
@@ -367,11 +388,14 @@ fn node(args: &[&str]) -> Result<(), String> {
         "--test-only, --test-name-pattern, --test-skip-pattern, --test-concurrency, \
          --test-timeout, --test-shard, --test-reporter spec|tap|dot|junit|lcov, \
          --experimental-test-coverage, and test files",
+        false,
     )
 }
 
 /// pytest (argparse: long options by prefix, `--co` and `--pdb` excepted; short options
-/// cluster).
+/// cluster). Before argparse runs, pytest's plugin pre-scan (`consider_preparse`) loads the
+/// plugin of every `-p NAME` and `-pNAME` word, after `--` and as another option's value
+/// too (`pytest -k -- -p evil`), so `--` ends nothing here.
 const PYTEST: Options = Options {
     long: &[
         ("--config-file", Why::Config),
@@ -399,6 +423,7 @@ const PYTEST: Options = Options {
     ],
     short_values: "kmcoprWn",
     exact_ok: &["--co", "--pdb"],
+    stop_at_dashdash: false,
     ..Options::new("pytest", Style::Prefix)
 };
 
@@ -450,11 +475,24 @@ fn unittest(args: &[&str]) -> Result<(), String> {
         short_values: "spt",
         ..Options::new("unittest discover", Style::Prefix)
     };
-    if args.first() == Some(&"discover") {
-        DISCOVER.check(&args[1..])
-    } else {
-        Ok(())
+    let Some((&"discover", rest)) = args.split_first() else {
+        return Ok(());
+    };
+    DISCOVER.check(rest)?;
+    // `discover [START [PATTERN [TOP]]]`: the positional forms of `-s` and `-t` stay inside
+    // too (a pattern is a relative name anyway); `-k`'s test-name pattern is skipped.
+    let mut iter = rest.iter().copied();
+    while let Some(w) = iter.next() {
+        if w == "-k" {
+            iter.next();
+        } else if !looks_like_option(w) && w != "--" && !inside_project(w) {
+            return Err(format!(
+                "`python -m unittest discover`'s start and top-level directories must be \
+                 relative paths inside the project (no leading `/` or `~`, no `..`), not `{w}`"
+            ));
+        }
     }
+    Ok(())
 }
 
 /// cargo's own options (before `--`), for every allowed subcommand.
@@ -480,6 +518,36 @@ const CARGO: Options = Options {
     // `-Z` unlocks unstable features (config includes, `-C`, script runners).
     short: &[('Z', Why::Runs), ('C', Why::Inside)],
     short_values: "pjFZC",
+    // A `--` after any other option without its value (`--features --`) may be that value,
+    // so the words after it are read as cargo's options too.
+    flags: &[
+        "--release",
+        "--workspace",
+        "--all",
+        "--all-targets",
+        "--all-features",
+        "--no-default-features",
+        "--lib",
+        "--bins",
+        "--tests",
+        "--benches",
+        "--examples",
+        "--doc",
+        "--no-run",
+        "--no-fail-fast",
+        "--locked",
+        "--offline",
+        "--frozen",
+        "--quiet",
+        "--verbose",
+        "--keep-going",
+        "--ignore-rust-version",
+        "--check",
+        "--no-deps",
+        "--no-capture",
+        "--nocapture",
+    ],
+    short_flags: "qvr",
     ..Options::new("cargo", Style::Exact)
 };
 
@@ -501,31 +569,31 @@ fn cargo(args: &[&str]) -> Result<(), String> {
         }
         rest = tail;
     }
-    let own = before_dashdash(rest);
-    CARGO.check(own)?;
-    let after = rest.get(own.len() + 1..).unwrap_or(&[]);
-    match rest.first().copied() {
-        Some("clippy") => clippy_levels(after),
-        Some("test" | "nextest") => {
-            const LIBTEST: Options = Options {
-                long: &[("--logfile", Why::Writes)],
-                ..Options::new("the test harness", Style::Exact)
-            };
-            LIBTEST.check(after)
+    const LIBTEST: Options = Options {
+        long: &[("--logfile", Why::Writes)],
+        ..Options::new("the test harness", Style::Exact)
+    };
+    const RUSTFMT: Options = Options {
+        long: &[
+            ("--emit", Why::Writes),
+            ("--backup", Why::Writes),
+            ("--write-mode", Why::Writes),
+        ],
+        ..Options::new("rustfmt", Style::Exact)
+    };
+    // cargo's options run to the first `--` that cannot be an option's value; what follows
+    // each `--` before it may be the test harness's (or clippy's, rustfmt's) arguments.
+    CARGO.check(rest)?;
+    for end in CARGO.possible_ends(rest) {
+        let after = &rest[end + 1..];
+        match rest.first().copied() {
+            Some("clippy") => clippy_levels(after)?,
+            Some("test" | "nextest") => LIBTEST.check(after)?,
+            Some("fmt") => RUSTFMT.check(after)?,
+            _ => {}
         }
-        Some("fmt") => {
-            const RUSTFMT: Options = Options {
-                long: &[
-                    ("--emit", Why::Writes),
-                    ("--backup", Why::Writes),
-                    ("--write-mode", Why::Writes),
-                ],
-                ..Options::new("rustfmt", Style::Exact)
-            };
-            RUSTFMT.check(after)
-        }
-        _ => Ok(()),
     }
+    Ok(())
 }
 
 /// After `cargo clippy --`, clippy-driver takes rustc's options (`-C linker=…`, `-Z …`,
@@ -544,8 +612,20 @@ fn clippy_levels(args: &[&str]) -> Result<(), String> {
                 | "--forbid"
                 | "--cap-lints"
         ) {
-            iter.next();
-            continue;
+            // rustc takes any next word as the lint; one that looks like an option is no lint.
+            match iter.next() {
+                Some(lint) if !lint.starts_with('-') => continue,
+                Some(other) => {
+                    return Err(format!(
+                        "after `cargo clippy --`, `{a}` needs a lint name, not `{other}`"
+                    ));
+                }
+                None => {
+                    return Err(format!(
+                        "after `cargo clippy --`, `{a}` needs a lint name (`{a} warnings`)"
+                    ));
+                }
+            }
         }
         let attached = ["-D", "-W", "-A", "-F"]
             .iter()
@@ -590,6 +670,9 @@ fn go(args: &[&str]) -> Result<(), String> {
             ("-outputdir", Why::Writes),
             ("-fuzzcachedir", Why::Writes),
             ("-gocoverdir", Why::Writes),
+            // The test binary's `-test.testlogfile`.
+            ("-testlogfile", Why::Writes),
+            ("-C", Why::Inside),
             ("-exec", Why::Runs),
             ("-toolexec", Why::Runs),
             ("-vettool", Why::Runs),
@@ -705,7 +788,7 @@ fn maven(args: &[&str]) -> Result<(), String> {
     let shown = "-q -e -X -B -N -o -ntp -fae -ff -am -amd -nsu -U -V, -T N, -pl X, -P X, \
                  -rf X, -D for test, it.test, skipTests, skipITs, maven.test.skip, \
                  failIfNoTests, surefire.failIfNoSpecifiedTests, groups, excludedGroups";
-    let mut iter = args.iter().copied();
+    let mut iter = args.iter().copied().peekable();
     while let Some(a) = iter.next() {
         let property = match a.strip_prefix("-D") {
             Some("") => Some(iter.next().unwrap_or("")),
@@ -723,7 +806,10 @@ fn maven(args: &[&str]) -> Result<(), String> {
             continue;
         }
         if MVN_VALUES.contains(&a) {
-            iter.next();
+            // commons-cli reads a value that looks like an option as the next option.
+            if iter.peek().is_some_and(|n| !looks_like_option(n)) {
+                iter.next();
+            }
             continue;
         }
         return Err(not_allowed("mvn", a, shown));
@@ -782,6 +868,7 @@ fn gradle(args: &[&str]) -> Result<(), String> {
         "-q -i -d -w -s -S -m --continue --offline --parallel --no-daemon --build-cache \
          --configuration-cache --rerun-tasks --rerun --dry-run, -x TASK, --tests FILTER, \
          --console MODE, --warning-mode MODE, --max-workers N",
+        false,
     )
 }
 
@@ -803,6 +890,8 @@ fn tsc(args: &[&str]) -> Result<(), String> {
         ],
         short: &[('b', Why::Writes), ('i', Why::Writes), ('w', Why::Serves)],
         short_values: "ptm",
+        // tsc has no `--`: it reports it as an unknown option and reads on.
+        stop_at_dashdash: false,
         ..Options::new("tsc", Style::Folded)
     };
     TSC.check(args)?;
@@ -843,6 +932,8 @@ const ESLINT: Options = Options {
     ],
     short: &[('o', Why::Writes), ('c', Why::Config), ('f', Why::Builtin)],
     short_values: "ocf",
+    // `--rule` is its own option, not a prefix of `--rulesdir`.
+    exact_ok: &["--rule"],
     ..Options::new("eslint", Style::Prefix)
 };
 
@@ -972,16 +1063,16 @@ fn dotnet(args: &[&str]) -> Result<(), String> {
     ];
     let shown = "--no-build --no-restore --nologo --no-dependencies --list-tests, -c CONFIG, \
                  -f FRAMEWORK, -v LEVEL, --filter EXPR, --runtime RID, --arch ARCH, --os OS";
-    let own = before_dashdash(args);
-    if own.len() < args.len() {
+    if args.contains(&"--") {
         return Err(
             "dotnet's arguments after `--` override run settings (adapter and collector \
              paths); run it without them"
                 .into(),
         );
     }
-    allowlist("dotnet", &own[1..], FLAGS, VALUES, shown)?;
-    match own.iter().skip(1).find(|a| a.starts_with('/')) {
+    let own = args.get(1..).unwrap_or(&[]);
+    allowlist("dotnet", own, FLAGS, VALUES, shown, false)?;
+    match own.iter().find(|a| a.starts_with('/')) {
         Some(a) => Err(format!(
             "`{a}`: dotnet reads a word starting with `/` as an MSBuild switch; name the \
              project by a relative path"

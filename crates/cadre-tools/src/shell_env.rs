@@ -180,7 +180,7 @@ pub fn process_shell_env() -> &'static ShellEnv {
 const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 
 /// Configuration given to git on its command-line level, above every file it reads.
-const GIT_OVERRIDES: [(&str, &str); 6] = [
+const GIT_OVERRIDES: [(&str, &str); 7] = [
     // fsmonitor is a program git runs on `status`; hooks are programs too.
     ("core.fsmonitor", "false"),
     ("core.hooksPath", "/dev/null"),
@@ -190,6 +190,8 @@ const GIT_OVERRIDES: [(&str, &str); 6] = [
     ("safe.bareRepository", "explicit"),
     ("protocol.allow", "never"),
     ("credential.helper", ""),
+    // `git log` would run gpg on every signed commit.
+    ("log.showSignature", "false"),
 ];
 
 /// Whether a configuration key (lower case, as `git config --name-only` prints it) names a
@@ -516,9 +518,9 @@ mod tests {
         assert_eq!(get("GIT_DIR"), Some(None), "removed");
         assert_eq!(get("HOME"), None, "untouched");
         assert_eq!(get("GIT_CONFIG_NOSYSTEM"), Some(Some("1".into())));
-        assert_eq!(get("GIT_CONFIG_COUNT"), Some(Some("7".into())));
+        assert_eq!(get("GIT_CONFIG_COUNT"), Some(Some("8".into())));
         assert_eq!(
-            get("GIT_CONFIG_KEY_6"),
+            get("GIT_CONFIG_KEY_7"),
             Some(Some("diff.evil.textconv".into()))
         );
         assert_eq!(get("GIT_CONFIG_KEY_0"), Some(Some("core.fsmonitor".into())));

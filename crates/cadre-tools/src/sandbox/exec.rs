@@ -131,8 +131,6 @@ pub fn exec_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 
 #[cfg(target_os = "linux")]
 fn run(exec: ExecArgs) -> ExitCode {
-    use std::os::unix::process::CommandExt;
-
     // Nothing the re-executing process inherited reaches the command but stdio.
     crate::fds::close_inherited_on_exec();
     if exec.writer {
@@ -170,6 +168,14 @@ fn run(exec: ExecArgs) -> ExitCode {
             format_args!("{e}; the command was not run"),
         );
     }
+    become_program(&exec)
+}
+
+/// Replace this process with the command, or say why it could not start (126/127 as a shell).
+#[cfg(target_os = "linux")]
+fn become_program(exec: &ExecArgs) -> ExitCode {
+    use std::os::unix::process::CommandExt;
+
     let error = std::process::Command::new(&exec.program)
         .args(&exec.args)
         .exec();
@@ -188,8 +194,6 @@ fn run(exec: ExecArgs) -> ExitCode {
 /// processes where seccomp exists; where neither is there it runs as it would have anyway.
 #[cfg(target_os = "linux")]
 fn run_writer(exec: ExecArgs) -> ExitCode {
-    use std::os::unix::process::CommandExt;
-
     if let super::SandboxStatus::Enforced { abi } = super::landlock_status()
         && abi >= super::landlock::SCOPE_ABI
         && let Err(e) = super::landlock::scope_self()
@@ -205,18 +209,7 @@ fn run_writer(exec: ExecArgs) -> ExitCode {
             format_args!("{e}; the command was not run"),
         );
     }
-    let error = std::process::Command::new(&exec.program)
-        .args(&exec.args)
-        .exec();
-    let code = if error.kind() == std::io::ErrorKind::NotFound {
-        127
-    } else {
-        126
-    };
-    fail(
-        code,
-        format_args!("cannot run {}: {error}", exec.program.to_string_lossy()),
-    )
+    become_program(&exec)
 }
 
 #[cfg(not(target_os = "linux"))]

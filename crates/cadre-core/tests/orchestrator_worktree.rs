@@ -434,3 +434,50 @@ async fn a_same_size_change_within_the_checkouts_timestamp_is_still_a_change() {
     guarded(apply(&root, &info)).await.unwrap();
     assert_eq!(fs::read_to_string(root.join("a.txt")).unwrap(), after);
 }
+
+/// cadre's own git runs outside every sandbox: the programs a repository's configuration
+/// names — fsmonitor, a clean filter on `git add`, hooks — must not run, whether the repository
+/// arrived with them or a writing child put them there.
+#[tokio::test]
+async fn cadre_s_own_git_runs_no_program_the_repository_configures() {
+    let (tmp, root) = repo();
+    // Dirty first: the test's own git would run the planted programs.
+    dirty(&root);
+    let marker = tmp.path().join("payload-ran");
+    let payload = format!("sh -c 'echo ran >> {}; cat'", marker.display());
+    git(&root, &["config", "core.fsmonitor", &payload]);
+    git(&root, &["config", "filter.Evil.clean", &payload]);
+    git(&root, &["config", "filter.Evil.process", &payload]);
+    fs::write(root.join(".git/info/attributes"), "* filter=Evil\n").unwrap();
+    let hooks = root.join(".git/hooks");
+    fs::create_dir_all(&hooks).unwrap();
+    for hook in [
+        "post-checkout",
+        "post-index-change",
+        "reference-transaction",
+    ] {
+        let path = hooks.join(hook);
+        fs::write(&path, format!("#!/bin/sh\n{payload}\n")).unwrap();
+        Command::new("chmod")
+            .arg("755")
+            .arg(&path)
+            .status()
+            .unwrap();
+    }
+    let wt = guarded(Worktree::create(&root, &task_id())).await.unwrap();
+    fs::write(wt.path().join("a.txt"), "changed by the child\n").unwrap();
+    let _ = guarded(wt.finish()).await.unwrap();
+    assert!(
+        !marker.exists(),
+        "a configured program ran: {:?}",
+        fs::read_to_string(&marker)
+    );
+    // Control: the user's own git in the same repository runs it.
+    let _ = Command::new("git")
+        .arg("-C")
+        .arg(&root)
+        .args(["status"])
+        .output()
+        .unwrap();
+    assert!(marker.exists(), "the control did not run the payload");
+}

@@ -39,7 +39,7 @@ use crate::registry::{Tool, ToolContext, ToolOutput};
 use crate::sandbox::{
     SandboxConfig, SandboxStatus, ScratchCleanup, ensure_scratch_dir, landlock_status, sandbox_args,
 };
-use crate::shell_env::{harden_for_inspect, local_git_overrides, process_shell_env};
+use crate::shell_env::{ConfigScope, harden_for_inspect, process_shell_env, program_overrides};
 use crate::shell_policy::{ShellPolicy, check_command};
 use crate::supervise::{Containment, process_supervisor, supervise_args};
 use crate::truncate::{
@@ -328,7 +328,17 @@ impl Tool for BashTool {
             };
             // Only a command that names git pays for listing the repository's configuration.
             let git_overrides = if self.policy == ShellPolicy::Inspect && command.contains("git") {
-                local_git_overrides(&ctx.cwd).await
+                match program_overrides(&ctx.cwd, ConfigScope::AllButUser).await {
+                    Ok(overrides) => overrides,
+                    // Fail closed: a configuration that cannot be checked is not run with.
+                    Err(why) => {
+                        return ToolOutput::error(format!(
+                            "Command not run: the repository's git configuration could not be \
+                             checked for programs git would run ({why})."
+                        ))
+                        .with_details(json!({ "exitCode": null, "blocked": "shell-policy" }));
+                    }
+                }
             } else {
                 Vec::new()
             };

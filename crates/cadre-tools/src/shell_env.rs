@@ -240,50 +240,147 @@ fn neutral_value(key: &str) -> &'static str {
 
 /// How long the listing of the repository's own configuration may take.
 const CONFIG_LIST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
-/// At most this much of it is read: a configuration is small.
-const CONFIG_LIST_CAP: usize = 1 << 20;
+/// The listing is read up to this; a larger one is refused rather than checked in part.
+const CONFIG_LIST_CAP: usize = 4 << 20;
+
+/// Which configuration a listing covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigScope {
+    /// What git reads besides system and global files: the repository's `.git/config`, its
+    /// worktree config and what they include (the `inspect` policy's git has no other).
+    AllButUser,
+    /// The repository's own files only: cadre's own git keeps the user's configuration.
+    RepositoryOnly,
+}
+
+/// The key as git must be given it: section and name in lower case, a subsection exactly as
+/// written (`diff.EVIL.textconv` is not `diff.evil.textconv`).
+fn split_key(key: &str) -> Option<(String, Option<&str>, String)> {
+    let (section, rest) = key.split_once('.')?;
+    match rest.rsplit_once('.') {
+        Some((sub, name)) => Some((
+            section.to_ascii_lowercase(),
+            Some(sub),
+            name.to_ascii_lowercase(),
+        )),
+        None => Some((
+            section.to_ascii_lowercase(),
+            None,
+            rest.to_ascii_lowercase(),
+        )),
+    }
+}
 
 /// Overrides for every program-valued key in the configuration git would read in `cwd`
-/// besides system and global ones — the repository's `.git/config`, its worktree config and
-/// what they include. A repository that arrived with its `.git` (an archive, a copied
-/// checkout) can name any program there; git's command-line level, where these go, wins
-/// over all of it. Empty when `cwd` is not in a repository or git is missing.
-pub async fn local_git_overrides(cwd: &std::path::Path) -> Vec<(String, &'static str)> {
+/// (`scope`): a repository that arrived with its `.git` (an archive, a copied checkout), or
+/// whose `.git/config` a writing child changed, can name any program there; git's
+/// command-line level, where these go, wins over all of it. Fails closed: a listing that
+/// fails, times out or is too large is an error, never "nothing to override".
+pub async fn program_overrides(
+    cwd: &std::path::Path,
+    scope: ConfigScope,
+) -> Result<Vec<(String, &'static str)>, String> {
     let mut cmd = Command::new("git");
-    cmd.args(["config", "--list", "--name-only", "--includes"])
-        .current_dir(cwd)
+    cmd.args(["config", "--list", "--name-only", "--null", "--includes"]);
+    if scope == ConfigScope::RepositoryOnly {
+        cmd.arg("--local");
+    }
+    cmd.current_dir(cwd)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true);
-    harden_for_inspect(&mut cmd, std::env::vars_os().map(|(name, _)| name), &[]);
-    let Ok(child) = cmd.spawn() else {
-        return Vec::new();
-    };
+    match scope {
+        ConfigScope::AllButUser => {
+            harden_for_inspect(&mut cmd, std::env::vars_os().map(|(name, _)| name), &[])
+        }
+        ConfigScope::RepositoryOnly => apply_git_overrides(&mut cmd, &[]),
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("git cannot be started: {e}"))?;
     let output = match tokio::time::timeout(CONFIG_LIST_TIMEOUT, child.wait_with_output()).await {
         Ok(Ok(out)) if out.status.success() => out.stdout,
-        _ => return Vec::new(),
+        // `--local` outside a repository: there is no repository configuration to fear (and a
+        // broken one stops git itself).
+        Ok(Ok(_)) if scope == ConfigScope::RepositoryOnly => return Ok(Vec::new()),
+        Ok(Ok(out)) => return Err(format!("`git config --list` failed ({})", out.status)),
+        Ok(Err(e)) => return Err(format!("`git config --list` failed: {e}")),
+        Err(_) => {
+            return Err(format!(
+                "`git config --list` took more than {} s",
+                CONFIG_LIST_TIMEOUT.as_secs()
+            ));
+        }
     };
-    let text = String::from_utf8_lossy(&output[..output.len().min(CONFIG_LIST_CAP)]);
-    let mut keys: Vec<String> = text
-        .lines()
-        .map(|k| k.trim().to_ascii_lowercase())
-        .filter(|k| runs_a_program(k))
-        .collect();
+    if output.len() > CONFIG_LIST_CAP {
+        return Err("the repository's git configuration is too large to check".into());
+    }
+    let mut keys: Vec<String> = Vec::new();
+    for raw in output.split(|&b| b == 0).filter(|k| !k.is_empty()) {
+        let key = String::from_utf8_lossy(raw);
+        let Some((section, sub, name)) = split_key(key.trim()) else {
+            continue;
+        };
+        let lower = match sub {
+            Some(sub) => format!("{section}.{}.{name}", sub.to_ascii_lowercase()),
+            None => format!("{section}.{name}"),
+        };
+        if runs_a_program(&lower) {
+            keys.push(match sub {
+                Some(sub) => format!("{section}.{sub}.{name}"),
+                None => lower,
+            });
+        }
+    }
     keys.sort();
     keys.dedup();
-    keys.into_iter()
+    Ok(keys
+        .into_iter()
         .map(|k| {
-            let v = neutral_value(&k);
+            let v = neutral_value(&k.to_ascii_lowercase());
             (k, v)
         })
-        .collect()
+        .collect())
+}
+
+/// The overrides of every git cadre runs itself (worktree snapshots, the review's diff
+/// statistics): programs git would run on its own (fsmonitor, hooks, a pager) off, and the
+/// repository's program-valued keys ([`program_overrides`]) given as `local`. The user's own
+/// configuration is otherwise kept.
+pub fn apply_git_overrides(cmd: &mut Command, local: &[(String, &'static str)]) {
+    const OWN: [(&str, &str); 4] = [
+        ("core.fsmonitor", "false"),
+        ("core.hooksPath", "/dev/null"),
+        ("core.pager", "cat"),
+        ("log.showSignature", "false"),
+    ];
+    set_config_overrides(
+        cmd,
+        OWN.iter()
+            .map(|(k, v)| (*k, *v))
+            .chain(local.iter().map(|(k, v)| (k.as_str(), *v))),
+    );
+    cmd.env("GIT_PAGER", "cat").env("GIT_TERMINAL_PROMPT", "0");
+}
+
+fn set_config_overrides<'a>(
+    cmd: &mut Command,
+    overrides: impl Iterator<Item = (&'a str, &'a str)>,
+) {
+    let mut count = 0;
+    for (i, (key, value)) in overrides.enumerate() {
+        cmd.env(format!("GIT_CONFIG_KEY_{i}"), key);
+        cmd.env(format!("GIT_CONFIG_VALUE_{i}"), value);
+        count = i + 1;
+    }
+    cmd.env("GIT_CONFIG_COUNT", count.to_string());
 }
 
 /// Harden git for the `inspect` policy: no system or global configuration, git variables of
 /// cadre's own environment removed (a `GIT_DIR` there must not choose the repository), the
 /// program-running settings overridden — the fixed ones and `local` ones found in the
-/// repository's own configuration ([`local_git_overrides`]) — no pager, no prompts, no
+/// repository's own configuration ([`program_overrides`]) — no pager, no prompts, no
 /// optional index writes, and ripgrep without a configuration file. The policy refuses the
 /// options that would choose another repository (`-C`, `--git-dir`, `--work-tree`, `-c`) and
 /// environment assignments.
@@ -310,23 +407,36 @@ pub fn harden_for_inspect(
         cmd.env(name, value);
     }
     cmd.env("PAGER", "cat");
-    let overrides = GIT_OVERRIDES
-        .iter()
-        .map(|(k, v)| (*k, *v))
-        .chain(local.iter().map(|(k, v)| (k.as_str(), *v)));
-    let mut count = 0;
-    for (i, (key, value)) in overrides.enumerate() {
-        cmd.env(format!("GIT_CONFIG_KEY_{i}"), key);
-        cmd.env(format!("GIT_CONFIG_VALUE_{i}"), value);
-        count = i + 1;
-    }
-    cmd.env("GIT_CONFIG_COUNT", count.to_string());
+    set_config_overrides(
+        cmd,
+        GIT_OVERRIDES
+            .iter()
+            .map(|(k, v)| (*k, *v))
+            .chain(local.iter().map(|(k, v)| (k.as_str(), *v))),
+    );
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn subsections_keep_their_case() {
+        assert_eq!(
+            split_key("Diff.EVIL.TextConv"),
+            Some(("diff".into(), Some("EVIL"), "textconv".into()))
+        );
+        assert_eq!(
+            split_key("core.fsmonitor"),
+            Some(("core".into(), None, "fsmonitor".into()))
+        );
+        assert_eq!(
+            split_key("remote.a.b.url"),
+            Some(("remote".into(), Some("a.b"), "url".into()))
+        );
+        assert_eq!(split_key("nodot"), None);
+    }
 
     #[test]
     fn program_valued_keys_are_recognised() {

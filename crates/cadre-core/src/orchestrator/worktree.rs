@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use cadre_protocol::WorktreeInfo;
+use cadre_tools::shell_env::ConfigScope;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
@@ -622,7 +623,18 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
+    // Outside every sandbox: git runs none of the programs the repository's configuration
+    // names (fsmonitor, hooks, filters on `git add`, …); when those cannot be checked, git does
+    // not run at all.
+    let local = cadre_tools::shell_env::program_overrides(dir, ConfigScope::RepositoryOnly)
+        .await
+        .map_err(|why| WorktreeError::Spawn {
+            source: std::io::Error::other(format!(
+                "the repository's git configuration could not be checked: {why}"
+            )),
+        })?;
     let mut cmd = Command::new("git");
+    cadre_tools::shell_env::apply_git_overrides(&mut cmd, &local);
     cmd.arg("-C").arg(dir).args(args);
     for var in [
         "GIT_DIR",

@@ -84,7 +84,12 @@ fn redact_blocks(blocks: &mut [ContentBlock], secrets: &[String], thinking: bool
         changed |= match block {
             ContentBlock::Text { text } => redact_string(text, secrets),
             ContentBlock::Thinking { thinking: t, .. } if thinking => redact_string(t, secrets),
-            ContentBlock::ToolCall(call) => redact_value(&mut call.arguments, secrets),
+            ContentBlock::ToolCall(call) => {
+                // Ids and names come from the provider too.
+                let id = redact_string(&mut call.id, secrets);
+                let name = redact_string(&mut call.name, secrets);
+                redact_value(&mut call.arguments, secrets) | id | name
+            }
             _ => false,
         };
     }
@@ -110,6 +115,8 @@ fn redact_in(message: &mut Message, secrets: &[String], thinking: bool) -> bool 
         }
         Message::ToolResult(m) => {
             let mut changed = redact_blocks(&mut m.content, secrets, true);
+            changed |= redact_string(&mut m.tool_call_id, secrets);
+            changed |= redact_string(&mut m.tool_name, secrets);
             if let Some(d) = &mut m.details {
                 changed |= redact_value(d, secrets);
             }

@@ -525,6 +525,10 @@ async fn ioctls_sysv_ipc_and_datagram_pairs_are_refused() {
         ),
         // An unassigned request: refused by the allowlist, not by the driver.
         py("import fcntl, os; fd = os.open(\"f\", os.O_RDONLY); fcntl.ioctl(fd, 0x12345678, 0)"),
+        // A lease stalls every other opener of the file (cadre's own edits) for up to 45 s.
+        py(
+            "import fcntl, os; fd = os.open(\"f\", os.O_RDONLY); fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)",
+        ),
         py("import socket; socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)"),
         py("import socket; socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)"),
     ];

@@ -186,6 +186,16 @@ fn rules(options: FilterOptions) -> Result<BTreeMap<i64, Vec<SeccompRule>>, Filt
         .map(|&request| cond(1, SeccompCmpOp::Ne, request))
         .collect::<Result<Vec<_>, _>>()?;
     map.insert(libc::SYS_ioctl, vec![rule(not_allowed)?]);
+    // A lease makes every other opener of the file wait (up to lease-break-time, 45 s): a
+    // read-only command could stall cadre's own edits of a project file.
+    map.insert(
+        libc::SYS_fcntl,
+        vec![rule(vec![cond(
+            1,
+            SeccompCmpOp::Eq,
+            libc::F_SETLEASE as u64,
+        )?])?],
+    );
     if !options.network {
         map.insert(libc::SYS_socket, Vec::new());
         let pairs = NON_STREAM_SOCKET_TYPES

@@ -484,11 +484,21 @@ async fn a_writing_childs_commands_cannot_act_on_processes_outside_them() {
         assert!(out.is_error, "{command:?} succeeded: {}", text(&out));
         assert_eq!(own_nofile_limit(), limit);
     }
+    // The kernel's settings and files stay read-only to it, its own /proc entries included
+    // (cadre's `oom_score_adj`, a cgroup's `cgroup.kill`, `core_pattern` are of that kind).
+    let out = tree
+        .run(
+            &contained,
+            "cat /proc/self/oom_score_adj && echo 0 > /proc/self/oom_score_adj",
+        )
+        .await;
+    assert!(out.is_error, "{}", text(&out));
+    assert!(text(&out).contains("Permission denied"), "{}", text(&out));
     // Its own work is untouched: files and metadata, its own jobs and limits.
     let out = tree
         .run(
             &contained,
-            "echo x > f && chmod 600 f; sleep 30 & p=$!; kill $p; wait $p; ulimit -n 64; echo ok",
+            "echo x > f && chmod 600 f && echo y > /dev/null && echo z > \"$TMPDIR/t\"; sleep 30 & p=$!; kill $p; wait $p; ulimit -n 64; echo ok",
         )
         .await;
     assert!(text(&out).contains("ok"), "{}", text(&out));
@@ -551,6 +561,16 @@ async fn ioctls_sysv_ipc_and_datagram_pairs_are_refused() {
         );
     }
     assert!(!std::path::Path::new("/dev/loop200").exists());
+    // Terminals cannot even be opened for reading: that alone reads another session's input.
+    if std::path::Path::new("/dev/ptmx").exists() {
+        let out = tree.run(&tool, &py("open(\"/dev/ptmx\", \"rb\")")).await;
+        assert!(out.is_error, "{}", text(&out));
+        assert!(text(&out).contains("PermissionError"), "{}", text(&out));
+        let out = tree
+            .run(&BashTool::new(), &py("open(\"/dev/ptmx\", \"rb\")"))
+            .await;
+        assert!(!out.is_error, "control: {}", text(&out));
+    }
     // What tools ask of descriptors and terminals still works.
     let fine = [
         py("import socket; a, b = socket.socketpair(); a.send(b\"x\"); print(b.recv(1))"),

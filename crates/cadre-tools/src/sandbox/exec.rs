@@ -194,10 +194,13 @@ fn become_program(exec: &ExecArgs) -> ExitCode {
 /// processes where seccomp exists; where neither is there it runs as it would have anyway.
 #[cfg(target_os = "linux")]
 fn run_writer(exec: ExecArgs) -> ExitCode {
-    if let super::SandboxStatus::Enforced { abi } = super::landlock_status()
-        && abi >= super::landlock::SCOPE_ABI
-        && let Err(e) = super::landlock::scope_self()
-    {
+    // ABI ≥ 3 (Landlock is "enforced"): the kernel's files off limits, and scoped from ABI 6;
+    // below that, scoping alone where it exists.
+    let restricted = match super::landlock_status() {
+        super::SandboxStatus::Enforced { abi } => super::landlock::restrict_writer(abi),
+        super::SandboxStatus::Unavailable { .. } => Ok(()),
+    };
+    if let Err(e) = restricted {
         return fail(
             SANDBOX_FAILURE_EXIT,
             format_args!("{e}; the command was not run"),

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
-    PathFdError, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError, RulesetStatus, Scope,
+    PathFdError, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetError,
+    RulesetStatus, Scope,
 };
 
 /// The rights are those of ABI 3 (see `MIN_LANDLOCK_ABI`), required in full: a kernel that
@@ -27,6 +28,12 @@ pub enum RestrictError {
          ({source}); a sandbox rule is never made through a link"
     )]
     Link {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot list {path} for the sandbox's rules: {source}")]
+    List {
         path: PathBuf,
         #[source]
         source: std::io::Error,
@@ -113,6 +120,121 @@ fn open_no_links(path: &Path) -> Result<std::os::fd::OwnedFd, RestrictError> {
     Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
+/// Whether `path` is a terminal device or a directory of them: the user's keystrokes and
+/// screen, which an open for reading alone reaches (`read()` on another session's pty takes
+/// the user's input; `TCSETS` on it changes the user's terminal).
+fn is_terminal(path: &Path) -> bool {
+    let Some(name) = path.strip_prefix("/dev").ok().and_then(Path::to_str) else {
+        return false;
+    };
+    matches!(name, "pts" | "console" | "input" | "ptmx" | "tty")
+        || name.starts_with("tty")
+        || name.starts_with("vcs")
+        || name.starts_with("hvc")
+}
+
+/// Rules granting `rights(entry)` beneath each entry of `dir` (its files get the file part of
+/// those rights), except the entries `skip` names. Links get no rule of their own — their
+/// targets are reached through their own entries — nor do entries that cannot be opened.
+fn add_entries(
+    mut ruleset: RulesetCreated,
+    dir: &Path,
+    rights: impl Fn(&Path) -> BitFlags<AccessFs>,
+    skip: impl Fn(&Path) -> bool,
+) -> Result<RulesetCreated, RestrictError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| RestrictError::List {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_symlink() || skip(&path) {
+            continue;
+        }
+        let Ok(fd) = PathFd::new(&path) else {
+            continue;
+        };
+        let mut access = rights(&path);
+        if !kind.is_dir() {
+            access &= AccessFs::from_file(ABI_USED);
+        }
+        if !access.is_empty() {
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, access))?;
+        }
+    }
+    Ok(ruleset)
+}
+
+/// Read and execute everywhere but the terminals: `/` itself may be listed and traversed, its
+/// entries other than `/dev` get `top(entry)`, and `/dev`'s entries other than the terminals
+/// get `read`. Granted entry by entry because a Landlock rule cannot exclude what lies below it.
+fn read_all_but_terminals(
+    ruleset: RulesetCreated,
+    read: BitFlags<AccessFs>,
+    top: impl Fn(&Path) -> BitFlags<AccessFs>,
+) -> Result<RulesetCreated, RestrictError> {
+    let traverse = AccessFs::ReadDir | AccessFs::Execute;
+    let dev = Path::new("/dev");
+    let ruleset = ruleset.add_rule(PathBeneath::new(open(Path::new("/"))?, traverse))?;
+    let ruleset = add_entries(ruleset, Path::new("/"), top, |p| p == dev)?;
+    if !dev.is_dir() {
+        return Ok(ruleset);
+    }
+    let ruleset = ruleset.add_rule(PathBeneath::new(open(dev)?, traverse))?;
+    add_entries(ruleset, dev, |_| read, is_terminal)
+}
+
+/// Devices a writing child's commands may write: the data sinks and sources every shell uses.
+const WRITER_DEVICES: [&str; 5] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+/// Restrict a writing child's command (ABI ≥ 3): it keeps every file the user may write but
+/// `/proc`, `/sys` and `/dev` (kernel settings such as `core_pattern`, cgroups that would
+/// freeze or kill cadre, other processes' `/proc` files, the user's terminals), which stay
+/// readable, terminals excepted; `/dev/shm` and the data devices stay writable. With ABI ≥ 6
+/// it is also scoped. Sets `no_new_privs`.
+pub fn restrict_writer(kernel_abi: i32) -> Result<(), RestrictError> {
+    let read: BitFlags<AccessFs> = AccessFs::from_read(ABI_USED);
+    let all: BitFlags<AccessFs> = AccessFs::from_all(ABI_USED);
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(all)?;
+    if kernel_abi >= SCOPE_ABI {
+        ruleset = ruleset.scope(Scope::from_all(ABI::V6))?;
+    }
+    let kernel = |p: &Path| p == Path::new("/proc") || p == Path::new("/sys");
+    let ruleset = ruleset.create()?.no_new_privs(true);
+    let mut ruleset =
+        read_all_but_terminals(ruleset, read, |p| if kernel(p) { read } else { all })?;
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        ruleset = ruleset.add_rule(PathBeneath::new(open(shm)?, all))?;
+    }
+    for device in WRITER_DEVICES {
+        let path = Path::new(device);
+        if path.exists() {
+            let rights = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
+            ruleset = ruleset.add_rule(PathBeneath::new(open(path)?, rights))?;
+        }
+    }
+    let status = ruleset.restrict_self()?;
+    if status.ruleset != RulesetStatus::FullyEnforced {
+        return Err(RestrictError::NotFullyEnforced(status.ruleset));
+    }
+    if !status.no_new_privs {
+        return Err(RestrictError::NoNewPrivs);
+    }
+    Ok(())
+}
+
 /// From this ABI on, the sandbox is also scoped: no signals to processes outside it (cadre
 /// itself included) and no connections to abstract Unix sockets created outside it.
 pub(super) const SCOPE_ABI: i32 = 6;
@@ -143,10 +265,9 @@ pub fn restrict_self(
     if !network && kernel_abi >= NET_ABI {
         ruleset = ruleset.handle_access(AccessNet::from_all(ABI::V4))?;
     }
-    let mut ruleset = ruleset
-        .create()?
-        .no_new_privs(true)
-        .add_rule(PathBeneath::new(open(Path::new("/"))?, read))?;
+    let ruleset = ruleset.create()?.no_new_privs(true);
+    // Everything readable but the terminals (see `read_all_but_terminals`).
+    let mut ruleset = read_all_but_terminals(ruleset, read, |_| read)?;
     for dir in writable {
         ruleset = ruleset.add_rule(PathBeneath::new(open_no_links(dir)?, all))?;
     }
@@ -157,25 +278,6 @@ pub fn restrict_self(
         ruleset = ruleset.add_rule(PathBeneath::new(open(dev_null)?, rights))?;
     }
     let status = ruleset.restrict_self()?;
-    if status.ruleset != RulesetStatus::FullyEnforced {
-        return Err(RestrictError::NotFullyEnforced(status.ruleset));
-    }
-    if !status.no_new_privs {
-        return Err(RestrictError::NoNewPrivs);
-    }
-    Ok(())
-}
-
-/// Scope the calling thread (and what it executes) without any filesystem or network rule: no
-/// signals to, ptrace of or `/proc` access to processes outside, no abstract Unix sockets made
-/// outside. Needs ABI ≥ [`SCOPE_ABI`]; sets `no_new_privs`.
-pub fn scope_self() -> Result<(), RestrictError> {
-    let status = Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .scope(Scope::from_all(ABI::V6))?
-        .create()?
-        .no_new_privs(true)
-        .restrict_self()?;
     if status.ruleset != RulesetStatus::FullyEnforced {
         return Err(RestrictError::NotFullyEnforced(status.ruleset));
     }

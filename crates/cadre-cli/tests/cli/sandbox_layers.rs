@@ -484,6 +484,22 @@ async fn a_writing_childs_commands_cannot_act_on_processes_outside_them() {
         assert!(out.is_error, "{command:?} succeeded: {}", text(&out));
         assert_eq!(own_nofile_limit(), limit);
     }
+    // As root it keeps owning files but loses what reaches the kernel (SYS_ADMIN, BPF, …).
+    let out = tree.run(&contained, "grep CapEff /proc/self/status").await;
+    let hex = text(&out)
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("0")
+        .to_string();
+    let eff = u64::from_str_radix(&hex, 16).unwrap();
+    for cap in [16, 17, 19, 21, 38, 39] {
+        assert_eq!(eff & (1 << cap), 0, "capability {cap} kept: {hex}");
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        assert_ne!(eff & (1 << 1), 0, "root's DAC_OVERRIDE is kept: {hex}");
+    }
     // The kernel's settings and files stay read-only to it, its own /proc entries included
     // (cadre's `oom_score_adj`, a cgroup's `cgroup.kill`, `core_pattern` are of that kind).
     let out = tree

@@ -104,3 +104,73 @@ pub fn drop_all() -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Capabilities a writing child's command loses even as root: they reach the kernel itself —
+/// modules, BPF programs and probes, raw I/O, mounts and namespaces, the clock, reboot,
+/// auditing and MAC policy, limits and priorities beyond its own, ptrace of any process — and
+/// none is needed to edit a project. Everything else (owning and writing files) stays.
+const KERNEL_CAPS: [libc::c_ulong; 20] = [
+    9,  // LINUX_IMMUTABLE
+    12, // NET_ADMIN
+    16, // SYS_MODULE
+    17, // SYS_RAWIO
+    19, // SYS_PTRACE
+    20, // SYS_PACCT
+    21, // SYS_ADMIN
+    22, // SYS_BOOT
+    23, // SYS_NICE
+    24, // SYS_RESOURCE
+    25, // SYS_TIME
+    29, // AUDIT_WRITE
+    30, // AUDIT_CONTROL
+    32, // MAC_OVERRIDE
+    33, // MAC_ADMIN
+    34, // SYSLOG
+    35, // WAKE_ALARM
+    38, // PERFMON
+    39, // BPF
+    40, // CHECKPOINT_RESTORE
+];
+
+/// Drop [`KERNEL_CAPS`] for good: from the bounding set (no later exec regains them) and from
+/// the effective, permitted, inheritable and ambient sets. Nothing to do without them.
+#[allow(unsafe_code)]
+pub fn drop_kernel_caps() -> io::Result<()> {
+    if !holds_capabilities()? {
+        return Ok(());
+    }
+    for cap in KERNEL_CAPS {
+        // SAFETY: integer prctl calls that only lower this thread's capabilities; EINVAL
+        // means the kernel does not know this capability, which is then not held either.
+        unsafe {
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::EINVAL) {
+                    return Err(e);
+                }
+            }
+            let lower = libc::PR_CAP_AMBIENT_LOWER as libc::c_ulong;
+            libc::prctl(libc::PR_CAP_AMBIENT, lower, cap, 0, 0);
+        }
+    }
+    let mut header = CapHeader {
+        version: CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: capget writes two version-3 CapData structs into `data`.
+    if unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    for cap in KERNEL_CAPS {
+        let (word, bit) = ((cap / 32) as usize, 1u32 << (cap % 32));
+        data[word].effective &= !bit;
+        data[word].permitted &= !bit;
+        data[word].inheritable &= !bit;
+    }
+    // SAFETY: capset reads the header and two CapData structs, only lowering capabilities.
+    if unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -194,6 +194,12 @@ fn become_program(exec: &ExecArgs) -> ExitCode {
 /// processes where seccomp exists; where neither is there it runs as it would have anyway.
 #[cfg(target_os = "linux")]
 fn run_writer(exec: ExecArgs) -> ExitCode {
+    if let Err(e) = super::caps::drop_kernel_caps() {
+        return fail(
+            SANDBOX_FAILURE_EXIT,
+            format_args!("capabilities could not be lowered ({e}); the command was not run"),
+        );
+    }
     // ABI ≥ 3 (Landlock is "enforced"): the kernel's files off limits, and scoped from ABI 6;
     // below that, scoping alone where it exists.
     let restricted = match super::landlock_status() {

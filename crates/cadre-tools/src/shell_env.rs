@@ -30,8 +30,9 @@ const SECRET_NAME_PARTS: [&str; 10] = [
 
 /// Words that mark a credential only as a whole `_`-separated word: `PAT` in `GITHUB_PAT` but
 /// not in `PATH`, `PASS` in `SMTP_PASS` but not in `PASSIVE`.
-const SECRET_NAME_WORDS: [&str; 10] = [
-    "PAT", "AUTH", "PASS", "PWD", "JWT", "DSN", "SESSION", "CONN", "CONNSTR", "APIKEY",
+const SECRET_NAME_WORDS: [&str; 12] = [
+    "PAT", "AUTH", "PASS", "PWD", "JWT", "DSN", "SESSION", "CONN", "CONNSTR", "APIKEY", "HEADERS",
+    "HOOK",
 ];
 
 /// Names that hold no credential although a word above says so: the working directory, the
@@ -65,6 +66,29 @@ pub fn is_secret_name(name: &str) -> bool {
         || upper
             .split(|c: char| !c.is_ascii_alphanumeric())
             .any(|word| SECRET_NAME_WORDS.contains(&word))
+}
+
+/// Markers inside a value that mean it carries a credential, whatever the variable is called:
+/// connection strings, query-string passwords, key files pasted into a variable.
+const SECRET_VALUE_MARKERS: [&str; 8] = [
+    "password=",
+    "passwd=",
+    "pwd=",
+    "accountkey=",
+    "sharedaccesskey=",
+    "\"private_key\"",
+    "-----begin",
+    "authorization=",
+];
+
+/// Whether a value carries a credential by its shape: a URL with a password, or one of
+/// [`SECRET_VALUE_MARKERS`] (any case).
+pub fn is_secret_value(value: &str) -> bool {
+    if is_url_with_password(value) {
+        return true;
+    }
+    let lower = value.to_ascii_lowercase();
+    SECRET_VALUE_MARKERS.iter().any(|m| lower.contains(m))
 }
 
 /// Whether a value is a URL with a password in it (`postgres://user:pw@host/db`,
@@ -102,7 +126,7 @@ impl ShellEnv {
                     .to_str()
                     .is_none_or(|n| is_secret_name(n) && !allow.iter().any(|a| a == n));
                 let value = value.to_string_lossy();
-                by_name || is_url_with_password(&value) || secrets.iter().any(|s| value.contains(s))
+                by_name || is_secret_value(&value) || secrets.iter().any(|s| value.contains(s))
             })
             .map(|(name, _)| name)
             .collect();
@@ -540,6 +564,21 @@ mod tests {
             "AUTHOR_NAME",
         ] {
             assert!(!is_secret_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn values_shaped_like_credentials_are_credentials() {
+        for value in [
+            "postgresql://h/app?password=x",
+            "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=k==",
+            "{\"type\": \"service_account\", \"private_key\": \"x\"}",
+            "-----BEGIN OPENSSH PRIVATE KEY-----",
+        ] {
+            assert!(is_secret_value(value), "{value}");
+        }
+        for value in ["/usr/bin", "en_US.UTF-8", "https://example.com/?q=password"] {
+            assert!(!is_secret_value(value), "{value}");
         }
     }
 

@@ -46,13 +46,22 @@ pub fn hidden_credentials() -> &'static [(String, String)] {
 /// the environment: it writes into the environment block and changes the environment.
 #[allow(unsafe_code)]
 pub unsafe fn hide_credentials(is_credential: impl Fn(&str, &str) -> bool) {
-    let found: Vec<(String, String)> = std::env::vars_os()
-        .filter_map(|(n, v)| Some((n.into_string().ok()?, v.into_string().ok()?)))
-        .filter(|(n, v)| is_credential(n, v))
+    // Names are matched as text; a value that is not UTF-8 is still hidden (and wiped), but
+    // cannot be kept for lookups, which read text.
+    let matched: Vec<(String, Option<String>)> = std::env::vars_os()
+        .filter_map(|(n, v)| {
+            let name = n.into_string().ok()?;
+            is_credential(&name, &v.to_string_lossy()).then(|| (name, v.into_string().ok()))
+        })
         .collect();
-    if found.is_empty() || HIDDEN.set(found.clone()).is_err() {
+    let kept: Vec<(String, String)> = matched
+        .iter()
+        .filter_map(|(n, v)| Some((n.clone(), v.clone()?)))
+        .collect();
+    if matched.is_empty() || HIDDEN.set(kept).is_err() {
         return;
     }
+    let found: Vec<(String, ())> = matched.into_iter().map(|(n, _)| (n, ())).collect();
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: single-threaded (the caller's contract); `environ` is a NULL-terminated array of
     // pointers to NUL-terminated `NAME=VALUE` strings owned by the process, which may be

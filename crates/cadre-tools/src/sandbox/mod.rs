@@ -109,8 +109,19 @@ impl Drop for ScratchCleanup {
     fn drop(&mut self) {
         // Never through a link: `remove_dir_all` does not follow links inside the tree, and
         // the directory itself must be a real one.
-        if std::fs::symlink_metadata(&self.dir).is_ok_and(|m| m.is_dir()) {
-            let _ = std::fs::remove_dir_all(&self.dir);
+        if std::fs::symlink_metadata(&self.dir).is_ok_and(|m| m.is_dir())
+            && std::fs::remove_dir_all(&self.dir).is_err()
+        {
+            // std holds a descriptor per level: a tree deeper than the descriptor limit (a
+            // child can make one on purpose) fails. `rm -rf` walks any depth, never follows a
+            // link and stays on this file system.
+            let _ = std::process::Command::new("rm")
+                .args(["-rf", "--one-file-system", "--"])
+                .arg(&self.dir)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
         }
     }
 }

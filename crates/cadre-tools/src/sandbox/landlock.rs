@@ -120,18 +120,20 @@ fn open_no_links(path: &Path) -> Result<std::os::fd::OwnedFd, RestrictError> {
     Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
-/// Whether `path` is a terminal device or a directory of them: the user's keystrokes and
-/// screen, which an open for reading alone reaches (`read()` on another session's pty takes
-/// the user's input; `TCSETS` on it changes the user's terminal).
-fn is_terminal(path: &Path) -> bool {
-    let Some(name) = path.strip_prefix("/dev").ok().and_then(Path::to_str) else {
-        return false;
-    };
-    matches!(name, "pts" | "console" | "input" | "ptmx" | "tty")
-        || name.starts_with("tty")
-        || name.starts_with("vcs")
-        || name.starts_with("hvc")
-}
+/// The devices a command may read: the data sources and sinks every shell and runtime uses.
+/// Everything else in `/dev` is out of reach — terminals above all (an open for reading alone
+/// takes another session's keystrokes; `TCSETS` on it changes the user's terminal), but also
+/// raw disks, `/dev/mem`, `/dev/kmsg` and the like — and leaving them out costs a handful of
+/// rules instead of one per device.
+const READABLE_DEVICES: [&str; 7] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/shm",
+    "/dev/mqueue",
+];
 
 /// Rules granting `rights(entry)` beneath each entry of `dir` (its files get the file part of
 /// those rights), except the entries `skip` names. Links get no rule of their own — their
@@ -142,6 +144,7 @@ fn add_entries(
     rights: impl Fn(&Path) -> BitFlags<AccessFs>,
     skip: impl Fn(&Path) -> bool,
 ) -> Result<RulesetCreated, RestrictError> {
+    // (Only `/` is walked this way: a few dozen entries.)
     let entries = std::fs::read_dir(dir).map_err(|source| RestrictError::List {
         path: dir.to_path_buf(),
         source,
@@ -168,23 +171,35 @@ fn add_entries(
     Ok(ruleset)
 }
 
-/// Read and execute everywhere but the terminals: `/` itself may be listed and traversed, its
-/// entries other than `/dev` get `top(entry)`, and `/dev`'s entries other than the terminals
-/// get `read`. Granted entry by entry because a Landlock rule cannot exclude what lies below it.
-fn read_all_but_terminals(
+/// Read and execute everywhere but in `/dev`: `/` itself may be listed and traversed, its
+/// entries other than `/dev` get `top(entry)`, and in `/dev` only [`READABLE_DEVICES`] are
+/// readable. Granted entry by entry because a Landlock rule cannot exclude what lies below it.
+fn read_all_but_devices(
     ruleset: RulesetCreated,
     read: BitFlags<AccessFs>,
     top: impl Fn(&Path) -> BitFlags<AccessFs>,
 ) -> Result<RulesetCreated, RestrictError> {
     let traverse = AccessFs::ReadDir | AccessFs::Execute;
     let dev = Path::new("/dev");
-    let ruleset = ruleset.add_rule(PathBeneath::new(open(Path::new("/"))?, traverse))?;
-    let ruleset = add_entries(ruleset, Path::new("/"), top, |p| p == dev)?;
+    let mut ruleset = ruleset.add_rule(PathBeneath::new(open(Path::new("/"))?, traverse))?;
+    ruleset = add_entries(ruleset, Path::new("/"), top, |p| p == dev)?;
     if !dev.is_dir() {
         return Ok(ruleset);
     }
-    let ruleset = ruleset.add_rule(PathBeneath::new(open(dev)?, traverse))?;
-    add_entries(ruleset, dev, |_| read, is_terminal)
+    ruleset = ruleset.add_rule(PathBeneath::new(open(dev)?, traverse))?;
+    for device in READABLE_DEVICES {
+        let path = Path::new(device);
+        let Ok(meta) = std::fs::metadata(path) else {
+            continue;
+        };
+        let rights = if meta.is_dir() {
+            read
+        } else {
+            read & AccessFs::from_file(ABI_USED)
+        };
+        ruleset = ruleset.add_rule(PathBeneath::new(open(path)?, rights))?;
+    }
+    Ok(ruleset)
 }
 
 /// Devices a writing child's commands may write: the data sinks and sources every shell uses.
@@ -199,8 +214,8 @@ const WRITER_DEVICES: [&str; 5] = [
 /// Restrict a writing child's command (ABI ≥ 3): it keeps every file the user may write but
 /// `/proc`, `/sys` and `/dev` (kernel settings such as `core_pattern`, cgroups that would
 /// freeze or kill cadre, other processes' `/proc` files, the user's terminals), which stay
-/// readable, terminals excepted; `/dev/shm` and the data devices stay writable. With ABI ≥ 6
-/// it is also scoped. Sets `no_new_privs`.
+/// readable (in `/dev` only the data devices); `/dev/shm` and the data devices stay writable.
+/// With ABI ≥ 6 it is also scoped. Sets `no_new_privs`.
 pub fn restrict_writer(kernel_abi: i32) -> Result<(), RestrictError> {
     let read: BitFlags<AccessFs> = AccessFs::from_read(ABI_USED);
     let all: BitFlags<AccessFs> = AccessFs::from_all(ABI_USED);
@@ -212,8 +227,7 @@ pub fn restrict_writer(kernel_abi: i32) -> Result<(), RestrictError> {
     }
     let kernel = |p: &Path| p == Path::new("/proc") || p == Path::new("/sys");
     let ruleset = ruleset.create()?.no_new_privs(true);
-    let mut ruleset =
-        read_all_but_terminals(ruleset, read, |p| if kernel(p) { read } else { all })?;
+    let mut ruleset = read_all_but_devices(ruleset, read, |p| if kernel(p) { read } else { all })?;
     let shm = Path::new("/dev/shm");
     if shm.is_dir() {
         ruleset = ruleset.add_rule(PathBeneath::new(open(shm)?, all))?;
@@ -266,8 +280,8 @@ pub fn restrict_self(
         ruleset = ruleset.handle_access(AccessNet::from_all(ABI::V4))?;
     }
     let ruleset = ruleset.create()?.no_new_privs(true);
-    // Everything readable but the terminals (see `read_all_but_terminals`).
-    let mut ruleset = read_all_but_terminals(ruleset, read, |_| read)?;
+    // Everything readable but the devices outside a short list (see `read_all_but_devices`).
+    let mut ruleset = read_all_but_devices(ruleset, read, |_| read)?;
     for dir in writable {
         ruleset = ruleset.add_rule(PathBeneath::new(open_no_links(dir)?, all))?;
     }

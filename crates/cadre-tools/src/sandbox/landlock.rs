@@ -219,12 +219,7 @@ const WRITER_DEVICES: [&str; 5] = [
 pub fn restrict_writer(kernel_abi: i32) -> Result<(), RestrictError> {
     let read: BitFlags<AccessFs> = AccessFs::from_read(ABI_USED);
     let all: BitFlags<AccessFs> = AccessFs::from_all(ABI_USED);
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(all)?;
-    if kernel_abi >= SCOPE_ABI {
-        ruleset = ruleset.scope(Scope::from_all(ABI::V6))?;
-    }
+    let ruleset = base_ruleset(kernel_abi)?;
     let kernel = |p: &Path| p == Path::new("/proc") || p == Path::new("/sys");
     let ruleset = ruleset.create()?.no_new_privs(true);
     let mut ruleset = read_all_but_devices(ruleset, read, |p| if kernel(p) { read } else { all })?;
@@ -239,6 +234,22 @@ pub fn restrict_writer(kernel_abi: i32) -> Result<(), RestrictError> {
             ruleset = ruleset.add_rule(PathBeneath::new(open(path)?, rights))?;
         }
     }
+    enforce(ruleset)
+}
+
+/// Every filesystem right handled (required in full), and from [`SCOPE_ABI`] the scopes.
+fn base_ruleset(kernel_abi: i32) -> Result<Ruleset, RestrictError> {
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(ABI_USED))?;
+    if kernel_abi >= SCOPE_ABI {
+        ruleset = ruleset.scope(Scope::from_all(ABI::V6))?;
+    }
+    Ok(ruleset)
+}
+
+/// Restrict the calling thread for good, or fail if the kernel enforces less than asked.
+fn enforce(ruleset: RulesetCreated) -> Result<(), RestrictError> {
     let status = ruleset.restrict_self()?;
     if status.ruleset != RulesetStatus::FullyEnforced {
         return Err(RestrictError::NotFullyEnforced(status.ruleset));
@@ -270,12 +281,7 @@ pub fn restrict_self(
 ) -> Result<(), RestrictError> {
     let read: BitFlags<AccessFs> = AccessFs::from_read(ABI_USED);
     let all: BitFlags<AccessFs> = AccessFs::from_all(ABI_USED);
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(all)?;
-    if kernel_abi >= SCOPE_ABI {
-        ruleset = ruleset.scope(Scope::from_all(ABI::V6))?;
-    }
+    let mut ruleset = base_ruleset(kernel_abi)?;
     if !network && kernel_abi >= NET_ABI {
         ruleset = ruleset.handle_access(AccessNet::from_all(ABI::V4))?;
     }
@@ -291,12 +297,5 @@ pub fn restrict_self(
         let rights = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
         ruleset = ruleset.add_rule(PathBeneath::new(open(dev_null)?, rights))?;
     }
-    let status = ruleset.restrict_self()?;
-    if status.ruleset != RulesetStatus::FullyEnforced {
-        return Err(RestrictError::NotFullyEnforced(status.ruleset));
-    }
-    if !status.no_new_privs {
-        return Err(RestrictError::NoNewPrivs);
-    }
-    Ok(())
+    enforce(ruleset)
 }

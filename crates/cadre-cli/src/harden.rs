@@ -22,9 +22,7 @@ pub fn process_start() {
         .map(|registry| registry.referenced_env_names())
         .unwrap_or_default();
     let is_credential = |name: &str, value: &str| {
-        cadre_tools::shell_env::is_secret_name(name)
-            || cadre_tools::shell_env::is_secret_value(value)
-            || referenced.iter().any(|r| r == name)
+        cadre_tools::shell_env::is_credential(name, value) || referenced.iter().any(|r| r == name)
     };
     cadre_tools::fds::close_inherited_on_exec();
     let clean_path =

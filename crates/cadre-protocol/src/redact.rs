@@ -156,11 +156,25 @@ pub fn redact_assistant(message: &mut AssistantMessage) -> bool {
 /// `None` when it is the same as `message`.
 pub fn redacted_for_storage(message: &Message) -> Option<Message> {
     let secrets = secrets();
-    if secrets.is_empty() {
+    // Only thinking is left unredacted in memory: a copy is made only for a message whose
+    // thinking holds a secret, not for every message recorded.
+    if secrets.is_empty() || !thinking_holds_secret(message, secrets) {
         return None;
     }
     let mut copy = message.clone();
     redact_in(&mut copy, secrets, true).then_some(copy)
+}
+
+fn thinking_holds_secret(message: &Message, secrets: &[String]) -> bool {
+    let Message::Assistant(m) = message else {
+        return false;
+    };
+    m.content.iter().any(|block| match block {
+        ContentBlock::Thinking { thinking, .. } => {
+            secrets.iter().any(|s| thinking.contains(s.as_str()))
+        }
+        _ => false,
+    })
 }
 
 /// Redact a tool result's content blocks and details in place.

@@ -91,6 +91,11 @@ pub fn is_secret_value(value: &str) -> bool {
     SECRET_VALUE_MARKERS.iter().any(|m| lower.contains(m))
 }
 
+/// Whether a variable holds a credential, by its name or by its value's shape.
+pub fn is_credential(name: &str, value: &str) -> bool {
+    is_secret_name(name) || is_secret_value(value)
+}
+
 /// Whether a value is a URL with a password in it (`postgres://user:pw@host/db`,
 /// `https://user:pw@proxy`), whatever the variable is called.
 pub fn is_url_with_password(value: &str) -> bool {

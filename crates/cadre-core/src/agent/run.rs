@@ -190,11 +190,10 @@ impl Agent {
         self.record(message);
     }
 
-    /// Append to the history and the session file, without a registered secret (S5): text a
-    /// provider echoed a key into is kept and shown redacted; the session file also gets
-    /// signed thinking redacted, which the history must send back unchanged.
-    fn record(&mut self, mut message: Message) {
-        cadre_protocol::redact::redact_message(&mut message);
+    /// Append to the history and the session file. The message comes redacted (S5: `add`
+    /// and the reply path redact before emitting); the session file also gets signed thinking
+    /// redacted, which the history must send back unchanged.
+    fn record(&mut self, message: Message) {
         if let Some(writer) = self.session.as_mut() {
             let stored = cadre_protocol::redact::redacted_for_storage(&message);
             writer.append_message(stored.as_ref().unwrap_or(&message));

@@ -191,8 +191,14 @@ fn child_bash(
     };
     // Named only: bash creates it before its first command, so a child that never runs bash
     // (most read-only children) costs no directory.
-    let scratch_parent =
-        sandbox_dirs::scratch_parent(&inner.cadre_home).map_err(|e| refused("scratch", e))?;
+    let scratch_parent = match inner.scratch_parent.get() {
+        Some(parent) => parent.clone(),
+        None => {
+            let parent = sandbox_dirs::scratch_parent(&inner.cadre_home)
+                .map_err(|e| refused("scratch", e))?;
+            inner.scratch_parent.get_or_init(|| parent).clone()
+        }
+    };
     let scratch = scratch_dir_path(&scratch_parent);
     let mut extra_writable = Vec::new();
     if b.role.allow_plan_files {

@@ -159,6 +159,9 @@ pub(crate) struct Inner {
     pub child_specs: Mutex<HashMap<String, Arc<[cadre_protocol::ToolSpec]>>>,
     /// Set by [`TaskManager::shutdown`]: the parent is ending, so no run starts any more (L6).
     pub closed: std::sync::atomic::AtomicBool,
+    /// The checked parent of read-only tasks' scratch directories, resolved at the first
+    /// launch that needs it rather than at every one (see `sandbox_dirs::scratch_parent`).
+    pub scratch_parent: std::sync::OnceLock<PathBuf>,
     pub me: Weak<Inner>,
 }
 
@@ -231,6 +234,7 @@ impl TaskManager {
             continuing: Mutex::new(HashMap::new()),
             child_specs: Mutex::new(HashMap::new()),
             closed: std::sync::atomic::AtomicBool::new(false),
+            scratch_parent: std::sync::OnceLock::new(),
             me: me.clone(),
         });
         TaskManager { inner }

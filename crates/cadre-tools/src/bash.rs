@@ -140,12 +140,6 @@ impl BashTool {
         self
     }
 
-    /// Apply `timeout` to calls that give none.
-    pub fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.default_timeout = timeout;
-        self
-    }
-
     /// Apply `limit` to calls that give no timeout, and hold every call to it: a call's
     /// `timeout` may shorten it but not lengthen or (with 0) remove it. For children, whose
     /// model must not be able to hold their task, and its parent, for ever.
@@ -153,11 +147,6 @@ impl BashTool {
         self.default_timeout = limit;
         self.timeout_limit = limit;
         self
-    }
-
-    /// The timeout of calls that give none.
-    pub fn default_timeout(&self) -> Option<Duration> {
-        self.default_timeout
     }
 
     /// Run every command under `exe __supervise` (which must route that to

@@ -138,6 +138,52 @@ pub enum AgentEvent {
         )]
         final_error: Option<String>,
     },
+    /// Context compaction begins (manual, or automatic near or over the context window).
+    CompactionStart {
+        reason: CompactionReason,
+    },
+    /// Context compaction ended. Pi leaves `result` and `errorMessage` out when they are
+    /// undefined, so they are omitted here too (and read back when null or absent).
+    CompactionEnd {
+        reason: CompactionReason,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<CompactionResult>,
+        aborted: bool,
+        #[serde(rename = "willRetry")]
+        will_retry: bool,
+        #[serde(
+            rename = "errorMessage",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        error_message: Option<String>,
+    },
+}
+
+/// Why a compaction ran (Pi's `compaction_start.reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionReason {
+    /// Asked for (RPC `compact`, `/compact`).
+    Manual,
+    /// The context estimate passed `contextWindow - reserveTokens`.
+    Threshold,
+    /// The provider refused the request as too long; the request is retried after it.
+    Overflow,
+}
+
+/// What a compaction produced: the RPC `compact` result and `compaction_end.result`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionResult {
+    pub summary: String,
+    /// The first entry kept verbatim after the summary.
+    pub first_kept_entry_id: String,
+    /// The context estimate before compacting.
+    pub tokens_before: u64,
+    /// Pi's `{readFiles, modifiedFiles}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
 }
 
 /// Serialise an assistant message the way it appears in a message list: with its role tag.
@@ -198,5 +244,52 @@ mod tests {
         let v = serde_json::to_value(&d).unwrap();
         assert_eq!(v["type"], "toolcall_delta");
         assert_eq!(v["contentIndex"], 1);
+    }
+
+    #[test]
+    fn compaction_events_match_pi() {
+        let start = AgentEvent::CompactionStart {
+            reason: CompactionReason::Threshold,
+        };
+        assert_eq!(
+            serde_json::to_value(&start).unwrap(),
+            serde_json::json!({"type": "compaction_start", "reason": "threshold"})
+        );
+        let end = AgentEvent::CompactionEnd {
+            reason: CompactionReason::Overflow,
+            result: Some(CompactionResult {
+                summary: "S".into(),
+                first_kept_entry_id: "abc12345".into(),
+                tokens_before: 150000,
+                details: Some(serde_json::json!({"readFiles": [], "modifiedFiles": []})),
+            }),
+            aborted: false,
+            will_retry: true,
+            error_message: None,
+        };
+        let v = serde_json::to_value(&end).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"type": "compaction_end", "reason": "overflow",
+                "result": {"summary": "S", "firstKeptEntryId": "abc12345", "tokensBefore": 150000,
+                           "details": {"readFiles": [], "modifiedFiles": []}},
+                "aborted": false, "willRetry": true})
+        );
+        assert_eq!(serde_json::from_value::<AgentEvent>(v).unwrap(), end);
+        // Pi's aborted end: no result, no error message; `null` reads the same.
+        let aborted: AgentEvent = serde_json::from_value(serde_json::json!({
+            "type": "compaction_end", "reason": "manual", "result": null,
+            "aborted": true, "willRetry": false}))
+        .unwrap();
+        assert_eq!(
+            aborted,
+            AgentEvent::CompactionEnd {
+                reason: CompactionReason::Manual,
+                result: None,
+                aborted: true,
+                will_retry: false,
+                error_message: None,
+            }
+        );
     }
 }

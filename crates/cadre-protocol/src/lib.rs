@@ -13,7 +13,7 @@ mod task;
 mod thinking;
 mod tool;
 
-pub use event::{AgentEvent, AssistantMessageEvent};
+pub use event::{AgentEvent, AssistantMessageEvent, CompactionReason, CompactionResult};
 pub use message::{
     AssistantMessage, ContentBlock, CustomMessage, Message, StopReason, ToolCall,
     ToolResultMessage, Usage, UsageCost, UserContent, UserMessage, join_text, now_millis,

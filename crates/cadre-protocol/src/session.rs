@@ -84,6 +84,13 @@ pub enum SessionEntryKind {
         first_kept_entry_id: String,
         #[serde(rename = "tokensBefore", default)]
         tokens_before: u64,
+        /// Pi's file lists (`{readFiles, modifiedFiles}`) for a summary it generated, or an
+        /// extension's own data.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        details: Option<Value>,
+        /// `true` when an extension produced the summary (Pi's legacy field name).
+        #[serde(rename = "fromHook", default, skip_serializing_if = "Option::is_none")]
+        from_hook: Option<bool>,
     },
     BranchSummary {
         #[serde(rename = "fromId")]
@@ -104,6 +111,34 @@ mod tests {
         let e: SessionEntry = serde_json::from_value(line.clone()).unwrap();
         assert!(matches!(e.kind, SessionEntryKind::Message { .. }));
         assert_eq!(serde_json::to_value(&e).unwrap(), line);
+    }
+
+    #[test]
+    fn compaction_entry_round_trips_in_pi_layout() {
+        let line = json!({"type":"compaction","id":"f6g7h8i9","parentId":"e5f6g7h8","timestamp":"2024-12-03T14:10:00.000Z",
+                          "summary":"User discussed X","firstKeptEntryId":"c3d4e5f6","tokensBefore":50000,
+                          "details":{"readFiles":["a.rs"],"modifiedFiles":[]},"fromHook":false});
+        let e: SessionEntry = serde_json::from_value(line.clone()).unwrap();
+        let SessionEntryKind::Compaction {
+            first_kept_entry_id,
+            tokens_before,
+            details,
+            from_hook,
+            ..
+        } = &e.kind
+        else {
+            panic!("not a compaction: {e:?}")
+        };
+        assert_eq!(first_kept_entry_id, "c3d4e5f6");
+        assert_eq!(*tokens_before, 50000);
+        assert_eq!(details.as_ref().unwrap()["readFiles"][0], "a.rs");
+        assert_eq!(*from_hook, Some(false));
+        assert_eq!(serde_json::to_value(&e).unwrap(), line);
+        // Pi's minimal form (no details, no fromHook) reads and writes back the same.
+        let bare = json!({"type":"compaction","id":"a","parentId":null,"timestamp":"t",
+                          "summary":"S","firstKeptEntryId":"b","tokensBefore":1});
+        let e: SessionEntry = serde_json::from_value(bare.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&e).unwrap(), bare);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use cadre_core::orchestrator::store::{TaskStore, pid_is_alive};
 use cadre_core::roles::{DiagnosticKind, DiscoverOptions, ProjectTrust, RoleDef, discover};
 use cadre_llm::ModelRegistry;
 use cadre_llm::registry::ModelInfo;
-use cadre_llm::registry::{KeySource, ModelsFile, ProcessEnv, home_dir};
+use cadre_llm::registry::{AuthFile, KeySource, ModelsFile, ProcessEnv, home_dir};
 use cadre_protocol::TaskStatus;
 use cadre_tools::sandbox::{SandboxStatus, landlock_status, mechanisms};
 
@@ -230,6 +230,17 @@ fn providers_section(r: &mut Report, place: &Place, default_model: Option<String
             path.display()
         )),
     }
+    match registry.auth_file() {
+        AuthFile::None => {}
+        AuthFile::Cadre(path) => r.line(format!("auth.json: {}", path.display())),
+        AuthFile::Pi(path) => r.line(format!(
+            "auth.json: {} (Pi's, read-only: cadre has none of its own)",
+            path.display()
+        )),
+    }
+    for note in registry.auth_notes() {
+        r.warn(note.clone());
+    }
     for ignored in registry.ignored_providers() {
         r.warn(format!(
             "models.json provider `{ignored}` is ignored: cadre has no such built-in provider and the entry defines no models"
@@ -247,6 +258,7 @@ fn providers_section(r: &mut Report, place: &Place, default_model: Option<String
             }
             KeySource::Command => "credentials: from a command (not run here)".to_string(),
             KeySource::Literal => "credentials: a key in models.json".to_string(),
+            KeySource::Stored { path } => format!("credentials: a key in {}", path.display()),
             KeySource::NotRequired => "credentials: none needed".to_string(),
             KeySource::Missing => "no credentials: none configured".to_string(),
         };

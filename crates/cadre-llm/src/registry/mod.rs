@@ -12,7 +12,12 @@
 //! may run without a key — local servers (Ollama, llama.cpp, vLLM) ignore it. A file-defined
 //! provider with no `apiKey` but with `headers` is assumed to authenticate through its headers.
 //! Every other provider without a key fails with [`RegistryError::MissingCredentials`].
+//!
+//! Key precedence for a provider: a key set for this run ([`ModelRegistry::set_runtime_api_key`],
+//! `--api-key`), the configured `apiKey`, the provider's environment variable, then a key stored
+//! in `auth.json` (see [`auth`]).
 
+mod auth;
 mod build;
 mod builtin;
 pub mod env;
@@ -28,12 +33,14 @@ use std::path::{Path, PathBuf};
 
 use cadre_protocol::ThinkingLevel;
 
+pub use auth::AuthFile;
 pub use build::{DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOKENS};
 pub use env::{Env, MapEnv, ProcessEnv, hidden_credentials, hide_credentials, home_dir};
 pub use error::RegistryError;
 pub use value::ValueSource;
 
 use crate::model::{Api, Compat, Model, ModelCost};
+use auth::AuthStore;
 use value::Resolved;
 
 /// A model's wire format as configured: one cadre speaks, or one it does not.
@@ -121,6 +128,10 @@ pub enum KeySource {
     },
     Command,
     Literal,
+    /// An API key stored in this `auth.json` (cadre's, else Pi's).
+    Stored {
+        path: PathBuf,
+    },
     /// No key configured, and none needed (loopback server or header authentication).
     NotRequired,
     /// No key configured and one is needed.
@@ -179,6 +190,10 @@ pub struct ModelRegistry {
     ignored_providers: Vec<String>,
     /// The environment variables the configuration refers to, read at load time.
     env: MapEnv,
+    /// Keys stored in `auth.json`, the last resort for a provider.
+    auth: AuthStore,
+    /// Keys given for this run (`--api-key`), by provider: they win over everything.
+    runtime_keys: BTreeMap<String, String>,
 }
 
 impl std::fmt::Debug for ModelRegistry {
@@ -190,6 +205,11 @@ impl std::fmt::Debug for ModelRegistry {
                 &self.providers.iter().map(|p| &p.name).collect::<Vec<_>>(),
             )
             .field("file", &self.file)
+            .field("auth", &self.auth)
+            .field(
+                "runtime_keys",
+                &self.runtime_keys.keys().collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -202,7 +222,14 @@ impl ModelRegistry {
         self.env.0.keys().cloned().collect()
     }
 
+    /// Load the built-ins merged with `$CADRE_HOME/models.json` (or Pi's file when cadre has
+    /// none), and the keys of `$CADRE_HOME/auth.json` (or Pi's).
     pub fn load(cadre_home: &Path, env: &dyn Env) -> Result<ModelRegistry, RegistryError> {
+        let auth = AuthStore::load(cadre_home, env)?;
+        Ok(Self::load_models(cadre_home, env)?.with_auth(auth, env))
+    }
+
+    fn load_models(cadre_home: &Path, env: &dyn Env) -> Result<ModelRegistry, RegistryError> {
         let cadre_path = cadre_home.join("models.json");
         if let Some(text) = read_if_exists(&cadre_path)? {
             return Self::from_json(&text, ModelsFile::Cadre(cadre_path), env);
@@ -213,6 +240,57 @@ impl ModelRegistry {
             return Self::from_json(&text, ModelsFile::Pi(pi_path), env);
         }
         Ok(Self::builtin(env))
+    }
+
+    /// Use the keys of `auth`, taking the variables they name from `env` now, like every other
+    /// configured value.
+    fn with_auth(mut self, auth: AuthStore, env: &dyn Env) -> ModelRegistry {
+        for raw in auth.raw_keys() {
+            if !raw.starts_with('!')
+                && let Some(v) = env.var(raw)
+            {
+                self.env.0.insert(raw.to_string(), v);
+            }
+        }
+        self.auth = auth;
+        self
+    }
+
+    /// The `auth.json` in use and whether it is cadre's or Pi's.
+    pub fn auth_file(&self) -> &AuthFile {
+        &self.auth.file
+    }
+
+    /// What the user should know about the `auth.json` in use (OAuth entries skipped, a Pi file
+    /// that could not be read), one sentence each.
+    pub fn auth_notes(&self) -> &[String] {
+        &self.auth.notes
+    }
+
+    /// The keys stored in `auth.json` that are known without running anything (literals and
+    /// set variables), to register as secrets: the file can be read by a tool, and a stored key
+    /// must be redacted like the one in use.
+    pub fn stored_secrets(&self) -> Vec<String> {
+        self.auth
+            .raw_keys()
+            .filter(|raw| !raw.starts_with('!'))
+            .filter_map(|raw| match value::resolve(raw, &self.env) {
+                Ok(Resolved::Value(v)) => Some(v),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Use `key` for `provider` in this run, over every configured source (Pi's `--api-key`).
+    /// The key is never written anywhere; the caller registers the resolved model's key as a
+    /// secret as it does for every key.
+    pub fn set_runtime_api_key(&mut self, provider: &str, key: String) {
+        self.runtime_keys.insert(provider.to_string(), key);
+    }
+
+    /// Whether `provider` names a provider of the registry.
+    pub fn has_provider(&self, provider: &str) -> bool {
+        self.providers.iter().any(|p| p.name == provider)
     }
 
     /// The built-in providers only.
@@ -264,6 +342,8 @@ impl ModelRegistry {
             file,
             ignored_providers,
             env: snapshot,
+            auth: AuthStore::default(),
+            runtime_keys: BTreeMap::new(),
         }
     }
 
@@ -435,6 +515,45 @@ impl ModelRegistry {
         p: &ProviderDef,
         base_url: Option<&str>,
     ) -> Result<Option<String>, RegistryError> {
+        if let Some(key) = self.runtime_keys.get(&p.name) {
+            return Ok(Some(key.clone()));
+        }
+        match self.configured_key(p, base_url) {
+            Ok(Some(key)) => Ok(Some(key)),
+            // Nothing configured or the variable is unset: a stored key is the last resort.
+            missing @ (Ok(None) | Err(RegistryError::MissingCredentials { .. })) => {
+                match self.stored_key(p)? {
+                    Some(key) => Ok(Some(key)),
+                    None => missing,
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The key `auth.json` stores for `p`, resolved; `None` when there is none or it names an
+    /// unset variable.
+    fn stored_key(&self, p: &ProviderDef) -> Result<Option<String>, RegistryError> {
+        let Some(raw) = self.auth.key(&p.name) else {
+            return Ok(None);
+        };
+        match value::resolve(raw, &self.env) {
+            Ok(Resolved::Value(v)) => Ok(Some(v)),
+            Ok(Resolved::UnsetEnv(_)) => Ok(None),
+            Err(e) => Err(RegistryError::CredentialCommand {
+                provider: p.name.clone(),
+                what: "the key in auth.json".to_string(),
+                message: e.0,
+            }),
+        }
+    }
+
+    /// The key from the configuration and the environment alone.
+    fn configured_key(
+        &self,
+        p: &ProviderDef,
+        base_url: Option<&str>,
+    ) -> Result<Option<String>, RegistryError> {
         let keyless_ok = base_url.is_some_and(is_loopback_url);
         let missing = |env_var: Option<String>| RegistryError::MissingCredentials {
             provider: p.name.clone(),
@@ -467,6 +586,24 @@ impl ModelRegistry {
     }
 
     fn key_source(&self, p: &ProviderDef, base_url: Option<&str>) -> KeySource {
+        let configured = self.configured_key_source(p, base_url);
+        let unset = matches!(
+            configured,
+            KeySource::EnvVar { set: false, .. } | KeySource::Missing | KeySource::NotRequired
+        );
+        match (self.auth.key(&p.name), self.auth.file.path()) {
+            (Some(raw), Some(path))
+                if unset && value::classify(raw, &self.env) != unset_var(raw) =>
+            {
+                KeySource::Stored {
+                    path: path.to_path_buf(),
+                }
+            }
+            _ => configured,
+        }
+    }
+
+    fn configured_key_source(&self, p: &ProviderDef, base_url: Option<&str>) -> KeySource {
         let keyless_ok = base_url.is_some_and(is_loopback_url);
         let raw = p.api_key.as_ref().or(p.default_key_env.as_ref());
         match raw.map(|r| value::classify(r, &self.env)) {
@@ -479,9 +616,15 @@ impl ModelRegistry {
     }
 
     fn has_credentials(&self, p: &ProviderDef, base_url: Option<&str>) -> bool {
+        if self.runtime_keys.contains_key(&p.name) {
+            return true;
+        }
         let keyless_ok = base_url.is_some_and(is_loopback_url);
         match self.key_source(p, base_url) {
-            KeySource::Command | KeySource::Literal | KeySource::NotRequired => true,
+            KeySource::Command
+            | KeySource::Literal
+            | KeySource::Stored { .. }
+            | KeySource::NotRequired => true,
             KeySource::EnvVar { set, .. } => set || keyless_ok,
             KeySource::Missing => false,
         }
@@ -526,12 +669,33 @@ fn read_if_exists(path: &Path) -> Result<Option<String>, RegistryError> {
     }
 }
 
-/// Pi's `models.json`: `$PI_CODING_AGENT_DIR/models.json`, else `~/.pi/agent/models.json`.
-pub fn pi_models_path(env: &dyn Env) -> Option<PathBuf> {
-    if let Some(dir) = env.var("PI_CODING_AGENT_DIR") {
-        return Some(PathBuf::from(dir).join("models.json"));
+/// How [`value::classify`] reports `raw` when it is an unset variable's name.
+fn unset_var(raw: &str) -> ValueSource {
+    ValueSource::EnvVar {
+        name: raw.to_string(),
+        set: false,
     }
-    home_dir(env).map(|h| h.join(".pi").join("agent").join("models.json"))
+}
+
+/// Pi's agent directory, where its `models.json`, `auth.json`, `settings.json`, `AGENTS.md` and
+/// sessions live: `$PI_CODING_AGENT_DIR` (a leading `~` or `~/` means the home directory, as Pi
+/// expands it), else `~/.pi/agent`.
+pub fn pi_agent_dir(env: &dyn Env) -> Option<PathBuf> {
+    if let Some(dir) = env.var("PI_CODING_AGENT_DIR") {
+        if dir == "~" {
+            return home_dir(env);
+        }
+        if let Some(rest) = dir.strip_prefix("~/") {
+            return home_dir(env).map(|h| h.join(rest));
+        }
+        return Some(PathBuf::from(dir));
+    }
+    home_dir(env).map(|h| h.join(".pi").join("agent"))
+}
+
+/// Pi's `models.json`: `<Pi agent dir>/models.json` (see [`pi_agent_dir`]).
+pub fn pi_models_path(env: &dyn Env) -> Option<PathBuf> {
+    pi_agent_dir(env).map(|d| d.join("models.json"))
 }
 
 /// True when `url`'s host is `localhost`, a `*.localhost` name or a loopback address.

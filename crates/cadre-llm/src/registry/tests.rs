@@ -775,3 +775,136 @@ fn registry_can_be_shared_across_threads() {
     assert_send_sync::<ModelRegistry>();
     assert_send_sync::<RegistryError>();
 }
+
+#[test]
+fn pi_agent_dir_expands_a_leading_tilde_as_pi_does() {
+    let env = MapEnv::new().with("HOME", "/h");
+    assert_eq!(pi_agent_dir(&env), Some(PathBuf::from("/h/.pi/agent")));
+    let env = env.with("PI_CODING_AGENT_DIR", "~/pi");
+    assert_eq!(pi_agent_dir(&env), Some(PathBuf::from("/h/pi")));
+    assert_eq!(
+        pi_models_path(&env),
+        Some(PathBuf::from("/h/pi/models.json"))
+    );
+    let env = env.with("PI_CODING_AGENT_DIR", "~");
+    assert_eq!(pi_agent_dir(&env), Some(PathBuf::from("/h")));
+    let env = env.with("PI_CODING_AGENT_DIR", "/abs/~x");
+    assert_eq!(pi_agent_dir(&env), Some(PathBuf::from("/abs/~x")));
+    assert_eq!(pi_agent_dir(&MapEnv::new()), None);
+}
+
+/// A cadre home without files and a Pi agent dir holding `auth`, with `vars` set.
+fn with_pi_auth(auth: &str, vars: &[(&str, &str)]) -> (tempfile::TempDir, ModelRegistry) {
+    let tmp = tempfile::tempdir().unwrap();
+    let pi = tmp.path().join("pi");
+    write(&pi, "auth.json", auth);
+    let mut env = MapEnv::new().with("PI_CODING_AGENT_DIR", pi.to_str().unwrap());
+    for (k, v) in vars {
+        env = env.with(k, v);
+    }
+    let reg = ModelRegistry::load(&tmp.path().join("cadre"), &env).unwrap();
+    (tmp, reg)
+}
+
+#[test]
+fn stored_keys_come_after_the_environment() {
+    let auth = r#"{
+      "anthropic": {"type": "api_key", "key": "sk-ant-from-auth-file"},
+      "openai": {"type": "api_key", "key": "sk-openai-from-auth-file"},
+      "openrouter": {"type": "oauth", "access": "a", "refresh": "r", "expires": 0}
+    }"#;
+    let (_tmp, reg) = with_pi_auth(auth, &[("OPENAI_API_KEY", "sk-openai-from-env")]);
+    assert!(matches!(reg.auth_file(), AuthFile::Pi(_)));
+    // No variable: the stored key.
+    let m = reg.resolve("anthropic/claude-sonnet-4-5").unwrap();
+    assert_eq!(m.api_key.as_deref(), Some("sk-ant-from-auth-file"));
+    // The variable wins over the file.
+    let m = reg.resolve("openai/gpt-5").unwrap();
+    assert_eq!(m.api_key.as_deref(), Some("sk-openai-from-env"));
+    // OAuth entries are skipped, with a note.
+    assert!(matches!(
+        reg.resolve("openrouter/anthropic/claude-sonnet-4.5"),
+        Err(RegistryError::MissingCredentials { .. })
+    ));
+    assert!(
+        reg.auth_notes()
+            .iter()
+            .any(|n| n.contains("OAuth") && n.contains("openrouter")),
+        "{:?}",
+        reg.auth_notes()
+    );
+    let status = reg.providers_status();
+    let anthropic = status.iter().find(|p| p.provider == "anthropic").unwrap();
+    assert!(anthropic.has_credentials);
+    assert!(matches!(anthropic.key_source, KeySource::Stored { .. }));
+    let openai = status.iter().find(|p| p.provider == "openai").unwrap();
+    assert!(matches!(
+        openai.key_source,
+        KeySource::EnvVar { set: true, .. }
+    ));
+    // Both stored keys are secrets, the one in use or not.
+    let mut secrets = reg.stored_secrets();
+    secrets.sort();
+    assert_eq!(
+        secrets,
+        vec!["sk-ant-from-auth-file", "sk-openai-from-auth-file"]
+    );
+}
+
+#[test]
+fn stored_keys_serve_file_providers_and_name_variables() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cadre = tmp.path().join("cadre");
+    write(
+        &cadre,
+        "models.json",
+        r#"{"providers":{"corp":{"baseUrl":"https://llm.corp.example/v1","api":"openai-completions","models":[{"id":"m"}]}}}"#,
+    );
+    write(
+        &cadre,
+        "auth.json",
+        r#"{"corp":{"type":"api_key","key":"CORP_TOKEN"},"anthropic":{"type":"api_key","key":"UNSET_TOKEN"}}"#,
+    );
+    let env = MapEnv::new().with("CORP_TOKEN", "corp-secret-value-1");
+    let reg = ModelRegistry::load(&cadre, &env).unwrap();
+    assert_eq!(reg.auth_file(), &AuthFile::Cadre(cadre.join("auth.json")));
+    let m = reg.resolve("corp/m").unwrap();
+    assert_eq!(m.api_key.as_deref(), Some("corp-secret-value-1"));
+    // The variable it names is a credential to hide from commands, like models.json's.
+    assert!(
+        reg.referenced_env_names()
+            .contains(&"CORP_TOKEN".to_string())
+    );
+    // A stored name of an unset variable is no key: the usual error, naming the usual variable.
+    match reg.resolve("anthropic/claude-sonnet-4-5") {
+        Err(RegistryError::MissingCredentials { env_var, .. }) => {
+            assert_eq!(env_var.as_deref(), Some("ANTHROPIC_API_KEY"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_runtime_key_wins_for_its_provider_only() {
+    let (_tmp, mut reg) = with_pi_auth(
+        r#"{"anthropic":{"type":"api_key","key":"sk-ant-from-auth-file"}}"#,
+        &[("OPENAI_API_KEY", "sk-openai-from-env")],
+    );
+    assert!(reg.has_provider("openai") && !reg.has_provider("nope"));
+    reg.set_runtime_api_key("openai", "sk-openai-from-flag".into());
+    let m = reg.resolve("openai/gpt-5").unwrap();
+    assert_eq!(m.api_key.as_deref(), Some("sk-openai-from-flag"));
+    let m = reg.resolve("anthropic/claude-sonnet-4-5").unwrap();
+    assert_eq!(m.api_key.as_deref(), Some("sk-ant-from-auth-file"));
+    // A provider without any other key becomes usable.
+    assert!(
+        reg.resolve("openrouter/anthropic/claude-sonnet-4.5")
+            .is_err()
+    );
+    reg.set_runtime_api_key("openrouter", "sk-or-from-flag-123".into());
+    assert!(
+        reg.resolve("openrouter/anthropic/claude-sonnet-4.5")
+            .is_ok()
+    );
+    assert!(!format!("{reg:?}").contains("from-flag"));
+}

@@ -40,6 +40,7 @@ mod tests {
             headers: BTreeMap::new(),
             reasoning: false,
             thinking_level_map: BTreeMap::new(),
+            input: vec!["text".into(), "image".into()],
             context_window: 1,
             max_tokens: 1,
             cost,

@@ -14,6 +14,7 @@
 pub mod anthropic;
 pub mod assemble;
 pub mod client;
+pub mod convert;
 pub mod cost;
 mod encoded_tools;
 pub mod error;

@@ -75,6 +75,9 @@ pub struct Model {
     /// Extra request headers (values resolved).
     pub headers: BTreeMap<String, String>,
     pub reasoning: bool,
+    /// Pi's `input`: the kinds of content the model takes, `text` and possibly `image`. Images
+    /// sent to a model without `image` are replaced by a note (see `images.rs`).
+    pub input: Vec<String>,
     /// Pi `thinkingLevelMap`: `None` value = level unsupported, `Some(s)` = value sent.
     pub thinking_level_map: BTreeMap<ThinkingLevel, Option<String>>,
     pub context_window: u64,
@@ -87,6 +90,11 @@ impl Model {
     /// `provider/id`, the name users type.
     pub fn full_name(&self) -> String {
         format!("{}/{}", self.provider, self.id)
+    }
+
+    /// Whether the model takes image blocks (`input` includes `image`).
+    pub fn accepts_images(&self) -> bool {
+        self.input.iter().any(|kind| kind == "image")
     }
 }
 
@@ -101,6 +109,7 @@ impl std::fmt::Debug for Model {
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("reasoning", &self.reasoning)
+            .field("input", &self.input)
             .field("thinking_level_map", &self.thinking_level_map)
             .field("context_window", &self.context_window)
             .field("max_tokens", &self.max_tokens)

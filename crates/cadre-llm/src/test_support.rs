@@ -24,6 +24,7 @@ pub fn model(api: Api) -> Model {
         headers: BTreeMap::new(),
         reasoning: false,
         thinking_level_map: BTreeMap::new(),
+        input: vec!["text".into(), "image".into()],
         context_window: 100_000,
         max_tokens: 8_000,
         cost: ModelCost::default(),

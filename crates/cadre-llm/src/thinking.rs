@@ -207,6 +207,7 @@ mod tests {
             headers: BTreeMap::new(),
             reasoning,
             thinking_level_map: map.iter().map(|(l, v)| (*l, v.map(String::from))).collect(),
+            input: vec!["text".into(), "image".into()],
             context_window: 200_000,
             max_tokens: 64_000,
             cost: ModelCost::default(),

@@ -69,6 +69,7 @@ mod tests {
             headers: Default::default(),
             reasoning: false,
             thinking_level_map: Default::default(),
+            input: vec!["text".into(), "image".into()],
             context_window: 0,
             max_tokens: 0,
             cost: ModelCost::default(),

@@ -32,6 +32,7 @@ pub fn model() -> Model {
         headers: Default::default(),
         reasoning: false,
         thinking_level_map: Default::default(),
+        input: vec!["text".into(), "image".into()],
         context_window: 100_000,
         max_tokens: 1000,
         cost: ModelCost::default(),

@@ -14,6 +14,8 @@ use crate::model::{Compat, ModelCost};
 /// Pi's defaults for a model entry that leaves them out.
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
 pub const DEFAULT_MAX_TOKENS: u64 = 16_384;
+/// Pi's default `input` for a model entry: text only.
+pub const DEFAULT_INPUT: &[&str] = &["text"];
 
 /// The result of merging: the providers, and the file's provider entries cadre has no use for
 /// (overrides of Pi built-ins that cadre does not have), for `cadre doctor`.
@@ -86,6 +88,9 @@ fn apply_override(m: &mut ModelDef, ov: RawOverride) {
     if let Some(r) = ov.reasoning {
         m.reasoning = r;
     }
+    if let Some(input) = ov.input {
+        m.input = input;
+    }
     if let Some(map) = ov.thinking_level_map {
         m.thinking_level_map = level_map(map);
     }
@@ -146,6 +151,9 @@ fn custom_model(
             .unwrap_or_else(|| provider_api.clone()),
         base_url: raw.base_url,
         reasoning: raw.reasoning.unwrap_or(false),
+        input: raw
+            .input
+            .unwrap_or_else(|| DEFAULT_INPUT.iter().map(|s| s.to_string()).collect()),
         thinking_level_map: raw.thinking_level_map.map(level_map).unwrap_or_default(),
         context_window: raw.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
         max_tokens: raw.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),

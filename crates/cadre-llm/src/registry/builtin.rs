@@ -139,6 +139,8 @@ fn model(spec: &Spec, api: Api) -> ModelDef {
         api: ApiKind::Supported(api),
         base_url: None,
         reasoning: spec.reasoning,
+        // Every built-in model reads images.
+        input: vec!["text".to_string(), "image".to_string()],
         thinking_level_map: spec
             .levels
             .iter()

@@ -33,6 +33,7 @@ pub struct RawModel {
     pub api: Option<String>,
     pub base_url: Option<String>,
     pub reasoning: Option<bool>,
+    pub input: Option<Vec<String>>,
     pub thinking_level_map: Option<BTreeMap<String, Option<String>>>,
     pub context_window: Option<u64>,
     pub max_tokens: Option<u64>,
@@ -47,6 +48,7 @@ pub struct RawModel {
 pub struct RawOverride {
     pub name: Option<String>,
     pub reasoning: Option<bool>,
+    pub input: Option<Vec<String>>,
     pub thinking_level_map: Option<BTreeMap<String, Option<String>>>,
     pub context_window: Option<u64>,
     pub max_tokens: Option<u64>,

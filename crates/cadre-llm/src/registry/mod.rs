@@ -173,6 +173,8 @@ pub(crate) struct ModelDef {
     pub api: ApiKind,
     pub base_url: Option<String>,
     pub reasoning: bool,
+    /// Pi's `input` (`["text"]` or `["text", "image"]`).
+    pub input: Vec<String>,
     pub thinking_level_map: BTreeMap<ThinkingLevel, Option<String>>,
     pub context_window: u64,
     pub max_tokens: u64,
@@ -459,6 +461,7 @@ impl ModelRegistry {
             api_key,
             headers,
             reasoning: m.reasoning,
+            input: m.input.clone(),
             thinking_level_map: m.thinking_level_map.clone(),
             context_window: m.context_window,
             max_tokens: m.max_tokens,

@@ -908,3 +908,26 @@ fn a_runtime_key_wins_for_its_provider_only() {
     );
     assert!(!format!("{reg:?}").contains("from-flag"));
 }
+
+#[test]
+fn input_follows_pi_defaults_and_overrides() {
+    let reg = from(
+        r#"{"providers":{
+          "ollama":{"baseUrl":"http://localhost:11434/v1","api":"openai-completions","models":[
+            {"id":"plain"},{"id":"vision","input":["text","image"]}]},
+          "anthropic":{"modelOverrides":{"claude-haiku-4-5":{"input":["text"]}}}
+        }}"#,
+        &env(),
+    );
+    // Pi's default for a file model is text only.
+    assert!(!reg.resolve("ollama/plain").unwrap().accepts_images());
+    assert!(reg.resolve("ollama/vision").unwrap().accepts_images());
+    // Built-ins read images unless an override says otherwise.
+    assert!(
+        reg.resolve("anthropic/claude-sonnet-4-5")
+            .unwrap()
+            .accepts_images()
+    );
+    let haiku = reg.resolve("anthropic/claude-haiku-4-5").unwrap();
+    assert_eq!(haiku.input, vec!["text".to_string()]);
+}

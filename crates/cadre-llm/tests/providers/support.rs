@@ -32,6 +32,7 @@ pub fn model(server: &FakeServer, api: Api) -> Model {
         headers: BTreeMap::new(),
         reasoning: false,
         thinking_level_map: BTreeMap::new(),
+        input: vec!["text".into(), "image".into()],
         context_window: 200_000,
         max_tokens: 16_000,
         cost: ModelCost {

@@ -1,8 +1,10 @@
-//! Host configuration: where cadre keeps its files ([`paths`]), `settings.json` ([`settings`]),
+//! Host configuration: where cadre keeps its files ([`paths`]), `settings.json` ([`settings`],
+//! with Pi's as a fallback: [`pi_settings`]),
 //! which projects are trusted ([`trust`]), and crash-safe file replacement ([`fsutil`]).
 
 pub mod fsutil;
 pub mod paths;
+pub mod pi_settings;
 pub mod settings;
 pub mod trust;
 

@@ -34,6 +34,8 @@ use std::sync::Arc;
 pub use bash::BashTool;
 pub use edit::EditTool;
 pub use find::FindTool;
+/// Image sniffing and base64, shared with the `@file` arguments of the front ends.
+pub use fsutil::{base64_encode, image_mime};
 pub use grep::GrepTool;
 pub use ls::LsTool;
 pub use read::ReadTool;

@@ -3,10 +3,11 @@
 //! `AGENTS.md` winning over `CLAUDE.md` within a directory. The global one is CADRE_HOME's, or
 //! Pi's (in its agent directory) when CADRE_HOME has none.
 //!
-//! A run without context files (`--no-context-files`) simply does not call
-//! [`collect_context_files`] and passes an empty list to the system prompt.
+//! A process started with `--no-context-files` calls [`disable_context_files`] first: every
+//! conversation it runs, the root's and its subagents', then goes without them, as in Pi.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use cadre_llm::registry::{ProcessEnv, pi_agent_dir};
 
@@ -21,11 +22,21 @@ pub struct ContextFile {
     pub content: String,
 }
 
-/// The context files for a conversation in `cwd`, global one first, then root to cwd. Files
-/// that cannot be read as UTF-8 text are skipped; a file reached twice (CADRE_HOME inside the
-/// cwd's ancestry) is included once. Pi's agent directory comes from the process environment
-/// (`PI_CODING_AGENT_DIR`, else `~/.pi/agent`).
+static DISABLED: AtomicBool = AtomicBool::new(false);
+
+/// No conversation of this process gets context files from now on (`--no-context-files`).
+pub fn disable_context_files() {
+    DISABLED.store(true, Ordering::Relaxed);
+}
+
+/// The context files for a conversation in `cwd`, global one first, then root to cwd; none
+/// after [`disable_context_files`]. Files that cannot be read as UTF-8 text are skipped; a file
+/// reached twice (CADRE_HOME inside the cwd's ancestry) is included once. Pi's agent directory
+/// comes from the process environment (`PI_CODING_AGENT_DIR`, else `~/.pi/agent`).
 pub fn collect_context_files(cwd: &Path, cadre_home: &Path) -> Vec<ContextFile> {
+    if DISABLED.load(Ordering::Relaxed) {
+        return Vec::new();
+    }
     collect_context_files_from(cwd, cadre_home, pi_agent_dir(&ProcessEnv).as_deref())
 }
 

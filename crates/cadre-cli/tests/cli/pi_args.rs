@@ -1,0 +1,206 @@
+//! Pi's command line: the flags cadre shares with Pi, hints for the ones it lacks and for Pi's
+//! subcommand words, and `--session` with a session id.
+
+use cadre_testkit::{Match, Reply, Rule};
+
+use crate::harness::{Fixture, Wire};
+
+fn answer_anything(fixture: &Fixture) {
+    fixture
+        .server
+        .script(Rule::new(Match::first_user("ROUTE-PI")).reply(Reply::text("ok")));
+}
+
+/// A session file with only a header, as another run (or Pi) would leave it.
+fn write_session(fixture: &Fixture, id: &str) -> std::path::PathBuf {
+    let dir = fixture.session_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("2024-12-03T14-00-00-000Z_{id}.jsonl"));
+    let header = serde_json::json!({"type": "session", "version": 3, "id": id,
+        "timestamp": "2024-12-03T14:00:00.000Z", "cwd": fixture.project});
+    std::fs::write(&path, format!("{header}\n")).unwrap();
+    path
+}
+
+#[test]
+fn pi_flags_cadre_lacks_get_a_hint_instead_of_clap_advice() {
+    let fixture = Fixture::new();
+    for (args, flag) in [
+        (vec!["--resume"], "--resume"),
+        (vec!["-r"], "-r"),
+        (vec!["--export", "s.jsonl"], "--export"),
+        (vec!["--models", "a,b", "-p", "x"], "--models"),
+        (vec!["-e", "ext.ts", "-p", "x"], "-e"),
+        (vec!["-nbt", "-p", "x"], "-nbt"),
+    ] {
+        let out = fixture.run(&args);
+        let line = out.assert_one_line_error();
+        assert!(
+            line.starts_with(&format!(
+                "cadre: error: cadre does not support Pi's {flag} ("
+            )),
+            "{line}"
+        );
+        assert!(!line.contains("tip:"), "{line}");
+        assert_eq!(out.code, Some(2), "{line}");
+    }
+    // An unknown flag that is not Pi's keeps clap's message.
+    let line = fixture
+        .run(&["--frobnicate"])
+        .assert_one_line_error()
+        .to_string();
+    assert!(
+        line.contains("unexpected argument '--frobnicate'"),
+        "{line}"
+    );
+    assert!(fixture.server.requests().is_empty());
+}
+
+#[test]
+fn subcommand_words_are_not_sent_as_prompts() {
+    let fixture = Fixture::new();
+    answer_anything(&fixture);
+    for args in [
+        vec!["install", "npm:@foo/bar"],
+        vec!["-p", "--model", Wire::Anthropic.model(), "list"],
+        vec!["update"],
+        vec!["login"],
+        vec!["mcp", "add", "server"],
+    ] {
+        let out = fixture.run(&args);
+        let line = out.assert_one_line_error();
+        assert!(line.contains("is not a command"), "{line}");
+        assert!(line.contains("cadre -p -- \""), "{line}");
+    }
+    assert!(fixture.server.requests().is_empty());
+    // Real subcommands are untouched.
+    fixture.run(&["agents"]).assert_success();
+    // After `--` (or as a sentence) the words are a prompt.
+    let out = fixture.run_print(Wire::Anthropic, &["--", "install ROUTE-PI"]);
+    out.assert_success();
+    let out = fixture.run_print(Wire::Anthropic, &["--", "install", "ROUTE-PI"]);
+    out.assert_success();
+    let out = fixture.run_print(
+        Wire::Anthropic,
+        &["init", "a", "cargo", "project", "ROUTE-PI"],
+    );
+    out.assert_success();
+}
+
+#[test]
+fn version_answers_to_pis_short_flag() {
+    let fixture = Fixture::new();
+    for flag in ["-v", "-V", "--version"] {
+        let out = fixture.run(&[flag]);
+        out.assert_success();
+        assert!(
+            out.stdout.starts_with("cadre ") && out.stdout.contains(env!("CARGO_PKG_VERSION")),
+            "{flag}: {}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn provider_and_model_no_tools_and_no_context_files() {
+    let fixture = Fixture::new();
+    answer_anything(&fixture);
+    std::fs::write(fixture.project.join("AGENTS.md"), "CONTEXT-MARKER-5150\n").unwrap();
+
+    let out = fixture.run(&[
+        "-p",
+        "--provider",
+        "fake",
+        "--model",
+        "m1",
+        "-nt",
+        "ROUTE-PI",
+    ]);
+    out.assert_success();
+    assert_eq!(out.stdout, "ok\n");
+    let request = fixture.last_request();
+    assert!(Wire::Anthropic.tool_names(&request).is_empty());
+    assert!(request.system_text().contains("CONTEXT-MARKER-5150"));
+
+    let out = fixture.run_print(
+        Wire::OpenAi,
+        &["--no-context-files", "--tools", "read", "ROUTE-PI"],
+    );
+    out.assert_success();
+    let request = fixture.last_request();
+    assert_eq!(Wire::OpenAi.tool_names(&request), ["read"]);
+    let system = request.system_text();
+    assert!(!system.contains("CONTEXT-MARKER-5150"), "{system}");
+
+    // Flags that need --model say so before anything runs.
+    let line = fixture
+        .run(&["-p", "--provider", "fake", "ROUTE-PI"])
+        .assert_one_line_error()
+        .to_string();
+    assert!(line.contains("--provider needs --model"), "{line}");
+    let line = fixture
+        .run(&["-p", "--api-key", "sk-test-0123456789", "ROUTE-PI"])
+        .assert_one_line_error()
+        .to_string();
+    assert!(line.contains("--api-key needs --model"), "{line}");
+    assert!(!line.contains("sk-test-0123456789"), "{line}");
+    assert_eq!(fixture.server.requests().len(), 2);
+}
+
+#[test]
+fn session_ids_resolve_by_prefix_and_never_create_junk() {
+    let fixture = Fixture::new();
+    write_session(&fixture, "0193aaaa-0000-7000-8000-000000000001");
+    write_session(&fixture, "0193aabb-0000-7000-8000-000000000002");
+    let before = fixture.session_files();
+
+    // Ambiguous: both candidates named, nothing run.
+    let out = fixture.run_print(Wire::Anthropic, &["--session", "0193aa", "ROUTE-PI"]);
+    let line = out.assert_one_line_error();
+    assert!(line.contains("is ambiguous"), "{line}");
+    assert!(
+        line.contains("0193aaaa-0000") && line.contains("0193aabb-0000"),
+        "{line}"
+    );
+
+    // Unknown: an error, and no file named after it anywhere.
+    let out = fixture.run_print(Wire::Anthropic, &["--session", "ffff1234", "ROUTE-PI"]);
+    let line = out.assert_one_line_error();
+    assert!(
+        line.contains("no session found matching 'ffff1234'"),
+        "{line}"
+    );
+    assert!(!fixture.project.join("ffff1234").exists());
+    assert_eq!(fixture.session_files(), before);
+    assert!(fixture.server.requests().is_empty());
+
+    // A unique prefix continues that file.
+    answer_anything(&fixture);
+    let out = fixture.run_print(Wire::Anthropic, &["--session", "0193aabb", "ROUTE-PI"]);
+    out.assert_success();
+    assert_eq!(fixture.session_files(), before, "no new file");
+    let text = std::fs::read_to_string(&before[1]).unwrap();
+    assert!(text.contains("ROUTE-PI"), "{text}");
+}
+
+#[test]
+fn a_session_of_another_project_is_named_not_continued() {
+    let fixture = Fixture::new();
+    let elsewhere = fixture.home.join("sessions").join("--elsewhere--");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let header = serde_json::json!({"type": "session", "version": 3, "id": "beef0001",
+        "timestamp": "2024-12-03T14:00:00.000Z", "cwd": "/elsewhere"});
+    let theirs = elsewhere.join("2024-12-03T14-00-00-000Z_beef0001.jsonl");
+    std::fs::write(&theirs, format!("{header}\n")).unwrap();
+    let out = fixture.run_print(Wire::Anthropic, &["--session", "beef", "ROUTE-PI"]);
+    let line = out.assert_one_line_error();
+    assert!(
+        line.contains("belongs to another project (/elsewhere)"),
+        "{line}"
+    );
+    assert!(
+        line.contains(&theirs.to_string_lossy().into_owned()),
+        "{line}"
+    );
+    assert!(fixture.server.requests().is_empty());
+}

@@ -40,6 +40,8 @@ pub enum Mode {
     Text,
     /// Print one JSON event per line (Pi's event names).
     Json,
+    /// Pi's RPC protocol: JSON commands on stdin, responses and events on stdout.
+    Rpc,
 }
 
 #[derive(Debug, clap::Args)]

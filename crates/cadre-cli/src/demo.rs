@@ -9,20 +9,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use cadre_core::agent::{Agent, AgentConfig};
 use cadre_core::config::CadreHome;
 use cadre_core::orchestrator::store::TaskStore;
-use cadre_core::roles::ProjectTrust;
-use cadre_core::session::{SessionWriter, session_dir_for_cwd};
-use cadre_llm::registry::ProcessEnv;
-use cadre_llm::{HttpProvider, ModelRegistry, Provider, RetryPolicy};
-use cadre_protocol::{AgentEvent, ThinkingLevel};
+use cadre_host::{Host, HostContext, HostEvent, HostOptions};
+use cadre_protocol::UserContent;
 use cadre_testkit::FakeServer;
-use tokio::sync::mpsc;
 
 use crate::args::{DemoArgs, Wire};
 use crate::demo_script::{DEMO_PROMPT, install};
-use crate::orchestrate::{ORCHESTRATION_TOOLS, Orchestration, Setup};
 use crate::render;
 
 /// The sample project, embedded so the demo works from any directory.
@@ -60,7 +54,7 @@ const SAMPLE_PROJECT: &[(&str, &str)] = &[
 pub async fn run(args: DemoArgs) -> Result<ExitCode> {
     // Registered first: Ctrl-C's default action would end the process without removing the
     // demo directory.
-    let mut signals = crate::run::Signals::new().ok();
+    let mut signals = cadre_host::Signals::new().ok();
     let server = FakeServer::start()
         .await
         .context("cannot start the scripted model server")?;
@@ -95,69 +89,21 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
                     "maxTokens": 8192,
                     "cost": {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}}]}}});
     std::fs::write(home.models_json(), models.to_string()).context("cannot write models.json")?;
-    let registry = Arc::new(
-        ModelRegistry::load(home.root(), &ProcessEnv).context("cannot load the demo models")?,
-    );
-    let model = registry.resolve("demo/scripted")?;
-
-    let tools = cadre_tools::builtin_tools();
-    let session =
-        SessionWriter::create(&session_dir_for_cwd(home.root(), &project), &project, None)
-            .await
-            .context("cannot create the demo session file")?;
-    let session_path = session.path().to_path_buf();
-    let root_session_id = session.session_id().to_string();
-    let provider: Arc<dyn Provider> = Arc::new(HttpProvider::new(RetryPolicy::default()));
-    let artifacts_dir = home.root().join("artifacts");
-    let mut orchestration = Orchestration::new(Setup {
-        home: &home,
-        cwd: &project,
-        trust: ProjectTrust::Trusted,
-        settings: None,
-        provider: provider.clone(),
-        registry,
-        tools: tools.clone(),
-        root_session_id: root_session_id.clone(),
-        root_session_file: Some(session_path.clone()),
-        history: Vec::new(),
-        artifacts_dir: artifacts_dir.clone(),
-    })?;
-    let names: Vec<String> = ORCHESTRATION_TOOLS.iter().map(|s| s.to_string()).collect();
-    let mut active = tools.names();
-    active.extend(names.iter().cloned());
-    let mut all_tools = tools;
-    for tool in orchestration.tools(&model, ThinkingLevel::Off, "", active.clone(), &names) {
-        all_tools.register(tool);
-    }
-    let policy: Vec<String> = orchestration.policy_prompt().into_iter().collect();
-    let system_prompt =
-        cadre_core::prompt::build_system_prompt(&cadre_core::prompt::SystemPromptInput {
-            cwd: &project,
-            date: &cadre_core::prompt::today(std::time::SystemTime::now()),
-            tools: &all_tools.specs(),
-            context_files: &[],
-            custom: None,
-            append: &policy,
-        });
-    for tool in orchestration.tools(&model, ThinkingLevel::Off, &system_prompt, active, &names) {
-        all_tools.register(tool);
-    }
-
-    let (tx, mut rx) = mpsc::unbounded_channel::<AgentEvent>();
-    let mut agent = Agent::new(
-        AgentConfig {
-            provider,
-            model,
-            thinking: ThinkingLevel::Off,
-            system_prompt,
-            tools: all_tools,
-            cwd: project.clone(),
-            artifacts_dir,
-            events: Some(orchestration.tap(Some(tx))),
+    let ctx = Arc::new(HostContext::load_in(home, &project, true)?);
+    let started = Host::start(
+        ctx,
+        HostOptions {
+            model: Some("demo/scripted".into()),
+            thinking: Some("off".into()),
+            stream_updates: args.json,
+            ..HostOptions::default()
         },
-        Vec::new(),
-        Some(session),
-    );
+    )
+    .await
+    .context("cannot start the demo session")?;
+    let host = started.host;
+    let mut rx = started.events;
+    let root_session_id = host.state().session_id;
 
     if !args.json {
         outln!("cadre demo: a real orchestration run against a scripted model");
@@ -183,6 +129,9 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
     let json = args.json;
     let printer = tokio::spawn(async move {
         while let Some(event) = rx.recv().await {
+            let HostEvent::Agent(event) = event else {
+                continue;
+            };
             if json {
                 render::print_json_line(&event);
             } else if let Some(line) = render::transcript_line(&event) {
@@ -190,17 +139,21 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
             }
         }
     });
-    let manager = orchestration.manager.clone();
     let interrupted = async {
         match signals.as_mut() {
             Some(signals) => signals.next().await,
             None => std::future::pending().await,
         }
     };
+    let settled = async {
+        host.prompt(UserContent::Text(DEMO_PROMPT.to_string()), None)?;
+        host.settle().await
+    };
     let outcome = tokio::select! {
-        outcome = orchestration.drive(&mut agent, DEMO_PROMPT.to_string(), std::future::pending()) => outcome,
+        outcome = settled => outcome,
         Some(signal) = interrupted => {
-            manager.shutdown().await;
+            host.interrupt();
+            let _ = host.shutdown().await;
             let fate = if args.keep {
                 format!("kept at {}", dir.keep().display())
             } else {
@@ -209,19 +162,27 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
             };
             errln!(
                 "cadre: error: interrupted by {}; the demo was stopped and its directory {fate}",
-                crate::run::signal_name(signal)
+                cadre_host::signal_name(signal)
             );
             return Ok(ExitCode::from(u8::try_from(128 + signal).unwrap_or(1)));
         }
     };
-    orchestration.manager.shutdown().await;
-    let usage = agent.usage();
-    let closed = agent.close().await;
-    let store = orchestration.manager.store().clone();
-    drop(orchestration);
+    let mut usage = cadre_protocol::Usage::default();
+    for message in host.messages() {
+        if let cadre_protocol::Message::Assistant(a) = message {
+            usage.add(&a.usage);
+        }
+    }
+    let store = host.manager().store().clone();
+    let closed = host.shutdown().await;
+    drop(host);
     let _ = printer.await;
-    let outcome = outcome?;
-    closed?;
+    let outcome = outcome
+        .map_err(|e| anyhow::anyhow!(e))?
+        .ok_or_else(|| anyhow::anyhow!("the demo prompt did not run"))?;
+    let session_path = closed
+        .map_err(|e| anyhow::anyhow!(e))?
+        .context("the demo session has no file")?;
 
     let answered = server.check_tool_calls_answered();
     let requests = server.requests().len();

@@ -23,8 +23,8 @@ mod demo;
 mod demo_script;
 mod fake_server;
 mod harden;
-mod orchestrate;
 mod render;
+mod rpc;
 mod run;
 mod tool;
 
@@ -172,7 +172,7 @@ mod tests {
             line.starts_with("invalid value 'nope' for '--mode"),
             "{line}"
         );
-        assert!(line.contains("text, json"), "{line}");
+        assert!(line.contains("text, json, rpc"), "{line}");
         assert!(!line.contains("Usage"), "{line}");
 
         let line = rendered(&["cadre", "--frobnicate"]);
@@ -208,7 +208,7 @@ mod tests {
         );
         let line = rendered(&["cadre", "--mode", "xml"]);
         assert!(
-            line.ends_with("'--mode <MODE>' [possible values: text, json]"),
+            line.ends_with("'--mode <MODE>' [possible values: text, json, rpc]"),
             "{line}"
         );
         let line = rendered(&["cadre", "--frobnicate"]);

@@ -33,6 +33,8 @@ mod misc;
 mod model_input;
 #[path = "cli/orchestration.rs"]
 mod orchestration;
+#[path = "cli/rpc.rs"]
+mod rpc;
 #[path = "cli/prompt.rs"]
 mod prompt;
 #[path = "cli/readonly_child.rs"]

@@ -11,7 +11,8 @@
 //! happen (1 for the first) and `Retry.max_attempts` the most retries there can be
 //! (`RetryPolicy::max_attempts - 1`).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
@@ -83,15 +84,48 @@ pub trait Decoder: Send {
 #[derive(Debug, Clone, Default)]
 pub struct HttpProvider {
     policy: RetryPolicy,
+    control: Arc<RetryControl>,
+}
+
+/// Switches a front end flips while requests run (Pi's RPC `set_auto_retry`, `abort_retry`).
+#[derive(Debug, Default)]
+pub struct RetryControl {
+    disabled: AtomicBool,
+    abort: tokio::sync::Notify,
+}
+
+impl RetryControl {
+    /// With retries off, the first failure of a request is its last.
+    pub fn set_enabled(&self, on: bool) {
+        self.disabled.store(!on, Ordering::SeqCst);
+    }
+
+    pub fn enabled(&self) -> bool {
+        !self.disabled.load(Ordering::SeqCst)
+    }
+
+    /// End the retry waits in progress now: those requests fail with the error they were
+    /// about to retry.
+    pub fn abort_retry(&self) {
+        self.abort.notify_waiters();
+    }
 }
 
 impl HttpProvider {
     pub fn new(policy: RetryPolicy) -> Self {
-        HttpProvider { policy }
+        HttpProvider {
+            policy,
+            control: Arc::new(RetryControl::default()),
+        }
     }
 
     pub fn policy(&self) -> RetryPolicy {
         self.policy
+    }
+
+    /// The retry switches of every request this provider makes.
+    pub fn retry_control(&self) -> Arc<RetryControl> {
+        self.control.clone()
     }
 }
 
@@ -103,10 +137,11 @@ impl Provider for HttpProvider {
     ) -> mpsc::Receiver<StreamEvent> {
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
         let policy = self.policy;
+        let control = self.control.clone();
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 handle.spawn(async move {
-                    let last = drive(policy, request, &cancel, &tx).await;
+                    let last = drive(policy, &control, request, &cancel, &tx).await;
                     let _ = tx.send(last).await;
                 });
             }
@@ -137,6 +172,7 @@ struct Ctx<'a> {
 /// Run a request with retries; returns the terminal event.
 async fn drive(
     policy: RetryPolicy,
+    control: &RetryControl,
     req: CompletionRequest,
     cancel: &CancellationToken,
     tx: &mpsc::Sender<StreamEvent>,
@@ -197,10 +233,14 @@ async fn drive(
             deadline_hits,
             remaining: watch.remaining(),
         };
+        if !control.enabled() {
+            return failed(error, partial);
+        }
         let delay = match policy.decide(spent, &error, fastrand::f64()) {
             RetryDecision::GiveUp => return failed(error, partial),
             RetryDecision::RetryAfter(d) => d,
         };
+        let last_error = error.clone();
         // Numbered as Pi's `auto_retry_start`: the n-th retry of at most `attempts - 1`.
         let retry = StreamEvent::Retry {
             attempt,
@@ -208,7 +248,14 @@ async fn drive(
             delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
             error,
         };
-        if watch.send(tx, retry).await.is_err() || !watch.pause(delay).await {
+        if watch.send(tx, retry).await.is_err() {
+            return aborted(empty_message(model));
+        }
+        let paused = tokio::select! {
+            paused = watch.pause(delay) => paused,
+            () = control.abort.notified() => return failed(last_error, partial),
+        };
+        if !paused {
             return aborted(empty_message(model));
         }
         attempt += 1;

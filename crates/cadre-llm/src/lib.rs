@@ -31,7 +31,7 @@ pub mod thinking;
 mod watch;
 
 pub use assemble::{MessageAssembler, PartialMessage};
-pub use client::HttpProvider;
+pub use client::{HttpProvider, RetryControl};
 pub use cost::apply_cost;
 pub use error::{ErrorKind, LlmError, Received, Waited};
 pub use model::{Api, Compat, Model, ModelCost};

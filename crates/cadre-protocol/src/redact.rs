@@ -10,7 +10,7 @@
 //! one would be refused when sent back. [`redacted_for_storage`] also cleans them for files.
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::Value;
 
@@ -22,28 +22,32 @@ pub const REDACTED: &str = "[redacted]";
 /// Shorter values are not treated as secrets: too likely to be ordinary words.
 const MIN_SECRET_LEN: usize = 8;
 
-static SECRETS: OnceLock<Vec<String>> = OnceLock::new();
+static SECRETS: RwLock<Option<Arc<[String]>>> = RwLock::new(None);
 
-/// Register the secrets of this process (normally the resolved provider keys). Only the first
-/// call counts; values shorter than 8 bytes are ignored.
+/// Register the secrets of this process (normally the resolved provider keys), added to those
+/// registered before: a session that switches to another provider's model registers its key
+/// too. Values shorter than 8 bytes are ignored.
 pub fn set_secrets(secrets: impl IntoIterator<Item = String>) {
-    let mut list: Vec<String> = secrets
-        .into_iter()
-        .filter(|s| s.len() >= MIN_SECRET_LEN)
-        .collect();
+    let mut guard = SECRETS.write().unwrap_or_else(PoisonError::into_inner);
+    let mut list: Vec<String> = guard.as_deref().unwrap_or_default().to_vec();
+    list.extend(secrets.into_iter().filter(|s| s.len() >= MIN_SECRET_LEN));
     // Longest first, so a secret that contains another is replaced whole.
     list.sort_by_key(|s| std::cmp::Reverse(s.len()));
     list.dedup();
-    let _ = SECRETS.set(list);
+    *guard = Some(list.into());
 }
 
-fn secrets() -> &'static [String] {
-    SECRETS.get().map(Vec::as_slice).unwrap_or(&[])
+fn secrets() -> Arc<[String]> {
+    SECRETS
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+        .unwrap_or_else(|| Arc::from(Vec::new()))
 }
 
 /// `text` with every registered secret replaced by [`REDACTED`]; borrowed when none occurs.
 pub fn redact_str(text: &str) -> Cow<'_, str> {
-    redact_with(text, secrets())
+    redact_with(text, &secrets())
 }
 
 fn redact_with<'a>(text: &'a str, secrets: &[String]) -> Cow<'a, str> {
@@ -129,19 +133,27 @@ fn redact_in(message: &mut Message, secrets: &[String], thinking: bool) -> bool 
             }
             changed
         }
+        Message::BashExecution(m) => {
+            let mut changed = redact_string(&mut m.command, secrets);
+            changed |= redact_string(&mut m.output, secrets);
+            if let Some(p) = &mut m.full_output_path {
+                changed |= redact_string(p, secrets);
+            }
+            changed
+        }
     }
 }
 
 /// Redact `message` in place, thinking blocks excepted (they are signed). True if anything
 /// changed.
 pub fn redact_message(message: &mut Message) -> bool {
-    let secrets = secrets();
+    let secrets = &*secrets();
     !secrets.is_empty() && redact_in(message, secrets, false)
 }
 
 /// Redact an assistant message in place, thinking blocks excepted.
 pub fn redact_assistant(message: &mut AssistantMessage) -> bool {
-    let secrets = secrets();
+    let secrets = &*secrets();
     if secrets.is_empty() {
         return false;
     }
@@ -155,7 +167,7 @@ pub fn redact_assistant(message: &mut AssistantMessage) -> bool {
 /// The form of an (already redacted) message to write to a file: thinking blocks cleaned too.
 /// `None` when it is the same as `message`.
 pub fn redacted_for_storage(message: &Message) -> Option<Message> {
-    let secrets = secrets();
+    let secrets = &*secrets();
     // Only thinking is left unredacted in memory: a copy is made only for a message whose
     // thinking holds a secret, not for every message recorded.
     if secrets.is_empty() || !thinking_holds_secret(message, secrets) {
@@ -179,7 +191,7 @@ fn thinking_holds_secret(message: &Message, secrets: &[String]) -> bool {
 
 /// Redact a tool result's content blocks and details in place.
 pub fn redact_tool_output(content: &mut [ContentBlock], details: Option<&mut Value>) {
-    let secrets = secrets();
+    let secrets = &*secrets();
     if secrets.is_empty() {
         return;
     }

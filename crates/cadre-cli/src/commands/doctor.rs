@@ -285,7 +285,7 @@ fn providers_section(r: &mut Report, place: &Place, default_model: Option<String
     // What `cadre -p` without --model would run, by the same rule it uses, so a configuration
     // where only `--model` works is not reported as problem-free.
     let from_settings = default_model.is_some();
-    match crate::run::pick_model(&registry, None, default_model, &place.home) {
+    match cadre_host::pick_model(&registry, None, default_model, &place.home) {
         Ok(model) => r.line(format!(
             "default model: {}/{}{}",
             model.provider,
@@ -453,7 +453,7 @@ fn role_problems(def: &RoleDef, models: Option<&[ModelInfo]>) -> Vec<RoleProblem
     let known = |name: &str| {
         name == ALL_TOOLS
             || cadre_tools::BUILTIN_TOOL_NAMES.contains(&name)
-            || crate::orchestrate::ORCHESTRATION_TOOLS.contains(&name)
+            || cadre_host::ORCHESTRATION_TOOLS.contains(&name)
     };
     let unknown: Vec<&str> = def
         .tools
@@ -471,7 +471,7 @@ fn role_problems(def: &RoleDef, models: Option<&[ModelInfo]>) -> Vec<RoleProblem
                 "unknown tool(s) {}, so every launch fails; known tools: {}, {}",
                 unknown.join(", "),
                 cadre_tools::BUILTIN_TOOL_NAMES.join(", "),
-                crate::orchestrate::ORCHESTRATION_TOOLS.join(", ")
+                cadre_host::ORCHESTRATION_TOOLS.join(", ")
             ),
         });
     }

@@ -9,7 +9,7 @@
 //! owner is gone is marked stopped here directly.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
@@ -17,7 +17,6 @@ use anyhow::{Context, Result, anyhow, bail};
 use cadre_core::config::atomic_write;
 use cadre_core::orchestrator::store::{Listing, TaskStore, pid_is_alive, timestamp};
 use cadre_core::orchestrator::target::{TargetCandidate, TargetError, resolve_target};
-use cadre_core::orchestrator::worktree::{self, Worktree};
 use cadre_protocol::{TaskPhase, TaskRecord, TaskStatus, TerminationKind};
 
 use super::format::{age, cost, status, table, tokens, unique_prefixes};
@@ -452,56 +451,7 @@ fn wait_until_ended(
 
 /// Apply a kept worktree's changes to the main working tree (O11).
 async fn apply(r: &TaskRecord) -> Result<String> {
-    let Some(info) = &r.worktree else {
-        bail!(
-            "task {} did not run in a worktree, so any changes it made are already in the working tree; only a task launched with `isolation: worktree` has changes to apply",
-            r.id
-        );
-    };
-    if r.status == TaskStatus::Running {
-        bail!(
-            "task {} is still running; apply its changes after it ends",
-            r.id
-        );
-    }
-    if !info.kept {
-        bail!(
-            "task {}'s worktree was not kept (it changed nothing); there is nothing to apply",
-            r.id
-        );
-    }
-    let wt = Worktree::open(info)
-        .await
-        .with_context(|| format!("cannot open the worktree of task {}", r.id))?;
-    let repo = wt.repo_root().to_path_buf();
-    let stat = worktree::apply(&repo, info)
-        .await
-        .with_context(|| format!("cannot apply the changes of task {}", r.id))?;
-    let path = PathBuf::from(&info.path);
-    if stat.trim().is_empty() {
-        return Ok(format!(
-            "task {}'s worktree has no changes; nothing was applied\n",
-            r.id
-        ));
-    }
-    let mut out = format!(
-        "applied the changes of task {} (branch {}) to {}:\n",
-        r.id,
-        info.branch,
-        repo.display()
-    );
-    for line in stat.lines() {
-        let _ = writeln!(out, "  {line}");
-    }
-    let _ = writeln!(
-        out,
-        "The worktree is kept at {} (branch {}); once you are done with it: git worktree remove --force {} && git branch -D {}",
-        path.display(),
-        info.branch,
-        path.display(),
-        info.branch
-    );
-    Ok(out)
+    cadre_host::apply_task(r).await
 }
 
 fn with_newline(mut text: String) -> String {

@@ -9,10 +9,51 @@ use tokio_util::sync::CancellationToken;
 
 use super::emit::Emitter;
 
-#[derive(Default)]
+/// How many queued messages one delivery takes (Pi's steering and follow-up modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueMode {
+    /// Every queued message at once.
+    All,
+    /// The oldest one; the rest wait for the next delivery.
+    OneAtATime,
+}
+
+impl QueueMode {
+    /// Pi's names: `all`, `one-at-a-time`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueMode::All => "all",
+            QueueMode::OneAtATime => "one-at-a-time",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<QueueMode> {
+        match s {
+            "all" => Some(QueueMode::All),
+            "one-at-a-time" => Some(QueueMode::OneAtATime),
+            _ => None,
+        }
+    }
+}
+
 struct Queues {
     steering: VecDeque<String>,
     follow_up: VecDeque<String>,
+    steering_mode: QueueMode,
+    follow_up_mode: QueueMode,
+}
+
+impl Default for Queues {
+    /// Steering all at once (a parent gets every task notice that arrived during a tool batch
+    /// in one turn), follow-ups one per stop, as Pi.
+    fn default() -> Self {
+        Queues {
+            steering: VecDeque::new(),
+            follow_up: VecDeque::new(),
+            steering_mode: QueueMode::All,
+            follow_up_mode: QueueMode::OneAtATime,
+        }
+    }
 }
 
 pub(crate) struct Shared {
@@ -52,16 +93,26 @@ impl Shared {
         if q.steering.is_empty() {
             return Vec::new();
         }
-        let taken = q.steering.drain(..).collect();
+        let taken = match q.steering_mode {
+            QueueMode::All => q.steering.drain(..).collect(),
+            QueueMode::OneAtATime => q.steering.pop_front().into_iter().collect(),
+        };
         self.announce(&q);
         taken
     }
 
-    pub(crate) fn pop_follow_up(&self) -> Option<String> {
+    /// The follow-ups of one delivery (empty when none is queued).
+    pub(crate) fn take_follow_up(&self) -> Vec<String> {
         let mut q = lock(&self.queues);
-        let next = q.follow_up.pop_front()?;
+        if q.follow_up.is_empty() {
+            return Vec::new();
+        }
+        let taken = match q.follow_up_mode {
+            QueueMode::All => q.follow_up.drain(..).collect(),
+            QueueMode::OneAtATime => q.follow_up.pop_front().into_iter().collect(),
+        };
         self.announce(&q);
-        Some(next)
+        taken
     }
 
     pub(crate) fn has_queued(&self) -> bool {
@@ -115,6 +166,22 @@ impl AgentController {
 
     pub fn is_running(&self) -> bool {
         self.shared.running.load(Ordering::SeqCst)
+    }
+
+    /// How steering messages are delivered from now on.
+    pub fn set_steering_mode(&self, mode: QueueMode) {
+        lock(&self.shared.queues).steering_mode = mode;
+    }
+
+    /// How follow-up messages are delivered from now on.
+    pub fn set_follow_up_mode(&self, mode: QueueMode) {
+        lock(&self.shared.queues).follow_up_mode = mode;
+    }
+
+    /// The steering and follow-up modes.
+    pub fn queue_modes(&self) -> (QueueMode, QueueMode) {
+        let q = lock(&self.shared.queues);
+        (q.steering_mode, q.follow_up_mode)
     }
 
     /// The queued steering and follow-up messages.

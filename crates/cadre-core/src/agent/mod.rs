@@ -32,7 +32,7 @@ use cadre_protocol::{AgentEvent, AssistantMessage, StopReason, ThinkingLevel, Us
 use cadre_tools::ToolRegistry;
 use tokio::sync::mpsc;
 
-pub use controller::AgentController;
+pub use controller::{AgentController, QueueMode};
 pub use emit::EventDetail;
 pub use repair::repair_history;
 pub use run::Agent;

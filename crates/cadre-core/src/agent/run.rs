@@ -106,6 +106,11 @@ impl Agent {
         self.usage
     }
 
+    /// The session file's header, when there is a session file.
+    pub fn session_header(&self) -> Option<&cadre_protocol::SessionHeader> {
+        self.session.as_ref().map(SessionWriter::header)
+    }
+
     pub fn session_path(&self) -> Option<&Path> {
         self.session.as_ref().map(SessionWriter::path)
     }
@@ -143,6 +148,21 @@ impl Agent {
     /// Which events this agent builds (see [`EventDetail`]); every event by default.
     pub fn set_event_detail(&mut self, detail: EventDetail) {
         self.emitter = self.emitter.clone().with_detail(detail);
+    }
+
+    /// Use another tool set from the next request on (e.g. orchestration tools rebuilt for a
+    /// new model).
+    pub fn set_tools(&mut self, tools: cadre_tools::ToolRegistry) {
+        self.tool_specs = tools.specs();
+        self.config.tools = tools;
+    }
+
+    /// Add a message to the conversation and the session without running the model and
+    /// without events (Pi's `bashExecution` from the RPC `bash` command reaches the model
+    /// with the next prompt).
+    pub fn append_silently(&mut self, mut message: Message) {
+        cadre_protocol::redact::redact_message(&mut message);
+        self.record(message);
     }
 
     pub fn set_system_prompt(&mut self, system_prompt: String) {
@@ -217,11 +237,8 @@ impl Agent {
             self.add(message);
         }
         let mut pending: Vec<Message> = steering_messages(&self.shared);
-        if !had_prompt
-            && pending.is_empty()
-            && let Some(text) = self.shared.pop_follow_up()
-        {
-            pending.push(Message::user(text));
+        if !had_prompt && pending.is_empty() {
+            pending.extend(self.shared.take_follow_up().into_iter().map(Message::user));
         }
 
         let mut outcome = RunOutcome {
@@ -294,10 +311,11 @@ impl Agent {
                 more_tool_calls = !calls.is_empty();
                 pending = steering_messages(&self.shared);
             }
-            match self.shared.pop_follow_up() {
-                Some(text) => pending.push(Message::user(text)),
-                None => break,
+            let follow_up = self.shared.take_follow_up();
+            if follow_up.is_empty() {
+                break;
             }
+            pending.extend(follow_up.into_iter().map(Message::user));
         }
 
         if self.emitter.enabled() {

@@ -62,6 +62,13 @@ impl ConversationMirror {
         tx
     }
 
+    /// Start over from `messages`: the agent's history changed other than by events (a
+    /// compaction, a command's output added to the context).
+    pub fn replace(&self, messages: Vec<Message>) {
+        *lock(&self.messages) = messages;
+        self.changed.notify_waiters();
+    }
+
     /// The messages so far.
     pub fn messages(&self) -> Vec<Message> {
         lock(&self.messages).clone()

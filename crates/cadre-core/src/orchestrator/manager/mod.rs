@@ -141,6 +141,11 @@ pub(crate) struct Inner {
     pub sequential: Mutex<HashMap<Option<String>, Arc<tokio::sync::Mutex<()>>>>,
     /// Plan mode (S6): only planning roles launch, nothing is isolated in a worktree.
     pub plan_mode: std::sync::atomic::AtomicBool,
+    /// The compaction settings children run with (the root's: R10).
+    pub compaction: Mutex<crate::compaction::CompactionSettings>,
+    /// Whether the root's `Agent` calls that do not say run in the background (front ends
+    /// where the person keeps working while tasks run: RPC, interactive).
+    pub root_background_default: std::sync::atomic::AtomicBool,
     pub quota: Quota,
     pub pending: Pending,
     pub events: tokio::sync::broadcast::Sender<TaskEvent>,
@@ -225,6 +230,8 @@ impl TaskManager {
             confirm: options.confirm,
             sequential: Mutex::new(HashMap::new()),
             plan_mode: std::sync::atomic::AtomicBool::new(false),
+            compaction: Mutex::new(crate::compaction::CompactionSettings::default()),
+            root_background_default: std::sync::atomic::AtomicBool::new(false),
             quota,
             pending: Pending::new(),
             events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,
@@ -386,6 +393,21 @@ impl TaskManager {
             .store(on, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// The compaction settings of the children launched or continued from now on (the root
+    /// passes its own: children compact like the root).
+    pub fn set_compaction(&self, settings: crate::compaction::CompactionSettings) {
+        *lock(&self.inner.compaction) = settings;
+    }
+
+    /// Make the root's `Agent` calls run in the background unless the call or its role says
+    /// otherwise (as the Pi subagent packages do in their interactive modes). Nested launches
+    /// keep the foreground default: a child waits for its own helpers.
+    pub fn set_root_background_default(&self, on: bool) {
+        self.inner
+            .root_background_default
+            .store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+
     pub fn plan_mode(&self) -> bool {
         self.inner
             .plan_mode
@@ -451,6 +473,11 @@ impl TaskManager {
 }
 
 impl Inner {
+    /// The compaction settings a child starts with.
+    pub(crate) fn compaction(&self) -> crate::compaction::CompactionSettings {
+        *lock(&self.compaction)
+    }
+
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(std::sync::atomic::Ordering::SeqCst)
     }

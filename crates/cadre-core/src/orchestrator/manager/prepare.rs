@@ -266,7 +266,12 @@ pub(crate) async fn prepare(
     };
     let background = inner.settings.enable_background
         && inner.settings.dispatch != DispatchMode::Sequential
-        && spec.run_in_background.or(role.background).unwrap_or(false);
+        && spec.run_in_background.or(role.background).unwrap_or(
+            parent.depth == 0
+                && inner
+                    .root_background_default
+                    .load(std::sync::atomic::Ordering::SeqCst),
+        );
 
     // Where it runs (O11).
     let cwd = match spec.cwd.as_deref().map(str::trim).filter(|c| !c.is_empty()) {

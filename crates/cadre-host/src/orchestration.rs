@@ -1,16 +1,15 @@
-//! Subagents in print and JSON modes: the root session's task manager, its four tools, and the
-//! loop that keeps a run alive until every task it started has reported back (SPEC O6).
+//! A root session's subagents: its task manager, its four tools, the conversation mirror that
+//! forks branch from, and the watcher of stop requests left by `cadre task stop`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
-use cadre_core::agent::{Agent, AgentError, RunOutcome};
 use cadre_core::config::CadreHome;
 use cadre_core::orchestrator::manager::{
-    ConversationMirror, ConversationSource, ManagerConfig, ParentNotice, TaskManager,
-    run_until_settled,
+    ConversationMirror, ConversationSource, ManagerConfig, ManagerOptions, ParentNotice,
+    TaskManager,
 };
 use cadre_core::orchestrator::policy::parent_policy_prompt;
 use cadre_core::orchestrator::settings::SubagentSettings;
@@ -18,7 +17,7 @@ use cadre_core::orchestrator::store::{TaskStore, pid_is_alive};
 use cadre_core::orchestrator::tools::root_tools;
 use cadre_core::roles::{DiscoverOptions, ProjectTrust, Roster, discover};
 use cadre_llm::{Model, ModelRegistry, Provider};
-use cadre_protocol::{AgentEvent, Message, ThinkingLevel};
+use cadre_protocol::{AgentEvent, ThinkingLevel};
 use cadre_tools::{Tool, ToolRegistry};
 use tokio::sync::mpsc;
 
@@ -31,10 +30,15 @@ pub const ORCHESTRATION_TOOLS: &[&str] = &["Agent", "SendMessage", "TaskOutput",
 /// What the root session needs to delegate.
 pub struct Orchestration {
     pub manager: TaskManager,
-    notices: mpsc::UnboundedReceiver<ParentNotice>,
-    mirror: Arc<ConversationMirror>,
+    /// Notices for the root (finished background tasks, checkpoints); the host's wake-up
+    /// loop takes them.
+    pub notices: mpsc::UnboundedReceiver<ParentNotice>,
+    pub mirror: Arc<ConversationMirror>,
     pub roster: Arc<Roster>,
     pub settings: SubagentSettings,
+    /// What the person running cadre should be told about settings and role files, each
+    /// starting with its kind (`warning: …`).
+    pub warnings: Vec<String>,
 }
 
 /// Inputs for [`Orchestration::new`].
@@ -57,9 +61,11 @@ impl Orchestration {
     pub fn new(setup: Setup<'_>) -> Result<Orchestration> {
         let parsed =
             SubagentSettings::from_value(setup.settings).context("invalid `subagents` settings")?;
-        for warning in &parsed.warnings {
-            errln!("cadre: warning: settings: {warning}");
-        }
+        let mut warnings: Vec<String> = parsed
+            .warnings
+            .iter()
+            .map(|w| format!("warning: settings: {w}"))
+            .collect();
         let settings = parsed.settings;
         let trusted = matches!(setup.trust, ProjectTrust::Trusted);
         let roster = Arc::new(discover(&DiscoverOptions::new(
@@ -70,8 +76,8 @@ impl Orchestration {
         // A broken role file makes its name unavailable (the model is told when it asks for it);
         // the person running cadre is told here, once, instead of only by `cadre doctor`.
         for blocked in &roster.blocked {
-            errln!(
-                "cadre: warning: agent type `{}` is unavailable: {} ({}); `cadre agents` shows the roles",
+            warnings.push(format!(
+                "warning: agent type `{}` is unavailable: {} ({}); `cadre agents` shows the roles",
                 blocked.name,
                 blocked
                     .reason
@@ -79,7 +85,7 @@ impl Orchestration {
                     .collect::<Vec<_>>()
                     .join(" "),
                 blocked.file.display()
-            );
+            ));
         }
         let store = TaskStore::new(setup.home.tasks_dir());
         // Tasks a dead process left `running` are failed/orphaned before anything else (O13).
@@ -89,7 +95,7 @@ impl Orchestration {
         }
         drop(recovery);
         let (notice_tx, notices) = mpsc::unbounded_channel();
-        let manager = TaskManager::new(ManagerConfig {
+        let manager = TaskManager::with_options(ManagerConfig {
             provider: setup.provider,
             models: setup.registry,
             tools: setup.tools,
@@ -104,13 +110,14 @@ impl Orchestration {
             trusted,
             artifacts_dir: setup.artifacts_dir,
             root_notices: notice_tx,
-        });
+        }, ManagerOptions::default());
         Ok(Orchestration {
             manager,
             notices,
             mirror: ConversationMirror::new(setup.history),
             roster,
             settings,
+            warnings,
         })
     }
 
@@ -202,52 +209,5 @@ impl Orchestration {
                 }
             }
         })
-    }
-
-    /// Run `prompt`, then keep the parent answering task notifications until every task it
-    /// started has ended and reported (O6), or until `interrupted` completes: from then on no
-    /// notice reaches the parent, so the tasks that an interrupt stops (and that report as they
-    /// stop) do not start another model turn after the user asked the run to end.
-    pub async fn drive(
-        &mut self,
-        agent: &mut Agent,
-        prompt: String,
-        interrupted: impl Future<Output = ()>,
-    ) -> Result<RunOutcome, AgentError> {
-        let (tx, mut notices) = mpsc::unbounded_channel();
-        let source = &mut self.notices;
-        let forward = async move {
-            tokio::pin!(interrupted);
-            loop {
-                tokio::select! {
-                    // First: a notice that arrives with the interrupt is not passed on.
-                    biased;
-                    () = &mut interrupted => return,
-                    notice = source.recv() => match notice {
-                        Some(notice) => {
-                            if tx.send(notice).is_err() {
-                                return;
-                            }
-                        }
-                        None => return,
-                    },
-                }
-            }
-        };
-        let run = run_until_settled(
-            &self.manager,
-            agent,
-            &mut notices,
-            vec![Message::user(prompt)],
-        );
-        tokio::pin!(run);
-        tokio::pin!(forward);
-        let mut forwarding = true;
-        loop {
-            tokio::select! {
-                outcome = &mut run => return outcome,
-                () = &mut forward, if forwarding => forwarding = false,
-            }
-        }
     }
 }

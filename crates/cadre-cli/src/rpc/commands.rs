@@ -1,0 +1,490 @@
+//! One RPC command line → host operations → one response.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cadre_core::agent::QueueMode;
+use cadre_host::views::{self, model_json};
+use cadre_host::{Delivery, Host, HostError};
+use cadre_protocol::{ContentBlock, ThinkingLevel, UserContent};
+use serde_json::{Value, json};
+
+use super::Out;
+
+/// `task_output`'s default wait when blocking, as the `TaskOutput` tool's.
+const TASK_OUTPUT_WAIT: Duration = Duration::from_secs(30);
+/// The longest `task_output` wait a client may ask for.
+const TASK_OUTPUT_MAX_WAIT: Duration = Duration::from_secs(600);
+
+pub struct Commands {
+    host: Host,
+    out: Out,
+}
+
+/// A command's fields, with the errors a client gets for missing or mistyped ones.
+struct Fields<'a> {
+    command: &'a Value,
+    name: &'a str,
+}
+
+impl<'a> Fields<'a> {
+    fn str(&self, key: &str) -> Result<&'a str, String> {
+        match self.command.get(key) {
+            Some(Value::String(s)) => Ok(s),
+            Some(_) => Err(format!("{}: `{key}` must be a string", self.name)),
+            None => Err(format!("{}: `{key}` is required", self.name)),
+        }
+    }
+
+    fn opt_str(&self, key: &str) -> Result<Option<&'a str>, String> {
+        match self.command.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(format!("{}: `{key}` must be a string", self.name)),
+        }
+    }
+
+    fn bool(&self, key: &str) -> Result<bool, String> {
+        match self.command.get(key) {
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(format!("{}: `{key}` must be true or false", self.name)),
+            None => Err(format!("{}: `{key}` is required", self.name)),
+        }
+    }
+
+    /// `message` and optional `images` as user content.
+    fn content(&self) -> Result<UserContent, String> {
+        let text = self.str("message")?.to_string();
+        let Some(images) = self.command.get("images").filter(|v| !v.is_null()) else {
+            return Ok(UserContent::Text(text));
+        };
+        let Value::Array(images) = images else {
+            return Err(format!("{}: `images` must be a list", self.name));
+        };
+        let mut blocks = vec![ContentBlock::text(text)];
+        for (i, image) in images.iter().enumerate() {
+            let field = |k: &str| image.get(k).and_then(Value::as_str);
+            match (field("type"), field("data"), field("mimeType")) {
+                (Some("image"), Some(data), Some(mime)) if mime.starts_with("image/") => {
+                    blocks.push(ContentBlock::Image {
+                        data: data.to_string(),
+                        mime_type: mime.to_string(),
+                    });
+                }
+                _ => {
+                    return Err(format!(
+                        "{}: images[{i}] must be {{\"type\": \"image\", \"data\": base64, \"mimeType\": \"image/…\"}}",
+                        self.name
+                    ));
+                }
+            }
+        }
+        Ok(UserContent::Blocks(blocks))
+    }
+}
+
+impl Commands {
+    pub fn new(host: Host, out: Out) -> Commands {
+        Commands { host, out }
+    }
+
+    /// Parse and serve one input line. Never fails: every problem is an error response.
+    pub fn handle_line(&mut self, line: &str) {
+        if line.trim().is_empty() {
+            return;
+        }
+        let command: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                self.out
+                    .error(None, "parse", &format!("Failed to parse command: {e}"));
+                return;
+            }
+        };
+        let id = command.get("id").cloned();
+        let Some(name) = command.get("type").and_then(Value::as_str).map(str::to_string) else {
+            self.out.error(
+                id.as_ref(),
+                "parse",
+                "Failed to parse command: a command is a JSON object with a string `type`",
+            );
+            return;
+        };
+        // A client's answer to a dialog cadre never opens.
+        if name == "extension_ui_response" {
+            return;
+        }
+        let fields = Fields {
+            command: &command,
+            name: &name,
+        };
+        if let Err(message) = self.dispatch(&name, &fields, id.clone()) {
+            self.out.error(id.as_ref(), &name, &message);
+        }
+    }
+
+    /// Serve `name`: answered here, or by a spawned wait for the host. `Err` is the error
+    /// response's message.
+    fn dispatch(&mut self, name: &str, f: &Fields<'_>, id: Option<Value>) -> Result<(), String> {
+        let host = &self.host;
+        let out = &self.out;
+        let ok = |data: Option<Value>| out.success(id.as_ref(), name, data);
+        match name {
+            "prompt" => {
+                let delivery = match f.opt_str("streamingBehavior")? {
+                    None => None,
+                    Some("steer") => Some(Delivery::Steer),
+                    Some("followUp") => Some(Delivery::FollowUp),
+                    Some(other) => {
+                        return Err(format!(
+                            "prompt: streamingBehavior must be \"steer\" or \"followUp\", not {other:?}"
+                        ));
+                    }
+                };
+                host.prompt(f.content()?, delivery).map_err(text)?;
+                ok(None);
+            }
+            "steer" => {
+                host.steer(f.content()?).map_err(text)?;
+                ok(None);
+            }
+            "follow_up" => {
+                host.follow_up(f.content()?).map_err(text)?;
+                ok(None);
+            }
+            "abort" => {
+                host.abort();
+                ok(None);
+            }
+            "get_state" => ok(Some(self.state_json())),
+            "get_messages" => ok(Some(json!({"messages": host.messages()}))),
+            "get_last_assistant_text" => ok(Some(json!({
+                "text": views::last_assistant_text(&host.messages()),
+            }))),
+            "get_session_stats" => {
+                let state = host.state();
+                let mut stats = views::session_stats_json(
+                    &host.messages(),
+                    state.session_file.as_deref(),
+                    &state.session_id,
+                );
+                stats["contextUsage"] = context_usage(&host.messages(), &state.model);
+                ok(Some(stats));
+            }
+            "get_available_models" => {
+                let models: Vec<Value> = self
+                    .available_models()
+                    .iter()
+                    .map(model_json)
+                    .collect();
+                ok(Some(json!({"models": models})));
+            }
+            "set_model" => {
+                let provider = f.str("provider")?;
+                let model_id = f.str("modelId")?;
+                let full = format!("{provider}/{model_id}");
+                if !self
+                    .available_models()
+                    .iter()
+                    .any(|m| m.provider == provider && m.id == model_id)
+                {
+                    return Err(format!("Model not found: {full}"));
+                }
+                let wait = host.set_model(&full);
+                self.answer(id, name, async move { wait.await.map(|m| Some(model_json(&m))) });
+            }
+            "cycle_model" => {
+                let models = self.available_models();
+                let current = host.state().model;
+                if models.len() < 2 {
+                    ok(Some(Value::Null));
+                    return Ok(());
+                }
+                let at = models
+                    .iter()
+                    .position(|m| m.provider == current.provider && m.id == current.id);
+                let next = &models[at.map_or(0, |i| (i + 1) % models.len())];
+                let wait = host.set_model(&next.full_name());
+                let host = host.clone();
+                self.answer(id, name, async move {
+                    let model = wait.await?;
+                    Ok(Some(json!({
+                        "model": model_json(&model),
+                        "thinkingLevel": host.state().thinking.as_str(),
+                        "isScoped": false,
+                    })))
+                });
+            }
+            "set_thinking_level" => {
+                let level = f.str("level")?;
+                let level = ThinkingLevel::parse(level).ok_or_else(|| {
+                    format!(
+                        "set_thinking_level: unknown level {level:?} (off, minimal, low, medium, high, xhigh, max)"
+                    )
+                })?;
+                let wait = host.set_thinking(level);
+                self.answer(id, name, async move { wait.await.map(|_| None) });
+            }
+            "cycle_thinking_level" => {
+                let model = host.state().model;
+                if !model.reasoning {
+                    ok(Some(Value::Null));
+                    return Ok(());
+                }
+                let levels = supported_levels(&model);
+                let current = host.state().thinking;
+                let at = levels.iter().position(|l| *l == current);
+                let next = levels[at.map_or(0, |i| (i + 1) % levels.len())];
+                let wait = host.set_thinking(next);
+                self.answer(id, name, async move {
+                    let level = wait.await?;
+                    Ok(Some(json!({"level": level.as_str()})))
+                });
+            }
+            "set_steering_mode" | "set_follow_up_mode" => {
+                let mode = f.str("mode")?;
+                let mode = QueueMode::parse(mode).ok_or_else(|| {
+                    format!("{name}: mode must be \"all\" or \"one-at-a-time\", not {mode:?}")
+                })?;
+                let controller = host.controller();
+                if name == "set_steering_mode" {
+                    controller.set_steering_mode(mode);
+                } else {
+                    controller.set_follow_up_mode(mode);
+                }
+                ok(None);
+            }
+            "new_session" => {
+                let wait = host.new_session();
+                self.answer(id, name, async move {
+                    wait.await.map(|_| Some(json!({"cancelled": false})))
+                });
+            }
+            "switch_session" => {
+                let path = PathBuf::from(f.str("sessionPath")?);
+                let wait = host.switch_session(path);
+                self.answer(id, name, async move {
+                    wait.await.map(|_| Some(json!({"cancelled": false})))
+                });
+            }
+            "fork" => {
+                let entry = f.str("entryId")?;
+                let wait = host.fork(entry);
+                self.answer(id, name, async move {
+                    let switched = wait.await?;
+                    Ok(Some(json!({"text": switched.text, "cancelled": false})))
+                });
+            }
+            "clone" => {
+                let wait = host.clone_session();
+                self.answer(id, name, async move {
+                    wait.await.map(|_| Some(json!({"cancelled": false})))
+                });
+            }
+            "get_fork_messages" => {
+                let points = host.fork_points().map_err(text)?;
+                let messages: Vec<Value> = points
+                    .iter()
+                    .filter(|p| !p.text.is_empty())
+                    .map(|p| json!({"entryId": p.entry_id, "text": p.text}))
+                    .collect();
+                ok(Some(json!({"messages": messages})));
+            }
+            "set_session_name" => {
+                let session_name = f.str("name")?.trim();
+                if session_name.is_empty() {
+                    return Err("Session name cannot be empty".into());
+                }
+                let wait = host.set_session_name(session_name);
+                self.answer(id, name, async move { wait.await.map(|()| None) });
+            }
+            "set_auto_retry" => {
+                host.context().retry.set_enabled(f.bool("enabled")?);
+                ok(None);
+            }
+            "abort_retry" => {
+                host.context().retry.abort_retry();
+                ok(None);
+            }
+            "export_html" => {
+                let state = host.state();
+                let path = match f.opt_str("outputPath")? {
+                    Some(p) => host.context().cwd.join(p),
+                    None => {
+                        let base = state
+                            .session_file
+                            .as_deref()
+                            .and_then(|p| p.file_stem())
+                            .map(|s| s.to_string_lossy().into_owned())
+                            .unwrap_or_else(|| state.session_id.clone());
+                        host.context().cwd.join(format!("cadre-session-{base}.html"))
+                    }
+                };
+                let title = state
+                    .session_name
+                    .clone()
+                    .unwrap_or_else(|| format!("cadre session {}", state.session_id));
+                cadre_host::export::export_html(&title, &host.messages(), &path)
+                    .map_err(|e| format!("{e:#}"))?;
+                ok(Some(json!({"path": path.to_string_lossy()})));
+            }
+            "get_commands" => {
+                // cadre has no prompt templates or extension commands; skills belong to roles.
+                ok(Some(json!({"commands": []})));
+            }
+            "task_list" => {
+                let tasks: Vec<Value> = host
+                    .manager()
+                    .tasks()
+                    .iter()
+                    .map(views::task_json)
+                    .collect();
+                ok(Some(json!({"tasks": tasks})));
+            }
+            "task_show" => {
+                let manager = host.manager();
+                let target = f.str("task")?;
+                let task = manager
+                    .resolve(target)
+                    .and_then(|id| manager.snapshot(&id))
+                    .map_err(|e| e.to_string())?;
+                ok(Some(views::task_json(&task)));
+            }
+            "task_output" => {
+                let target = f.str("task")?.to_string();
+                let block = f.command.get("block").and_then(Value::as_bool).unwrap_or(false);
+                let wait = match f.command.get("timeoutMs") {
+                    None | Some(Value::Null) => TASK_OUTPUT_WAIT,
+                    Some(v) => Duration::from_millis(v.as_u64().ok_or_else(|| {
+                        "task_output: `timeoutMs` must be a whole number of milliseconds"
+                            .to_string()
+                    })?)
+                    .min(TASK_OUTPUT_MAX_WAIT),
+                };
+                let manager = host.manager();
+                self.answer(id, name, async move {
+                    let task = manager
+                        .task_output(&target, block, wait)
+                        .await
+                        .map_err(|e| HostError(e.to_string()))?;
+                    let mut data = views::task_json(&task);
+                    data["output"] = json!(task.output);
+                    Ok(Some(data))
+                });
+            }
+            "task_stop" => {
+                let target = f.str("task")?.to_string();
+                let manager = host.manager();
+                self.answer(id, name, async move {
+                    let task = manager
+                        .stop(&target)
+                        .await
+                        .map_err(|e| HostError(e.to_string()))?;
+                    Ok(Some(views::task_json(&task)))
+                });
+            }
+            "task_apply" => {
+                let target = f.str("task")?.to_string();
+                let manager = host.manager();
+                self.answer(id, name, async move {
+                    let task_id = manager
+                        .resolve(&target)
+                        .map_err(|e| HostError(e.to_string()))?;
+                    let record = manager
+                        .store()
+                        .load(manager.root_session_id(), &task_id)
+                        .map_err(|e| HostError(e.to_string()))?;
+                    let report = cadre_host::apply_task(&record)
+                        .await
+                        .map_err(|e| HostError(format!("{e:#}")))?;
+                    Ok(Some(json!({"taskId": task_id, "report": report})))
+                });
+            }
+            _ => return Err(format!("Unknown command: {name}")),
+        }
+        Ok(())
+    }
+
+    /// Answer `name` once `wait` completes, without holding up the next input line.
+    fn answer<F>(&self, id: Option<Value>, name: &str, wait: F)
+    where
+        F: Future<Output = Result<Option<Value>, HostError>> + Send + 'static,
+    {
+        let out = self.out.clone();
+        let name = name.to_string();
+        tokio::spawn(async move {
+            match wait.await {
+                Ok(data) => out.success(id.as_ref(), &name, data),
+                Err(e) => out.error(id.as_ref(), &name, &e.0),
+            }
+        });
+    }
+
+    fn state_json(&self) -> Value {
+        let state = self.host.state();
+        let (steering, follow_up) = self.host.controller().queue_modes();
+        let mut data = json!({
+            "model": model_json(&state.model),
+            "thinkingLevel": state.thinking.as_str(),
+            "isStreaming": state.is_streaming,
+            "isCompacting": state.is_compacting,
+            "steeringMode": steering.as_str(),
+            "followUpMode": follow_up.as_str(),
+            "sessionFile": state.session_file.map(|p| p.to_string_lossy().into_owned()),
+            "sessionId": state.session_id,
+            "autoCompactionEnabled": false,
+            "messageCount": state.message_count,
+            "pendingMessageCount": state.pending_message_count,
+        });
+        if let Some(name) = state.session_name {
+            data["sessionName"] = json!(name);
+        }
+        data
+    }
+
+    /// Models that can be called: credentials present, the API served.
+    fn available_models(&self) -> Vec<cadre_llm::Model> {
+        let registry = &self.host.context().registry;
+        registry
+            .list()
+            .into_iter()
+            .filter(|m| m.has_credentials && m.unsupported.is_none())
+            .filter_map(|m| registry.resolve(&m.full_name).ok())
+            .collect()
+    }
+}
+
+fn text(e: HostError) -> String {
+    e.0
+}
+
+/// The thinking levels a reasoning model takes, in cycling order (Pi's
+/// `getSupportedThinkingLevels`: a level mapped to nothing is skipped; `xhigh` and `max` only
+/// where the model maps them).
+fn supported_levels(model: &cadre_llm::Model) -> Vec<ThinkingLevel> {
+    use ThinkingLevel::*;
+    [Off, Minimal, Low, Medium, High, Xhigh, Max]
+        .into_iter()
+        .filter(|level| match model.thinking_level_map.get(level) {
+            Some(None) => false,
+            Some(Some(_)) => true,
+            None => !matches!(level, Xhigh | Max),
+        })
+        .collect()
+}
+
+/// Pi's `contextUsage`: the last assistant message's input as the context size estimate.
+fn context_usage(messages: &[cadre_protocol::Message], model: &cadre_llm::Model) -> Value {
+    let tokens = messages.iter().rev().find_map(|m| match m {
+        cadre_protocol::Message::Assistant(a) if a.usage.input + a.usage.output > 0 => Some(
+            a.usage.input + a.usage.output + a.usage.cache_read + a.usage.cache_write,
+        ),
+        _ => None,
+    });
+    let window = model.context_window;
+    json!({
+        "tokens": tokens,
+        "contextWindow": window,
+        "percent": tokens.filter(|_| window > 0).map(|t| (t as f64) * 100.0 / (window as f64)),
+    })
+}

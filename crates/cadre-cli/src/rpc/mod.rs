@@ -1,0 +1,170 @@
+//! `--mode rpc`: Pi's RPC protocol over stdin/stdout (see `docs/rpc.md`).
+//!
+//! Commands arrive as JSON lines on stdin; responses (`type: "response"`) and events go out as
+//! JSON lines on stdout through one writer, so lines never interleave. Every command is queued
+//! with the host in the order it was read, and answered when the host answers it: a command
+//! that waits for the agent (a model change during a run) never holds up the next line, so an
+//! `abort` sent meanwhile is read and served at once.
+
+mod commands;
+mod input;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use cadre_host::{Host, HostContext, HostEvent};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::args::RunArgs;
+use input::{Line, LineReader};
+
+/// Where every output line goes.
+#[derive(Clone)]
+pub struct Out {
+    tx: mpsc::UnboundedSender<String>,
+}
+
+impl Out {
+    /// Queue one JSON line (redacted: streamed text has not passed the agent's redaction).
+    pub fn line(&self, value: &Value) {
+        if let Ok(line) = serde_json::to_string(value) {
+            let _ = self
+                .tx
+                .send(cadre_protocol::redact::redact_str(&line).into_owned());
+        }
+    }
+
+    pub fn success(&self, id: Option<&Value>, command: &str, data: Option<Value>) {
+        let mut response = json!({"type": "response", "command": command, "success": true});
+        if let Some(data) = data {
+            response["data"] = data;
+        }
+        self.line(&with_id(response, id));
+    }
+
+    pub fn error(&self, id: Option<&Value>, command: &str, message: &str) {
+        let response = json!({
+            "type": "response", "command": command, "success": false, "error": message,
+        });
+        self.line(&with_id(response, id));
+    }
+}
+
+/// Pi puts the request's `id` first in a response.
+fn with_id(response: Value, id: Option<&Value>) -> Value {
+    match (id, response) {
+        (Some(id), Value::Object(fields)) => {
+            let mut out = serde_json::Map::new();
+            out.insert("id".into(), id.clone());
+            out.extend(fields);
+            Value::Object(out)
+        }
+        (_, response) => response,
+    }
+}
+
+pub async fn run(args: RunArgs) -> Result<ExitCode> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let ctx = Arc::new(HostContext::load(&cwd, args.trust)?);
+    let mut options = crate::run::host_options(&args);
+    // As the Pi subagent packages do in their interactive modes: the client keeps working
+    // while tasks run, and their results arrive as notifications.
+    options.background_by_default = true;
+    options.stream_updates = true;
+    let started = Host::start(ctx, options).await?;
+    for warning in &started.warnings {
+        errln!("cadre: {warning}");
+    }
+    let host = started.host;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let out = Out { tx };
+    let writer = tokio::spawn(write_lines(rx));
+    let events = tokio::spawn(forward_events(started.events, out.clone()));
+    let (interrupted, signals) = cadre_host::interrupt_on_signal(host.clone());
+
+    let mut reader = LineReader::new(tokio::io::stdin());
+    let mut commands = commands::Commands::new(host.clone(), out.clone());
+    loop {
+        tokio::select! {
+            line = reader.next_line() => match line {
+                Line::Text(text) => commands.handle_line(&text),
+                Line::TooLong(limit) => out.error(
+                    None,
+                    "parse",
+                    &format!("Failed to parse command: the line is longer than {limit} bytes"),
+                ),
+                Line::End => break,
+                Line::Failed(e) => {
+                    errln!("cadre: error: cannot read stdin: {e}");
+                    break;
+                }
+            },
+            () = wait_signal(&interrupted) => break,
+        }
+    }
+    // Input closed (or a signal): as Pi, the session ends — the run is aborted, the tasks are
+    // stopped (L6) and the session file is written out.
+    host.interrupt();
+    signals.abort();
+    let closed = host.shutdown().await;
+    drop(commands);
+    drop(host);
+    let _ = events.await;
+    drop(out);
+    let _ = writer.await;
+    if let Err(e) = closed {
+        errln!("cadre: error: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
+    match interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+        0 => Ok(ExitCode::SUCCESS),
+        n => Ok(ExitCode::from(u8::try_from(128 + n).unwrap_or(1))),
+    }
+}
+
+/// Completes once a signal has been received.
+async fn wait_signal(cell: &std::sync::atomic::AtomicI32) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+    loop {
+        tick.tick().await;
+        if cell.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+            return;
+        }
+    }
+}
+
+async fn forward_events(mut events: mpsc::UnboundedReceiver<HostEvent>, out: Out) {
+    while let Some(event) = events.recv().await {
+        let value = match &event {
+            HostEvent::Agent(event) => serde_json::to_value(event).unwrap_or(Value::Null),
+            HostEvent::Task(event) => cadre_host::views::task_event_json(event),
+        };
+        if !value.is_null() {
+            out.line(&value);
+        }
+    }
+}
+
+/// The one writer of stdout. A closed stdout ends the output, not the session: the lines are
+/// drained so nothing waits on them.
+async fn write_lines(mut rx: mpsc::UnboundedReceiver<String>) {
+    use tokio::io::AsyncWriteExt;
+    let mut stdout = tokio::io::stdout();
+    let mut open = true;
+    while let Some(mut line) = rx.recv().await {
+        if !open {
+            continue;
+        }
+        line.push('\n');
+        // Lines already queued go out in one write.
+        while let Ok(more) = rx.try_recv() {
+            line.push_str(&more);
+            line.push('\n');
+        }
+        if stdout.write_all(line.as_bytes()).await.is_err() || stdout.flush().await.is_err() {
+            open = false;
+        }
+    }
+}

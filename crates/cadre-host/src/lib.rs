@@ -1,0 +1,26 @@
+//! The host layer: builds a root session from a front end's options and serves it.
+//!
+//! Every front end — print, JSON and RPC modes today; MCP, ACP and the interactive mode next —
+//! is a thin adapter over a [`Host`]: it turns its input into host operations and host events
+//! into its output. What a root session is made of (home, trust, settings, models, roles,
+//! subagents, tools, system prompt, session file) and how it stays alive for its tasks'
+//! notifications is decided here, once.
+
+mod context;
+pub mod export;
+mod options;
+mod orchestration;
+mod root;
+mod service;
+mod session_open;
+mod signals;
+mod tasks;
+pub mod views;
+
+pub use context::{HostContext, IDLE_TIMEOUT_VAR, RETRY_BASE_VAR, parse_thinking, pick_model};
+pub use options::{HostOptions, SessionChoice};
+pub use orchestration::ORCHESTRATION_TOOLS;
+pub use service::{Delivery, Host, HostError, HostEvent, HostState, StartedHost, Switched};
+pub use session_open::ForkPoint;
+pub use tasks::apply_task;
+pub use signals::{Signals, interrupt_on_signal, signal_name};

@@ -1,0 +1,43 @@
+//! What a front end asks of the host: the options of a root session (the run flags).
+
+use std::path::PathBuf;
+
+/// Which session file a root session writes to.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum SessionChoice {
+    /// A new session in the session directory of the working directory.
+    #[default]
+    New,
+    /// The newest session of the working directory, or a new one when there is none (`-c`).
+    Continue,
+    /// This file: continued if it holds a session, created if it is missing or empty.
+    Path(PathBuf),
+    /// Nothing is written (`--no-session`).
+    None,
+}
+
+/// The options of a root session.
+#[derive(Debug, Clone, Default)]
+pub struct HostOptions {
+    /// `provider/id` (`--model`); `None`: the continued session's model, else the default.
+    pub model: Option<String>,
+    /// `--thinking`; `None`: the continued session's level, else the settings' default.
+    pub thinking: Option<String>,
+    /// `--tools`: the active tools; `None` = all of them.
+    pub tools: Option<Vec<String>>,
+    /// `--system-prompt`: replaces the base system prompt.
+    pub system_prompt: Option<String>,
+    /// `--append-system-prompt`, in order.
+    pub append_system_prompt: Vec<String>,
+    pub session: SessionChoice,
+    /// `--trust`: trust the project for this run.
+    pub trust: bool,
+    /// `--plan` (S6).
+    pub plan: bool,
+    /// The root's `Agent` calls run in the background unless they say otherwise (RPC and
+    /// interactive front ends).
+    pub background_by_default: bool,
+    /// Whether `message_update` events (one per streamed delta) are built. Front ends that
+    /// only show whole messages turn them off: each copies the reply so far.
+    pub stream_updates: bool,
+}

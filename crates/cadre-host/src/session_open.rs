@@ -1,0 +1,210 @@
+//! Opening the session file a root session writes to: new, continued, forked or cloned.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use cadre_core::config::CadreHome;
+use cadre_core::session::{
+    LoadedSession, SessionWriter, latest_session, load_session, session_dir_for_cwd,
+};
+use cadre_protocol::{Message, SessionEntryKind};
+
+use crate::options::SessionChoice;
+
+/// A session opened for writing, with what it already holds.
+pub struct OpenedSession {
+    pub writer: Option<SessionWriter>,
+    /// The conversation to continue from.
+    pub history: Vec<Message>,
+    /// The model last selected in the file, as `(provider, id)`.
+    pub model: Option<(String, String)>,
+    /// The thinking level last selected in the file.
+    pub thinking: Option<String>,
+    /// What the person should be told (unreadable lines skipped).
+    pub warnings: Vec<String>,
+}
+
+impl OpenedSession {
+    fn fresh(writer: Option<SessionWriter>) -> OpenedSession {
+        OpenedSession {
+            writer,
+            history: Vec::new(),
+            model: None,
+            thinking: None,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// Open the session `choice` names for a conversation in `cwd`.
+pub async fn open_session(
+    choice: &SessionChoice,
+    home: &CadreHome,
+    cwd: &Path,
+) -> Result<OpenedSession> {
+    let dir = session_dir_for_cwd(home.root(), cwd);
+    let existing: Option<PathBuf> = match choice {
+        SessionChoice::None => return Ok(OpenedSession::fresh(None)),
+        SessionChoice::New => None,
+        SessionChoice::Continue => latest_session(&dir),
+        SessionChoice::Path(path) => {
+            // An empty file (e.g. made with mktemp by whoever runs us) starts a new session
+            // there, as in Pi; a file with content that is not a session is refused below.
+            let empty = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0);
+            if path.exists() && !empty {
+                Some(path.clone())
+            } else {
+                if empty {
+                    std::fs::remove_file(path).with_context(|| {
+                        format!("cannot replace the empty session file {}", path.display())
+                    })?;
+                }
+                let writer = SessionWriter::create_at(path, cwd, None).await?;
+                return Ok(OpenedSession::fresh(Some(writer)));
+            }
+        }
+    };
+    match existing {
+        Some(path) => continue_session(&path).await,
+        None => Ok(OpenedSession::fresh(Some(
+            SessionWriter::create(&dir, cwd, None).await?,
+        ))),
+    }
+}
+
+/// The model and thinking level last selected in the session `choice` would continue, if it
+/// continues one: read before anything is created, so a run that cannot start (no model)
+/// leaves no new session file behind.
+pub fn peek_selection(
+    choice: &SessionChoice,
+    home: &CadreHome,
+    cwd: &Path,
+) -> (Option<(String, String)>, Option<String>) {
+    let path = match choice {
+        SessionChoice::Continue => latest_session(&session_dir_for_cwd(home.root(), cwd)),
+        SessionChoice::Path(path) if std::fs::metadata(path).is_ok_and(|m| m.len() > 0) => {
+            Some(path.clone())
+        }
+        _ => None,
+    };
+    match path.map(|p| load_session(&p)) {
+        Some(Ok(loaded)) => (loaded.model(), loaded.thinking_level()),
+        _ => (None, None),
+    }
+}
+
+/// Continue the session in `path`.
+pub async fn continue_session(path: &Path) -> Result<OpenedSession> {
+    let loaded = load_session(path)?;
+    let warnings = loaded
+        .dropped_lines
+        .iter()
+        .map(|(line, reason)| {
+            format!(
+                "warning: {}:{line}: skipped an unreadable line ({reason})",
+                path.display()
+            )
+        })
+        .collect();
+    let writer = SessionWriter::resume(path, &loaded).await?;
+    Ok(OpenedSession {
+        writer: Some(writer),
+        history: loaded.messages(),
+        model: loaded.model(),
+        thinking: loaded.thinking_level(),
+        warnings,
+    })
+}
+
+/// A user message of the active branch that a fork can start from (Pi's `get_fork_messages`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForkPoint {
+    pub entry_id: String,
+    pub text: String,
+}
+
+/// The user messages of the session in `path`, oldest first.
+pub fn fork_points(path: &Path) -> Result<Vec<ForkPoint>> {
+    let loaded = load_session(path)?;
+    Ok(loaded
+        .branch()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            SessionEntryKind::Message {
+                message: Message::User(u),
+            } => Some(ForkPoint {
+                entry_id: e.id.clone(),
+                text: u.content.to_text(),
+            }),
+            _ => None,
+        })
+        .collect())
+}
+
+/// A new session in the directory of `from` that copies the active branch of `from`, up to
+/// (not including) the entry `before` when given (a fork), whole otherwise (a clone). The new
+/// file names `from` as its parent session. Returns the session opened for writing and, for
+/// a fork, the text of the user message it was forked before.
+pub async fn branch_session(
+    from: &Path,
+    before: Option<&str>,
+    cwd: &Path,
+) -> Result<(OpenedSession, Option<String>)> {
+    let loaded = load_session(from)?;
+    let branch = loaded.branch();
+    let (kept, forked_text) = match before {
+        None => (branch.as_slice(), None),
+        Some(id) => {
+            let Some(at) = branch.iter().position(|e| e.id == id) else {
+                bail!("no entry {id} on the active branch of {}", from.display());
+            };
+            let SessionEntryKind::Message {
+                message: Message::User(u),
+            } = &branch[at].kind
+            else {
+                bail!("entry {id} is not a user message; a fork starts from a user message");
+            };
+            (&branch[..at], Some(u.content.to_text()))
+        }
+    };
+    let dir = from.parent().unwrap_or(Path::new("."));
+    let mut writer = SessionWriter::create(dir, cwd, Some(from)).await?;
+    // New entries get new ids; a compaction's `firstKeptEntryId` must follow them.
+    let mut renamed: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
+    for entry in kept {
+        let mut kind = entry.kind.clone();
+        if let SessionEntryKind::Compaction {
+            first_kept_entry_id,
+            ..
+        } = &mut kind
+            && let Some(new) = renamed.get(first_kept_entry_id.as_str())
+        {
+            *first_kept_entry_id = new.clone();
+        }
+        let new_id = writer.append(kind);
+        renamed.insert(entry.id.as_str(), new_id);
+    }
+    writer.flush().await?;
+    let copied = copied_session(writer.path(), &loaded)?;
+    Ok((
+        OpenedSession {
+            history: copied.messages(),
+            model: copied.model(),
+            thinking: copied.thinking_level(),
+            writer: Some(writer),
+            warnings: Vec::new(),
+        },
+        forked_text,
+    ))
+}
+
+/// The copy just written, read back: its messages are rebuilt exactly as a later load would.
+fn copied_session(path: &Path, original: &LoadedSession) -> Result<LoadedSession> {
+    load_session(path).with_context(|| {
+        format!(
+            "cannot read back the copy of {} at {}",
+            original.path.display(),
+            path.display()
+        )
+    })
+}

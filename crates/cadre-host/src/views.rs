@@ -1,0 +1,142 @@
+//! The JSON shapes front ends show: Pi's `Model` object and session stats, and cadre's task
+//! snapshots and task events. One place, so RPC, MCP and ACP say the same thing.
+
+use cadre_core::orchestrator::manager::{TaskEvent, TaskSnapshot};
+use cadre_llm::Model;
+use cadre_protocol::{ContentBlock, Message};
+use serde_json::{Value, json};
+
+/// Pi's `Model` object (`get_state`, `set_model`, `get_available_models`).
+pub fn model_json(model: &Model) -> Value {
+    json!({
+        "id": model.id,
+        "name": model.name,
+        "api": model.api.as_str(),
+        "provider": model.provider,
+        "baseUrl": model.base_url,
+        "reasoning": model.reasoning,
+        "input": ["text"],
+        "contextWindow": model.context_window,
+        "maxTokens": model.max_tokens,
+        "cost": {
+            "input": model.cost.input,
+            "output": model.cost.output,
+            "cacheRead": model.cost.cache_read,
+            "cacheWrite": model.cost.cache_write,
+        },
+    })
+}
+
+/// Pi's `get_session_stats` data for `messages`, minus `contextUsage` (added by the caller
+/// when it knows the context window).
+pub fn session_stats_json(
+    messages: &[Message],
+    session_file: Option<&std::path::Path>,
+    session_id: &str,
+) -> Value {
+    let mut users = 0;
+    let mut assistants = 0;
+    let mut results = 0;
+    let mut calls = 0;
+    let mut usage = cadre_protocol::Usage::default();
+    for message in messages {
+        match message {
+            Message::User(_) => users += 1,
+            Message::Assistant(a) => {
+                assistants += 1;
+                calls += a
+                    .content
+                    .iter()
+                    .filter(|b| matches!(b, ContentBlock::ToolCall(_)))
+                    .count();
+                usage.add(&a.usage);
+            }
+            Message::ToolResult(_) => results += 1,
+            _ => {}
+        }
+    }
+    json!({
+        "sessionFile": session_file.map(|p| p.to_string_lossy().into_owned()),
+        "sessionId": session_id,
+        "userMessages": users,
+        "assistantMessages": assistants,
+        "toolCalls": calls,
+        "toolResults": results,
+        "totalMessages": messages.len(),
+        "tokens": {
+            "input": usage.input,
+            "output": usage.output,
+            "cacheRead": usage.cache_read,
+            "cacheWrite": usage.cache_write,
+            "total": usage.input + usage.output + usage.cache_read + usage.cache_write,
+        },
+        "cost": usage.cost.total,
+    })
+}
+
+/// The text of the last assistant message, `None` when there is none.
+pub fn last_assistant_text(messages: &[Message]) -> Option<String> {
+    messages.iter().rev().find_map(|m| match m {
+        Message::Assistant(a) => Some(a.text()),
+        _ => None,
+    })
+}
+
+/// A task as front ends show it.
+pub fn task_json(t: &TaskSnapshot) -> Value {
+    json!({
+        "taskId": t.task_id,
+        "name": t.name,
+        "agent": t.agent,
+        "description": t.description,
+        "status": t.status.as_str(),
+        "phase": t.phase,
+        "termination": t.termination,
+        "usage": t.usage,
+        "preview": t.preview,
+        "outputFile": t.output_file,
+        "error": t.error,
+        "worktree": t.worktree,
+    })
+}
+
+/// A task event as a front-end event line: `task_start`, `task_update` (a turn ended) and
+/// `task_end`.
+pub fn task_event_json(event: &TaskEvent) -> Value {
+    match event {
+        TaskEvent::Started {
+            task_id,
+            parent_task_id,
+            agent,
+            description,
+            background,
+        } => json!({
+            "type": "task_start",
+            "taskId": task_id,
+            "parentTaskId": parent_task_id,
+            "agent": agent,
+            "description": description,
+            "background": background,
+        }),
+        TaskEvent::Turn {
+            task_id,
+            usage,
+            preview,
+        } => json!({
+            "type": "task_update",
+            "taskId": task_id,
+            "usage": usage,
+            "preview": preview,
+        }),
+        TaskEvent::Ended {
+            task_id,
+            status,
+            termination,
+        } => json!({
+            "type": "task_end",
+            "taskId": task_id,
+            "status": status.as_str(),
+            "termination": termination,
+        }),
+    }
+}

@@ -264,6 +264,11 @@ pub fn prepare_run(args: &mut RunArgs, raw: &[OsString]) -> Result<()> {
         bail!("{hint}");
     }
     check_run_args(args)?;
+    if args.mode == crate::args::Mode::Rpc && args.messages.iter().any(|m| m.starts_with('@')) {
+        bail!(
+            "@file arguments are not supported in RPC mode (as in Pi): send the prompt as an RPC command"
+        );
+    }
     args.model = model_name(args);
     args.provider = None;
     if args.no_tools && args.tools.is_none() {
@@ -473,6 +478,12 @@ mod tests {
         // --offline is accepted and means nothing.
         let args = run_args(&["cadre", "--offline", "-p", "x"]);
         assert_eq!(args.messages, strings(&["x"]));
+        let mut args = run_args(&["cadre", "--mode", "rpc", "@notes.md"]);
+        let err = prepare_run(&mut args, &os(&["cadre"])).unwrap_err();
+        assert!(
+            err.to_string().contains("not supported in RPC mode"),
+            "{err}"
+        );
         let mut args = run_args(&["cadre", "install"]);
         let err = prepare_run(&mut args, &os(&["cadre", "install"])).unwrap_err();
         assert!(err.to_string().contains("is not a command"), "{err}");

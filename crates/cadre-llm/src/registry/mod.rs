@@ -295,6 +295,12 @@ impl ModelRegistry {
         self.providers.iter().any(|p| p.name == provider)
     }
 
+    /// The provider of the model `name` names (as [`ModelRegistry::resolve`] finds it), without
+    /// resolving credentials: where a `--api-key` goes before the model can be resolved.
+    pub fn provider_of(&self, name: &str) -> Result<String, RegistryError> {
+        self.find(name).map(|(p, _)| p.name.clone())
+    }
+
     /// The built-in providers only.
     pub fn builtin(env: &dyn Env) -> ModelRegistry {
         Self::assemble(builtin::providers(), ModelsFile::None, Vec::new(), env)

@@ -891,6 +891,13 @@ fn a_runtime_key_wins_for_its_provider_only() {
         &[("OPENAI_API_KEY", "sk-openai-from-env")],
     );
     assert!(reg.has_provider("openai") && !reg.has_provider("nope"));
+    // The provider a key is for is found before any key is there.
+    assert_eq!(
+        reg.provider_of("anthropic/claude-sonnet-4-5").unwrap(),
+        "anthropic"
+    );
+    assert_eq!(reg.provider_of("gpt-5").unwrap(), "openai");
+    assert!(reg.provider_of("nope/x").is_err());
     reg.set_runtime_api_key("openai", "sk-openai-from-flag".into());
     let m = reg.resolve("openai/gpt-5").unwrap();
     assert_eq!(m.api_key.as_deref(), Some("sk-openai-from-flag"));

@@ -204,3 +204,33 @@ fn a_session_of_another_project_is_named_not_continued() {
     );
     assert!(fixture.server.requests().is_empty());
 }
+
+#[test]
+fn the_api_key_leaves_the_command_line() {
+    const KEY: &str = "sk-argv-canary-4d1b7e90";
+    let fixture = Fixture::new();
+    let turn = |n: usize| Match::first_user("ROUTE-ARGV").and(Match::assistant_turns(n));
+    // Every ancestor's command line, as any process of the user could read them.
+    let show = "p=$$; while [ \"$p\" -gt 1 ]; do tr '\\0' ' ' < /proc/$p/cmdline; echo; \
+                p=$(awk '{print $4}' /proc/$p/stat); done";
+    fixture
+        .server
+        .script(Rule::new(turn(0)).reply(Reply::new().tool_call(
+            "call_ps",
+            "bash",
+            serde_json::json!({ "command": show }),
+        )));
+    fixture
+        .server
+        .script(Rule::new(turn(1)).reply(Reply::text("seen")));
+    let out = fixture.run_print(Wire::Anthropic, &["--api-key", KEY, "ROUTE-ARGV"]);
+    out.assert_success();
+    let request = fixture.last_request();
+    let seen = request.body["messages"].to_string();
+    assert!(!seen.contains(KEY), "{seen}");
+    let wiped = format!("--api-key {}", "x".repeat(KEY.len()));
+    assert!(
+        seen.contains(&wiped),
+        "cadre's own command line is among them: {seen}"
+    );
+}

@@ -1,22 +1,41 @@
-//! Task directories on disk (SPEC O12, O13, Z1).
+//! Task directories on disk (SPEC O12, O13, P4, Z1).
 //!
 //! Layout: `<tasks_dir>/<root-session-id>/<task-id>/task.json` (the authoritative record) and
 //! `output.md` (the task's whole final text, written when there is one). Both are only ever
 //! replaced atomically (temp file, rename; the record also fsynced), so after a crash at any point
-//! every `task.json` parses and every output that was reported is on disk. Each keeps its previous version as a
-//! hidden `.spare` file that the next rewrite reuses ([`atomic_rewrite`]), so a task costs the
-//! same few inodes however often its record changes. A crash can leave a temp file behind;
-//! [`TaskStore::recover_orphans`] sweeps those whose writer is gone.
+//! every `task.json` parses and every output that was reported is on disk. Each keeps its previous
+//! version as a hidden `.spare` file that the next rewrite reuses ([`atomic_rewrite`]), so a task
+//! costs the same few inodes however often its record changes. A crash can leave a temp file
+//! behind; [`TaskStore::recover_orphans`] sweeps those whose writer is gone.
+//!
+//! Nothing that runs at start-up or lists tasks reads every record, so neither grows with the
+//! number of past tasks (P4):
+//! - a marker in `<tasks_dir>/.live/` exists while a record may say `running`, and orphan recovery
+//!   looks at those alone ([`live`]);
+//! - retention runs at most once a day and skips, by their UUID v7 ids, roots and tasks too young
+//!   to have expired ([`retention`]);
+//! - listings can read just the newest records: task ids sort in creation order ([`page`]).
 //!
 //! The files are small and written rarely, so this is plain blocking `std::fs`; async callers that
 //! care can wrap calls in `spawn_blocking`.
 
+mod live;
+mod page;
+mod process;
+mod retention;
+#[cfg(test)]
+mod test_support;
+
+pub use live::LIVE_DIR;
+pub use page::{Page, TaskRef, TaskRefs};
+pub use process::{claim_ownership, pid_is_alive, process_start_time};
+
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use cadre_protocol::{TaskPhase, TaskRecord, TaskStatus};
+use cadre_protocol::{TaskRecord, TaskStatus};
 
 use crate::config::{Durable, atomic_rewrite};
 
@@ -79,6 +98,12 @@ pub enum StoreError {
     },
     #[error("{}: invalid task record: {message}", .path.display())]
     Parse { path: PathBuf, message: String },
+    #[error(
+        "root session id {root:?} and task id {id:?} are too long together: \
+         at most {max} bytes in all",
+        max = live::MAX_MARKER_NAME - 1
+    )]
+    IdsTooLong { root: String, id: String },
 }
 
 /// Something a bulk operation skipped instead of failing as a whole (an unreadable record, a
@@ -121,6 +146,8 @@ pub struct Recovery {
 /// The result of [`TaskStore::cleanup`]: the task directories it removed.
 #[derive(Debug, Default)]
 pub struct Cleanup {
+    /// Whether a pass ran ([`TaskStore::cleanup`] skips one within a day of the last).
+    pub ran: bool,
     pub removed: Vec<PathBuf>,
     pub problems: Vec<StoreProblem>,
 }
@@ -175,6 +202,8 @@ impl TaskStore {
     /// empty until then). Fails if the task exists.
     pub fn create(&self, record: &mut TaskRecord) -> Result<(), StoreError> {
         let dir = self.task_dir(&record.root_session_id, &record.id)?;
+        // Refused before anything is made: the ids must also fit a marker's name.
+        self.live_marker_path(&record.root_session_id, &record.id)?;
         // Creating the directory itself is the exclusive claim on the id. Only the first task of
         // a root session finds the root's directory missing and creates it.
         let mut made = fs::create_dir(&dir);
@@ -207,13 +236,25 @@ impl TaskStore {
         if written.is_err() {
             // Leave no directory without a record behind; the id stays free for a retry.
             let _ = fs::remove_dir_all(&dir);
+            self.forget_live(&record.root_session_id, &record.id);
         }
         written
     }
 
-    /// Replace the record atomically, setting `updated_at` to now.
+    /// Replace the record atomically, setting `updated_at` to now. A `running` record gets its
+    /// live marker first; any other loses it after the write ([`live`]).
     pub fn save(&self, record: &mut TaskRecord) -> Result<(), StoreError> {
+        self.write_record(record, None)
+    }
+
+    /// [`TaskStore::save`], with the task's marker already locked by the caller when `held`.
+    fn write_record(
+        &self,
+        record: &mut TaskRecord,
+        held: Option<live::MarkerLock>,
+    ) -> Result<(), StoreError> {
         let path = self.record_path(&record.root_session_id, &record.id)?;
+        let marker = self.live_marker_path(&record.root_session_id, &record.id)?;
         record.updated_at = timestamp(SystemTime::now());
         // Sized for a typical record up front: growing from serde_json's default capacity took
         // several reallocations of a buffer past glibc's small-chunk sizes, each a trip through
@@ -224,7 +265,24 @@ impl TaskStore {
             message: e.to_string(),
         })?;
         json.push(b'\n');
-        write_file(&path, &json, Durable::AgainstPowerLoss)
+        let running = record.status == TaskStatus::Running;
+        let marker_error = |source| StoreError::Write {
+            path: marker.clone(),
+            source,
+        };
+        // The marker is locked across the write, so recovery never judges it by a record that is
+        // about to change (see `live`).
+        let lock = match held {
+            Some(lock) => Some(lock),
+            None if running => Some(live::MarkerLock::create(&marker).map_err(marker_error)?),
+            None => live::MarkerLock::existing(&marker).map_err(marker_error)?,
+        };
+        write_file(&path, &json, Durable::AgainstPowerLoss)?;
+        if !running && let Some(lock) = lock {
+            // A marker left by a failed removal only costs recovery one record read.
+            let _ = lock.remove();
+        }
+        Ok(())
     }
 
     /// Read one record. The record must name the directory it lives in.
@@ -324,179 +382,6 @@ impl TaskStore {
             OUTPUT_DURABILITY,
         )
     }
-
-    /// Start-up recovery (O13): every record still `running` whose owner process is missing or
-    /// gone becomes `failed` with error [`ORPHANED`], phase terminal, `ended_at` now. Its
-    /// termination stays unset (no termination rule fired; the process vanished) and its session
-    /// file is left alone, so `SendMessage` can resume it. `is_alive(pid, start_time)` decides
-    /// whether an owner lives ([`pid_is_alive`] in production). Temp files left by a writer that
-    /// died mid-write are removed on the way.
-    pub fn recover_orphans(&self, is_alive: impl Fn(u32, Option<u64>) -> bool) -> Recovery {
-        let mut recovery = Recovery::default();
-        let listing = match self.list_all() {
-            Ok(l) => l,
-            Err(e) => {
-                recovery
-                    .problems
-                    .push(StoreProblem::from_error(self.dir.clone(), &e));
-                return recovery;
-            }
-        };
-        recovery.problems.extend(listing.problems);
-        for mut record in listing.records {
-            if let Ok(dir) = self.task_dir(&record.root_session_id, &record.id) {
-                sweep_temp_files(&dir, &is_alive);
-            }
-            if record.status != TaskStatus::Running {
-                continue;
-            }
-            let owner_alive = record
-                .owner_pid
-                .is_some_and(|pid| is_alive(pid, record.owner_start_time));
-            if owner_alive {
-                continue;
-            }
-            let why = match record.owner_pid {
-                Some(pid) => format!("owner process {pid} is gone"),
-                None => "no owner process was recorded".to_string(),
-            };
-            record.status = TaskStatus::Failed;
-            record.phase = TaskPhase::Terminal;
-            record.termination = None;
-            record.error = Some(ORPHANED.to_string());
-            record.diagnostics.push(why);
-            record.ended_at = Some(timestamp(SystemTime::now()));
-            record.owner_pid = None;
-            record.owner_start_time = None;
-            match self.save(&mut record) {
-                Ok(()) => recovery.recovered.push(record),
-                Err(e) => recovery.problems.push(StoreProblem::from_error(
-                    self.dir.join(&record.root_session_id).join(&record.id),
-                    &e,
-                )),
-            }
-        }
-        recovery
-    }
-
-    /// Retention (O13): remove the directories of finished tasks that ended more than
-    /// `period_days` before `now`. Running tasks, records that cannot be read and records without a
-    /// readable `ended_at` are kept. A session file is never removed, even if it lives inside a task
-    /// directory. Root directories left empty are removed too.
-    pub fn cleanup(&self, period_days: u64, now: SystemTime) -> Cleanup {
-        let mut cleanup = Cleanup::default();
-        let period = Duration::from_secs(period_days.saturating_mul(86_400));
-        let listing = match self.list_all() {
-            Ok(l) => l,
-            Err(e) => {
-                cleanup
-                    .problems
-                    .push(StoreProblem::from_error(self.dir.clone(), &e));
-                return cleanup;
-            }
-        };
-        cleanup.problems.extend(listing.problems);
-        let mut roots = Vec::new();
-        for record in listing.records {
-            if !is_expired(&record, period, now) {
-                continue;
-            }
-            let Ok(dir) = self.task_dir(&record.root_session_id, &record.id) else {
-                continue;
-            };
-            match remove_task_dir(&dir, record.session_file.as_deref()) {
-                Ok(()) => cleanup.removed.push(dir),
-                Err(source) => cleanup.problems.push(StoreProblem {
-                    path: dir,
-                    message: format!("cannot remove: {source}"),
-                }),
-            }
-            if !roots.contains(&record.root_session_id) {
-                roots.push(record.root_session_id);
-            }
-        }
-        for root in roots {
-            // Both fail (and are meant to) while a stop request is pending or the root still
-            // holds other tasks.
-            let _ = fs::remove_dir(self.dir.join(&root).join(STOP_REQUESTS_DIR));
-            let _ = fs::remove_dir(self.dir.join(root));
-        }
-        cleanup
-    }
-}
-
-/// Mark `record` as owned by the current process (pid and, where known, its start time).
-pub fn claim_ownership(record: &mut TaskRecord) {
-    // Read once per process: every task records the same owner, and reading `/proc` per task
-    // costs an open, a read and a parse.
-    static OWNER: std::sync::OnceLock<(u32, Option<u64>)> = std::sync::OnceLock::new();
-    let (pid, start_time) = *OWNER.get_or_init(|| {
-        let pid = std::process::id();
-        (pid, process_start_time(pid))
-    });
-    record.owner_pid = Some(pid);
-    record.owner_start_time = start_time;
-}
-
-/// Whether process `pid` is alive and, when `start_time` is given, is the same process that was
-/// recorded (a pid reused by a later process has a different start time). Zombies count as dead.
-#[cfg(target_os = "linux")]
-pub fn pid_is_alive(pid: u32, start_time: Option<u64>) -> bool {
-    if pid == 0 {
-        return false;
-    }
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let Some(fields) = parse_stat(&stat) else {
-        // The process exists but its stat is unreadable as expected: assume it lives rather than
-        // fail a task that may still be running.
-        return true;
-    };
-    if matches!(fields.state, 'Z' | 'X' | 'x') {
-        return false;
-    }
-    match start_time {
-        Some(expected) => fields.start_time == expected,
-        None => true,
-    }
-}
-
-/// Whether process `pid` is alive (`kill -0`); start times are not available here.
-#[cfg(not(target_os = "linux"))]
-pub fn pid_is_alive(pid: u32, _start_time: Option<u64>) -> bool {
-    if pid == 0 {
-        return false;
-    }
-    std::process::Command::new("kill")
-        .args(["-0", &pid.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// A process's start time in clock ticks since boot (`/proc/<pid>/stat` field 22).
-pub fn process_start_time(pid: u32) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&stat).map(|f| f.start_time)
-}
-
-struct StatFields {
-    state: char,
-    start_time: u64,
-}
-
-/// Parse the state (field 3) and start time (field 22) of a `/proc/<pid>/stat` line. The command
-/// name (field 2) is in parentheses and may itself contain spaces and parentheses, so fields are
-/// counted from the last `)`.
-fn parse_stat(stat: &str) -> Option<StatFields> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    // Field 3 was consumed; field 22 is 18 further on.
-    let start_time = fields.nth(18)?.parse().ok()?;
-    Some(StatFields { state, start_time })
 }
 
 fn join_continuation(old: &str, text: &str) -> String {
@@ -557,97 +442,13 @@ fn subdirs(dir: &Path) -> Result<Vec<String>, StoreError> {
     Ok(names)
 }
 
-fn is_expired(record: &TaskRecord, period: Duration, now: SystemTime) -> bool {
-    if record.status == TaskStatus::Running {
-        return false;
-    }
-    let Some(ended) = record
-        .ended_at
-        .as_deref()
-        .and_then(|t| humantime::parse_rfc3339_weak(t).ok())
-    else {
-        return false;
-    };
-    now.duration_since(ended).is_ok_and(|age| age > period)
-}
-
-/// Remove a task directory's contents and then the directory, sparing `session_file` if it lives
-/// there (the directory then stays).
-fn remove_task_dir(dir: &Path, session_file: Option<&str>) -> io::Result<()> {
-    let keep = session_file.map(|s| fs::canonicalize(s).unwrap_or_else(|_| PathBuf::from(s)));
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        let path = entry.path();
-        if let Some(keep) = &keep {
-            let this = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-            if &this == keep || keep.starts_with(&this) {
-                continue;
-            }
-        }
-        if entry.file_type()?.is_dir() {
-            fs::remove_dir_all(&path)?;
-        } else {
-            fs::remove_file(&path)?;
-        }
-    }
-    match fs::remove_dir(dir) {
-        Ok(()) => Ok(()),
-        // Only a spared session file keeps it non-empty.
-        Err(_) if keep.is_some() => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
-/// Remove `.<file>.<pid>.<unique>.tmp` files (left by [`atomic_rewrite`] when its process died) whose
-/// writer is no longer alive.
-fn sweep_temp_files(dir: &Path, is_alive: &impl Fn(u32, Option<u64>) -> bool) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.filter_map(Result::ok) {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if let Some(pid) = temp_file_writer(name)
-            && !is_alive(pid, None)
-        {
-            let _ = fs::remove_file(entry.path());
-        }
-    }
-}
-
-/// The writer pid of an [`atomic_rewrite`] temp file name for one of the store's files.
-fn temp_file_writer(name: &str) -> Option<u32> {
-    let inner = name.strip_prefix('.')?.strip_suffix(".tmp")?;
-    let mut parts = inner.rsplitn(3, '.');
-    let _unique = parts.next()?;
-    let pid = parts.next()?.parse().ok()?;
-    let file = parts.next()?;
-    (file == TASK_FILE || file == OUTPUT_FILE).then_some(pid)
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::test_support::{ROOT, record, store};
     use super::*;
     use cadre_protocol::TerminationKind;
-
-    const ROOT: &str = "0190a000-0000-7000-8000-000000000001";
-
-    fn record(id: &str) -> TaskRecord {
-        TaskRecord {
-            id: id.to_string(),
-            root_session_id: ROOT.to_string(),
-            agent: "Explore".into(),
-            description: "look around".into(),
-            ..TaskRecord::default()
-        }
-    }
-
-    fn store() -> (tempfile::TempDir, TaskStore) {
-        let tmp = tempfile::tempdir().unwrap();
-        let store = TaskStore::new(tmp.path().join("tasks"));
-        (tmp, store)
-    }
+    use std::time::Duration;
 
     #[test]
     fn task_ids_are_v7_and_sort_in_creation_order() {
@@ -851,226 +652,5 @@ mod tests {
         assert_eq!(join_continuation("\n\n", "b"), "b");
         assert_eq!(join_continuation("a", ""), "a\n\n---\n\n");
         assert_eq!(join_continuation("a\r\n", "b"), "a\n\n---\n\nb");
-    }
-
-    #[test]
-    fn orphans_are_marked_failed_and_live_tasks_kept() {
-        let (_tmp, s) = store();
-        let mut dead = record("dead");
-        dead.owner_pid = Some(111);
-        dead.phase = TaskPhase::Working;
-        dead.session_file = Some("/sessions/x.jsonl".into());
-        s.create(&mut dead).unwrap();
-        let mut ownerless = record("ownerless");
-        s.create(&mut ownerless).unwrap();
-        let mut live = record("live");
-        live.owner_pid = Some(222);
-        live.owner_start_time = Some(5);
-        s.create(&mut live).unwrap();
-        let mut reused = record("reused");
-        reused.owner_pid = Some(222);
-        reused.owner_start_time = Some(4);
-        s.create(&mut reused).unwrap();
-        let mut done = record("done");
-        done.status = TaskStatus::Completed;
-        done.owner_pid = Some(111);
-        s.create(&mut done).unwrap();
-
-        let alive = |pid: u32, start: Option<u64>| pid == 222 && start.is_none_or(|t| t == 5);
-        let recovery = s.recover_orphans(alive);
-        let mut ids: Vec<_> = recovery.recovered.iter().map(|r| r.id.as_str()).collect();
-        ids.sort();
-        assert_eq!(ids, ["dead", "ownerless", "reused"]);
-        assert!(recovery.problems.is_empty());
-
-        let d = s.load(ROOT, "dead").unwrap();
-        assert_eq!(d.status, TaskStatus::Failed);
-        assert_eq!(d.phase, TaskPhase::Terminal);
-        assert_eq!(d.termination, None);
-        assert_eq!(d.error.as_deref(), Some(ORPHANED));
-        assert!(d.ended_at.is_some());
-        assert_eq!(d.owner_pid, None);
-        assert_eq!(d.session_file.as_deref(), Some("/sessions/x.jsonl"));
-        assert_eq!(s.load(ROOT, "live").unwrap().status, TaskStatus::Running);
-        assert_eq!(s.load(ROOT, "done").unwrap().error, None);
-        // Idempotent: nothing is left running without an owner.
-        assert!(s.recover_orphans(alive).recovered.is_empty());
-    }
-
-    #[test]
-    fn recovery_sweeps_temp_files_of_dead_writers_only() {
-        let (_tmp, s) = store();
-        s.create(&mut record("t1")).unwrap();
-        let dir = s.task_dir(ROOT, "t1").unwrap();
-        let dead_tmp = dir.join(".task.json.111.abc.tmp");
-        let live_tmp = dir.join(".output.md.222.def.tmp");
-        let foreign = dir.join(".notes.111.x.tmp");
-        for p in [&dead_tmp, &live_tmp, &foreign] {
-            fs::write(p, b"partial").unwrap();
-        }
-        s.recover_orphans(|pid, _| pid == 222);
-        assert!(!dead_tmp.exists());
-        assert!(live_tmp.exists());
-        assert!(foreign.exists());
-        assert_eq!(s.load(ROOT, "t1").unwrap().error.as_deref(), Some(ORPHANED));
-    }
-
-    #[test]
-    fn temp_file_names_are_parsed_strictly() {
-        assert_eq!(temp_file_writer(".task.json.42.0123abcd.tmp"), Some(42));
-        assert_eq!(temp_file_writer(".output.md.7.x.tmp"), Some(7));
-        assert_eq!(temp_file_writer("task.json"), None);
-        assert_eq!(temp_file_writer(".task.json.notapid.x.tmp"), None);
-        assert_eq!(temp_file_writer(".other.1.x.tmp"), None);
-        assert_eq!(temp_file_writer(".tmp"), None);
-    }
-
-    #[test]
-    fn stat_lines_are_parsed_past_tricky_command_names() {
-        let tail = "S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 987654 20 21";
-        let line = format!("42 (we ird) (name)) {tail}");
-        let f = parse_stat(&line).unwrap();
-        assert_eq!(f.state, 'S');
-        assert_eq!(f.start_time, 987654);
-        assert!(parse_stat("42 no parens").is_none());
-        assert!(parse_stat("42 (x) S 1 2").is_none());
-        assert!(parse_stat("42 (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 nan").is_none());
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn the_current_process_is_alive_and_a_reaped_child_is_not() {
-        let me = std::process::id();
-        let start = process_start_time(me);
-        assert!(start.is_some());
-        assert!(pid_is_alive(me, None));
-        assert!(pid_is_alive(me, start));
-        assert!(!pid_is_alive(me, start.map(|t| t + 1)));
-        assert!(!pid_is_alive(0, None));
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        child.wait().unwrap();
-        // Reaped; the pid is free (reuse within this test is vanishingly unlikely and would need
-        // the same start time to count).
-        assert!(!pid_is_alive(pid, None) || process_start_time(pid) != start);
-
-        let mut r = record("mine");
-        claim_ownership(&mut r);
-        assert_eq!(r.owner_pid, Some(me));
-        assert_eq!(r.owner_start_time, start);
-    }
-
-    fn finished(id: &str, status: TaskStatus, ended: Option<SystemTime>) -> TaskRecord {
-        let mut r = record(id);
-        r.status = status;
-        r.phase = TaskPhase::Terminal;
-        r.ended_at = ended.map(timestamp);
-        r
-    }
-
-    #[test]
-    fn cleanup_removes_an_emptied_root_with_its_stop_request_directory() {
-        let (_tmp, s) = store();
-        let now = SystemTime::now();
-        let old = now - Duration::from_secs(86_400 * 10);
-        s.create(&mut finished("old", TaskStatus::Completed, Some(old)))
-            .unwrap();
-        let requests = s.stop_requests_dir(ROOT).unwrap();
-        fs::create_dir_all(&requests).unwrap();
-        // A pending request keeps the root.
-        fs::write(requests.join("other"), b"{}").unwrap();
-        assert_eq!(s.cleanup(7, now).removed.len(), 1);
-        assert!(requests.join("other").exists());
-        // Without one, the emptied root goes with its request directory.
-        fs::remove_file(requests.join("other")).unwrap();
-        s.create(&mut finished("old2", TaskStatus::Completed, Some(old)))
-            .unwrap();
-        assert_eq!(s.cleanup(7, now).removed.len(), 1);
-        assert!(!s.dir().join(ROOT).exists());
-    }
-
-    #[test]
-    fn cleanup_removes_only_old_finished_tasks() {
-        let (tmp, s) = store();
-        let now = SystemTime::now();
-        let day = Duration::from_secs(86_400);
-        let old = now - day * 10;
-        s.create(&mut finished("old", TaskStatus::Completed, Some(old)))
-            .unwrap();
-        s.create(&mut finished("old-failed", TaskStatus::Failed, Some(old)))
-            .unwrap();
-        s.create(&mut finished(
-            "recent",
-            TaskStatus::Completed,
-            Some(now - day),
-        ))
-        .unwrap();
-        s.create(&mut finished("no-end", TaskStatus::Completed, None))
-            .unwrap();
-        let mut running = finished("running", TaskStatus::Running, Some(old));
-        s.create(&mut running).unwrap();
-        // A session file inside an old task directory survives; one outside is untouched.
-        let sessions = tmp.path().join("sessions");
-        fs::create_dir_all(&sessions).unwrap();
-        let outside = sessions.join("a.jsonl");
-        fs::write(&outside, b"{}\n").unwrap();
-        let mut with_outside = finished("with-outside", TaskStatus::Stopped, Some(old));
-        with_outside.session_file = Some(outside.to_string_lossy().into_owned());
-        s.create(&mut with_outside).unwrap();
-        let mut with_inside = finished("with-inside", TaskStatus::Completed, Some(old));
-        s.create(&mut with_inside).unwrap();
-        let inside = s
-            .task_dir(ROOT, "with-inside")
-            .unwrap()
-            .join("session.jsonl");
-        fs::write(&inside, b"{}\n").unwrap();
-        with_inside.session_file = Some(inside.to_string_lossy().into_owned());
-        s.save(&mut with_inside).unwrap();
-        // An unparsable old record is kept.
-        let broken = s.task_dir(ROOT, "broken").unwrap();
-        fs::create_dir_all(&broken).unwrap();
-        fs::write(broken.join(TASK_FILE), b"{").unwrap();
-
-        let c = s.cleanup(7, now);
-        let mut removed: Vec<_> = c
-            .removed
-            .iter()
-            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-            .collect();
-        removed.sort();
-        assert_eq!(
-            removed,
-            ["old", "old-failed", "with-inside", "with-outside"]
-        );
-        assert_eq!(c.problems.len(), 1, "{:?}", c.problems);
-        for gone in ["old", "old-failed", "with-outside"] {
-            assert!(!s.task_dir(ROOT, gone).unwrap().exists(), "{gone}");
-        }
-        for kept in ["recent", "no-end", "running"] {
-            assert!(s.load(ROOT, kept).is_ok(), "{kept}");
-        }
-        assert!(outside.exists());
-        assert!(inside.exists());
-        assert!(
-            !s.task_dir(ROOT, "with-inside")
-                .unwrap()
-                .join(TASK_FILE)
-                .exists()
-        );
-        assert!(broken.join(TASK_FILE).exists());
-    }
-
-    #[test]
-    fn cleanup_removes_emptied_root_directories() {
-        let (_tmp, s) = store();
-        let old = SystemTime::now() - Duration::from_secs(86_400 * 3);
-        s.create(&mut finished("t1", TaskStatus::Completed, Some(old)))
-            .unwrap();
-        let c = s.cleanup(1, SystemTime::now());
-        assert_eq!(c.removed.len(), 1);
-        assert!(!s.dir().join(ROOT).exists());
-        assert!(s.dir().exists());
-        // A zero period removes every finished task; nothing is left to remove twice.
-        assert!(s.cleanup(0, SystemTime::now()).removed.is_empty());
     }
 }

@@ -185,7 +185,18 @@ fn config_section(
                 r.line("settings.json: none (defaults)");
             }
             for file in &loaded.files {
-                r.line(format!("settings.json: {} (read)", short(file)));
+                if loaded.pi_file.as_ref() == Some(file) {
+                    r.line(format!(
+                        "settings.json: {} (Pi's, read-only: cadre has none of its own; only {} are read)",
+                        short(file),
+                        cadre_core::config::pi_settings::SHARED_KEYS.join(", ")
+                    ));
+                } else {
+                    r.line(format!("settings.json: {} (read)", short(file)));
+                }
+            }
+            for note in &loaded.notes {
+                r.warn(note);
             }
             if let Some(skipped) = &loaded.skipped_untrusted {
                 r.line(format!(
@@ -519,6 +530,8 @@ fn role_problems(def: &RoleDef, models: Option<&[ModelInfo]>) -> Vec<RoleProblem
     out
 }
 
+/// Unlike start-up and `cadre tasks`, which read only what they need (SPEC P4), this reads every
+/// record: it is the check that each one parses and that each running one has its live marker.
 fn tasks_section(r: &mut Report, place: &Place) {
     r.section("Tasks");
     let store = TaskStore::new(place.home.tasks_dir());
@@ -536,11 +549,15 @@ fn tasks_section(r: &mut Report, place: &Place) {
         .count();
     let mut running = 0;
     let mut orphaned = 0;
+    let mut unmarked = 0;
     for t in listing
         .records
         .iter()
         .filter(|t| t.status == TaskStatus::Running)
     {
+        if !store.is_marked_live(&t.root_session_id, &t.id) {
+            unmarked += 1;
+        }
         if t.owner_pid
             .is_some_and(|pid| pid_is_alive(pid, t.owner_start_time))
         {
@@ -558,6 +575,16 @@ fn tasks_section(r: &mut Report, place: &Place) {
         r.warn(format!(
             "{} left running by a process that is gone; `cadre tasks` marks them failed/orphaned",
             plural(orphaned, "task")
+        ));
+    }
+    // Before the one-time scan every record is still looked at, so a missing marker only
+    // matters after it: a cadre without markers wrote these since.
+    if unmarked > 0 && store.markers_complete() {
+        r.warn(format!(
+            "{} running without a live marker, so start-up recovery does not look at them \
+             (written by an older cadre?); removing {} has the next start scan every record",
+            plural(unmarked, "task"),
+            store.scan_stamp().display()
         ));
     }
     for problem in &listing.problems {

@@ -1,6 +1,11 @@
 //! `cadre tasks`: this project's tasks, newest first (SPEC I2, O12). Orphan recovery (O13) runs
 //! first, so a task whose process died is listed as `failed/orphaned`, never as `running`.
+//!
+//! Only a page is read (SPEC P4): task directories are listed by name, newest first (ids are
+//! UUID v7), and records are read from the newest down until the page is full, so the cost follows
+//! the page, not the number of past tasks.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::SystemTime;
@@ -14,25 +19,46 @@ use super::{Place, print_err, print_out};
 
 /// Shortest id prefix shown: long enough to read as an id.
 pub const MIN_ID_CHARS: usize = 8;
+/// Tasks shown without `--limit`.
+pub const DEFAULT_LIMIT: usize = 20;
 
 #[derive(Debug, clap::Args)]
 pub struct TasksArgs {
     /// List the tasks of every project, not just this one.
     #[arg(long)]
     pub all: bool,
+    /// Show at most this many tasks, the newest; 0 shows every one.
+    #[arg(long, short = 'n', value_name = "N", default_value_t = DEFAULT_LIMIT)]
+    pub limit: usize,
 }
 
 pub fn run(args: &TasksArgs) -> Result<ExitCode> {
     let place = Place::from_env()?;
     let store = TaskStore::new(place.home.tasks_dir());
-    let listing = recover_and_list(&store)?;
-    let all_ids: Vec<&str> = listing.records.iter().map(|r| r.id.as_str()).collect();
-    let prefixes = unique_prefixes(&all_ids, MIN_ID_CHARS);
-    let mut shown: Vec<(&TaskRecord, &String)> = listing
+    let mut problems = recover(&store);
+    let refs = store.task_refs()?;
+    problems.extend(refs.problems);
+    let limit = (args.limit > 0).then_some(args.limit);
+    let page = store.read_page(&refs.refs, limit, |r| {
+        args.all || in_project(r, &place.root)
+    });
+    problems.extend(page.problems);
+    // Prefixes unique among every task's id, so each works as a `cadre task` target.
+    let all_ids: Vec<&str> = refs.refs.iter().map(|r| r.id.as_str()).collect();
+    let prefixes: HashMap<&str, String> = all_ids
+        .iter()
+        .copied()
+        .zip(unique_prefixes(&all_ids, MIN_ID_CHARS))
+        .collect();
+    let mut shown: Vec<(&TaskRecord, &str)> = page
         .records
         .iter()
-        .zip(&prefixes)
-        .filter(|(r, _)| args.all || in_project(r, &place.root))
+        .map(|r| {
+            let id = prefixes
+                .get(r.id.as_str())
+                .map_or(r.id.as_str(), String::as_str);
+            (r, id)
+        })
         .collect();
     newest_first(&mut shown, |(r, _)| r);
 
@@ -60,7 +86,20 @@ pub fn run(args: &TasksArgs) -> Result<ExitCode> {
         }
         print_out(&table(&header, &rows));
     }
-    report_problems(&listing.problems);
+    if page.more {
+        print_err(&format!(
+            "cadre: note: showing the newest {}; `--limit N` shows more, `--limit 0` every one\n",
+            shown.len()
+        ));
+    }
+    // Recovery and the page may both have met the same unreadable record.
+    let mut unique: Vec<StoreProblem> = Vec::with_capacity(problems.len());
+    for problem in problems {
+        if !unique.contains(&problem) {
+            unique.push(problem);
+        }
+    }
+    report_problems(&unique);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -96,6 +135,19 @@ fn row(r: &TaskRecord, id: &str, now: SystemTime, with_cwd: bool) -> Vec<String>
 /// Mark dead owners' `running` records failed (O13), then list every readable record. What could
 /// not be read is in the listing's problems; recovery's own problems are added there.
 pub fn recover_and_list(store: &TaskStore) -> Result<Listing> {
+    let problems = recover(store);
+    let mut listing = store.list_all()?;
+    for problem in problems {
+        if !listing.problems.contains(&problem) {
+            listing.problems.push(problem);
+        }
+    }
+    Ok(listing)
+}
+
+/// Mark dead owners' `running` records failed (O13), saying which on stderr; what recovery could
+/// not read is returned.
+fn recover(store: &TaskStore) -> Vec<StoreProblem> {
     let recovery = store.recover_orphans(pid_is_alive);
     if !recovery.recovered.is_empty() {
         let ids: Vec<&str> = recovery.recovered.iter().map(|r| r.id.as_str()).collect();
@@ -105,13 +157,7 @@ pub fn recover_and_list(store: &TaskStore) -> Result<Listing> {
             ids.join(", ")
         ));
     }
-    let mut listing = store.list_all()?;
-    for problem in recovery.problems {
-        if !listing.problems.contains(&problem) {
-            listing.problems.push(problem);
-        }
-    }
-    Ok(listing)
+    recovery.problems
 }
 
 /// Whether a task ran inside the project (its cwd is the root or below it; a worktree child's cwd

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use std::time::{Duration, SystemTime};
 
-use cadre_core::orchestrator::store::{TaskStore, process_start_time, timestamp};
+use cadre_core::orchestrator::store::{TaskStore, new_task_id, process_start_time, timestamp};
 use cadre_core::orchestrator::worktree::{Worktree, WorktreeOutcome};
 use cadre_protocol::{TaskPhase, TaskRecord, TaskStatus, TerminationKind};
 use serde_json::Value;
@@ -330,6 +330,27 @@ fn doctor_counts_running_and_orphaned_tasks_without_changing_them() {
     );
 }
 
+#[test]
+fn doctor_warns_of_running_tasks_without_a_live_marker() {
+    let f = Fixture::new();
+    create(&f, running_here(record(ID_A, "marked", &f.project)));
+    // Any start scans once and stamps the tasks directory; then a record without a marker (as a
+    // cadre without markers writes it) is not seen by recovery, which doctor says.
+    f.run(&["tasks"]).assert_success();
+    let unmarked = running_here(record(ID_C, "unmarked", &f.project));
+    let path = f.home.join("tasks").join(ROOT).join(ID_C).join("task.json");
+    write(&path, &serde_json::to_string(&unmarked).unwrap());
+    let out = f.run(&["doctor"]);
+    out.assert_success();
+    let warning = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("without a live marker"))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(warning.contains("1 task running"), "{warning}");
+    assert!(warning.contains(".scanned-v1"), "{warning}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // cadre tasks
 
@@ -408,6 +429,68 @@ fn tasks_reports_an_unreadable_record_and_lists_the_rest() {
     assert!(out.stdout.contains("alpha"), "{}", out.stdout);
     assert!(out.stderr.contains("cadre: warning:"), "{}", out.stderr);
     assert!(out.stderr.contains("0199ffff-bad"), "{}", out.stderr);
+}
+
+/// The NAME cell of each listed task, top down.
+fn listed_names(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().nth(1).unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn tasks_shows_the_newest_page_filtering_before_the_limit() {
+    let f = Fixture::new();
+    // Thirty tasks made in order, every sixth elsewhere: p0 … p28 here, e5 … e29 elsewhere.
+    for i in 0..30 {
+        let (name, cwd) = if i % 6 == 5 {
+            (format!("e{i}"), PathBuf::from("/somewhere/else"))
+        } else {
+            (format!("p{i}"), f.project.clone())
+        };
+        let mut r = record(&new_task_id(), &name, &cwd);
+        r.root_session_id = ROOT.into();
+        create(&f, r);
+    }
+    let here: Vec<String> = (0..30)
+        .rev()
+        .filter(|i| i % 6 != 5)
+        .map(|i| format!("p{i}"))
+        .collect();
+
+    let out = f.run(&["tasks"]);
+    out.assert_success();
+    assert_eq!(listed_names(&out.stdout), here[..20], "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains("showing the newest 20; `--limit N` shows more"),
+        "{}",
+        out.stderr
+    );
+
+    let out = f.run(&["tasks", "--limit", "3"]);
+    out.assert_success();
+    assert_eq!(listed_names(&out.stdout), here[..3], "{}", out.stdout);
+
+    let out = f.run(&["tasks", "--limit", "0"]);
+    out.assert_success();
+    assert_eq!(listed_names(&out.stdout), here, "{}", out.stdout);
+    assert!(!out.stderr.contains("showing the newest"), "{}", out.stderr);
+
+    // Exactly a page's worth: no note.
+    let out = f.run(&["tasks", "-n", "25"]);
+    out.assert_success();
+    assert_eq!(listed_names(&out.stdout).len(), 25);
+    assert!(!out.stderr.contains("showing the newest"), "{}", out.stderr);
+
+    let out = f.run(&["tasks", "--all", "-n", "2"]);
+    out.assert_success();
+    assert_eq!(listed_names(&out.stdout), ["e29", "p28"], "{}", out.stdout);
+
+    let out = f.run(&["tasks", "--limit", "x"]);
+    assert_ne!(out.code, Some(0), "{out:#?}");
 }
 
 // ---------------------------------------------------------------------------------------------

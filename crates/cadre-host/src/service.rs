@@ -24,7 +24,7 @@ use cadre_llm::{Model, resolve_thinking};
 use cadre_protocol::{AgentEvent, Message, SessionHeader, ThinkingLevel, UserContent};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::context::HostContext;
+use crate::context::{HostContext, parse_thinking};
 use crate::options::{HostOptions, SessionChoice};
 use crate::root::{Root, RootInputs, ToolChoice};
 use crate::session_open::{self, OpenedSession};
@@ -159,26 +159,31 @@ impl Host {
     /// Build the root session `options` describe and start serving it.
     pub async fn start(ctx: Arc<HostContext>, options: HostOptions) -> Result<StartedHost> {
         let tools = ToolChoice::from_options(&options)?;
-        let (session_model, session_thinking) =
-            session_open::peek_selection(&options.session, &ctx.home, &ctx.cwd);
-        // The session's own model and level unless flags say otherwise (as Pi keeps them).
-        let model = match (&options.model, &session_model) {
-            (None, Some((provider, id))) => ctx
-                .registry
-                .resolve(&format!("{provider}/{id}"))
-                .or_else(|_| ctx.pick_model(None))?,
+        let restored = session_open::peek_selection(&options.session, &ctx.home, &ctx.cwd);
+        let mut notes = Vec::new();
+        // The session's own model and level unless flags say otherwise (as Pi keeps them); a
+        // recorded model that is gone falls back to the default, with a note.
+        let model = match (&options.model, restored.model_name()) {
+            (None, Some(name)) => match ctx.registry.resolve(&name) {
+                Ok(model) => model,
+                Err(e) => {
+                    let model = ctx.pick_model(None)?;
+                    notes.push(format!(
+                        "note: the session's model {name} is not available ({e}); continuing with {}",
+                        model.full_name()
+                    ));
+                    model
+                }
+            },
             _ => ctx.pick_model(options.model.as_deref())?,
         };
-        let thinking = match (&options.thinking, &session_thinking) {
-            (None, Some(level)) => {
-                ThinkingLevel::parse(level).map_or_else(|| ctx.pick_thinking(None), Ok)?
-            }
-            _ => ctx.pick_thinking(options.thinking.as_deref())?,
-        };
+        let flag = options.thinking.as_deref().map(parse_thinking).transpose()?;
+        let thinking = restored.thinking_level(flag, ctx.settings.default_thinking_level);
         let opened = session_open::open_session(&options.session, &ctx.home, &ctx.cwd).await?;
         ctx.install_shell_env(&model)?;
         let (events_tx, events) = mpsc::unbounded_channel();
         let (agent_tx, agent_rx) = mpsc::unbounded_channel();
+        let name = opened.name.clone();
         let root = Root::build(RootInputs {
             ctx: &ctx,
             options: &options,
@@ -188,8 +193,9 @@ impl Host {
             thinking,
             events: agent_tx,
         })?;
-        let warnings = root.warnings.clone();
-        let live = live_of(&root, None);
+        notes.extend(root.warnings.iter().cloned());
+        let warnings = notes;
+        let live = live_of(&root, name);
         let header = live.header.clone();
         let shared = Arc::new(Shared {
             live: Mutex::new(live),
@@ -737,20 +743,20 @@ impl Actor {
                     .map_err(HostError::from_any)?
             }
         };
-        let model = match &opened.model {
-            Some((p, id)) => self
-                .ctx
-                .registry
-                .resolve(&format!("{p}/{id}"))
-                .unwrap_or_else(|_| self.root.agent.config().model.clone()),
-            None => self.root.agent.config().model.clone(),
-        };
+        // A continued session keeps its own model and level; a new one keeps the current ones.
+        let current = self.root.agent.config();
+        let model = opened
+            .restored
+            .model_name()
+            .and_then(|name| self.ctx.registry.resolve(&name).ok())
+            .unwrap_or_else(|| current.model.clone());
         let thinking = opened
+            .restored
             .thinking
-            .as_deref()
-            .and_then(ThinkingLevel::parse)
-            .unwrap_or(self.root.agent.config().thinking);
+            .filter(|_| opened.restored.has_messages)
+            .unwrap_or(current.thinking);
         HostContext::register_secret(&model);
+        let name = opened.name.clone();
         self.root.orchestration.manager.shutdown().await;
         let (agent_tx, agent_rx) = mpsc::unbounded_channel();
         let root = Root::build(RootInputs {
@@ -775,7 +781,7 @@ impl Actor {
         self.stop_requests.abort();
         self.stop_requests = self.root.orchestration.watch_stop_requests();
         self.last_outcome = None;
-        let live = live_of(&self.root, None);
+        let live = live_of(&self.root, name);
         let header = live.header.clone();
         *lock(&self.shared.live) = live;
         Ok(Switched {

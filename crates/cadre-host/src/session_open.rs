@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use cadre_core::config::CadreHome;
 use cadre_core::session::{
-    LoadedSession, SessionWriter, latest_session, load_session, session_dir_for_cwd,
+    LoadedSession, RestoredSettings, SessionWriter, latest_session, load_session, session_dir_for_cwd,
 };
 use cadre_protocol::{Message, SessionEntryKind};
 
@@ -16,10 +16,10 @@ pub struct OpenedSession {
     pub writer: Option<SessionWriter>,
     /// The conversation to continue from.
     pub history: Vec<Message>,
-    /// The model last selected in the file, as `(provider, id)`.
-    pub model: Option<(String, String)>,
-    /// The thinking level last selected in the file.
-    pub thinking: Option<String>,
+    /// The model and thinking level the file last recorded.
+    pub restored: RestoredSettings,
+    /// The name its last `session_info` entry gave it.
+    pub name: Option<String>,
     /// What the person should be told (unreadable lines skipped).
     pub warnings: Vec<String>,
 }
@@ -29,8 +29,8 @@ impl OpenedSession {
         OpenedSession {
             writer,
             history: Vec::new(),
-            model: None,
-            thinking: None,
+            restored: RestoredSettings::default(),
+            name: None,
             warnings: Vec::new(),
         }
     }
@@ -75,11 +75,7 @@ pub async fn open_session(
 /// The model and thinking level last selected in the session `choice` would continue, if it
 /// continues one: read before anything is created, so a run that cannot start (no model)
 /// leaves no new session file behind.
-pub fn peek_selection(
-    choice: &SessionChoice,
-    home: &CadreHome,
-    cwd: &Path,
-) -> (Option<(String, String)>, Option<String>) {
+pub fn peek_selection(choice: &SessionChoice, home: &CadreHome, cwd: &Path) -> RestoredSettings {
     let path = match choice {
         SessionChoice::Continue => latest_session(&session_dir_for_cwd(home.root(), cwd)),
         SessionChoice::Path(path) if std::fs::metadata(path).is_ok_and(|m| m.len() > 0) => {
@@ -88,8 +84,8 @@ pub fn peek_selection(
         _ => None,
     };
     match path.map(|p| load_session(&p)) {
-        Some(Ok(loaded)) => (loaded.model(), loaded.thinking_level()),
-        _ => (None, None),
+        Some(Ok(loaded)) => loaded.restored_settings(),
+        _ => RestoredSettings::default(),
     }
 }
 
@@ -110,8 +106,8 @@ pub async fn continue_session(path: &Path) -> Result<OpenedSession> {
     Ok(OpenedSession {
         writer: Some(writer),
         history: loaded.messages(),
-        model: loaded.model(),
-        thinking: loaded.thinking_level(),
+        restored: loaded.restored_settings(),
+        name: session_name(&loaded),
         warnings,
     })
 }
@@ -169,28 +165,16 @@ pub async fn branch_session(
     };
     let dir = from.parent().unwrap_or(Path::new("."));
     let mut writer = SessionWriter::create(dir, cwd, Some(from)).await?;
-    // New entries get new ids; a compaction's `firstKeptEntryId` must follow them.
-    let mut renamed: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
     for entry in kept {
-        let mut kind = entry.kind.clone();
-        if let SessionEntryKind::Compaction {
-            first_kept_entry_id,
-            ..
-        } = &mut kind
-            && let Some(new) = renamed.get(first_kept_entry_id.as_str())
-        {
-            *first_kept_entry_id = new.clone();
-        }
-        let new_id = writer.append(kind);
-        renamed.insert(entry.id.as_str(), new_id);
+        writer.copy_entry(entry);
     }
     writer.flush().await?;
     let copied = copied_session(writer.path(), &loaded)?;
     Ok((
         OpenedSession {
             history: copied.messages(),
-            model: copied.model(),
-            thinking: copied.thinking_level(),
+            restored: copied.restored_settings(),
+            name: session_name(&copied),
             writer: Some(writer),
             warnings: Vec::new(),
         },
@@ -207,4 +191,12 @@ fn copied_session(path: &Path, original: &LoadedSession) -> Result<LoadedSession
             path.display()
         )
     })
+}
+
+/// The name the last `session_info` entry of the active branch gave the session.
+fn session_name(loaded: &LoadedSession) -> Option<String> {
+    loaded.branch().iter().rev().find_map(|e| match &e.kind {
+        SessionEntryKind::SessionInfo { name } => Some(name.clone()),
+        _ => None,
+    })?
 }

@@ -102,7 +102,11 @@ impl Commands {
             }
         };
         let id = command.get("id").cloned();
-        let Some(name) = command.get("type").and_then(Value::as_str).map(str::to_string) else {
+        let Some(name) = command
+            .get("type")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
             self.out.error(
                 id.as_ref(),
                 "parse",
@@ -172,11 +176,7 @@ impl Commands {
                 ok(Some(stats));
             }
             "get_available_models" => {
-                let models: Vec<Value> = self
-                    .available_models()
-                    .iter()
-                    .map(model_json)
-                    .collect();
+                let models: Vec<Value> = self.available_models().iter().map(model_json).collect();
                 ok(Some(json!({"models": models})));
             }
             "set_model" => {
@@ -191,7 +191,11 @@ impl Commands {
                     return Err(format!("Model not found: {full}"));
                 }
                 let wait = host.set_model(&full);
-                self.answer(id, name, async move { wait.await.map(|m| Some(model_json(&m))) });
+                self.answer(
+                    id,
+                    name,
+                    async move { wait.await.map(|m| Some(model_json(&m))) },
+                );
             }
             "cycle_model" => {
                 let models = self.available_models();
@@ -296,7 +300,14 @@ impl Commands {
                     return Err("Session name cannot be empty".into());
                 }
                 let wait = host.set_session_name(session_name);
-                self.answer(id, name, async move { wait.await.map(|()| None) });
+                let out = out.clone();
+                let named = session_name.to_string();
+                self.answer(id, name, async move {
+                    wait.await?;
+                    // As Pi: the change as an event, then the response.
+                    out.line(&json!({"type": "session_info_changed", "name": named}));
+                    Ok(None)
+                });
             }
             "set_auto_retry" => {
                 host.context().retry.set_enabled(f.bool("enabled")?);
@@ -317,7 +328,9 @@ impl Commands {
                             .and_then(|p| p.file_stem())
                             .map(|s| s.to_string_lossy().into_owned())
                             .unwrap_or_else(|| state.session_id.clone());
-                        host.context().cwd.join(format!("cadre-session-{base}.html"))
+                        host.context()
+                            .cwd
+                            .join(format!("cadre-session-{base}.html"))
                     }
                 };
                 let title = state
@@ -352,7 +365,11 @@ impl Commands {
             }
             "task_output" => {
                 let target = f.str("task")?.to_string();
-                let block = f.command.get("block").and_then(Value::as_bool).unwrap_or(false);
+                let block = f
+                    .command
+                    .get("block")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
                 let wait = match f.command.get("timeoutMs") {
                     None | Some(Value::Null) => TASK_OUTPUT_WAIT,
                     Some(v) => Duration::from_millis(v.as_u64().ok_or_else(|| {
@@ -476,9 +493,9 @@ fn supported_levels(model: &cadre_llm::Model) -> Vec<ThinkingLevel> {
 /// Pi's `contextUsage`: the last assistant message's input as the context size estimate.
 fn context_usage(messages: &[cadre_protocol::Message], model: &cadre_llm::Model) -> Value {
     let tokens = messages.iter().rev().find_map(|m| match m {
-        cadre_protocol::Message::Assistant(a) if a.usage.input + a.usage.output > 0 => Some(
-            a.usage.input + a.usage.output + a.usage.cache_read + a.usage.cache_write,
-        ),
+        cadre_protocol::Message::Assistant(a) if a.usage.input + a.usage.output > 0 => {
+            Some(a.usage.input + a.usage.output + a.usage.cache_read + a.usage.cache_write)
+        }
         _ => None,
     });
     let window = model.context_window;

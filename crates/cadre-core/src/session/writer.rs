@@ -215,6 +215,25 @@ impl SessionWriter {
         id
     }
 
+    /// Append a copy of `entry` from another session with its id and time (a fork or clone
+    /// keeps the ids, so references between entries — a compaction's `firstKeptEntryId` —
+    /// stay valid, as Pi's copies do), chained to the current leaf. Returns its id.
+    pub fn copy_entry(&mut self, entry: &SessionEntry) -> String {
+        let id = if self.ids.insert(entry.id.clone()) {
+            entry.id.clone()
+        } else {
+            self.fresh_id()
+        };
+        let copy = SessionEntry {
+            id: id.clone(),
+            parent_id: self.leaf.replace(id.clone()),
+            timestamp: entry.timestamp.clone(),
+            kind: entry.kind.clone(),
+        };
+        let _ = self.tx.send(Command::Entry(Box::new(copy)));
+        id
+    }
+
     /// Pi's ids: 8 hex characters, unique within the file. They only need to be unique within
     /// the file (checked here), not unguessable, so a user-space generator does instead of a
     /// `getrandom` call per entry.

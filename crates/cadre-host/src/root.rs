@@ -207,7 +207,9 @@ impl Root {
         // A continued session records a model or level that differs from its last one, as a
         // new session records both (Agent::new).
         if let Some(writer) = root.agent.session_mut() {
-            let model_differs = session
+            // As Pi: only what the branch itself recorded counts (a file with messages).
+            let restored = &session.restored;
+            let model_differs = restored
                 .model
                 .as_ref()
                 .is_some_and(|(p, id)| *p != model.provider || *id != model.id);
@@ -217,11 +219,7 @@ impl Root {
                     model_id: model.id.clone(),
                 });
             }
-            if session
-                .thinking
-                .as_deref()
-                .is_some_and(|t| t != thinking.effective.as_str())
-            {
+            if restored.thinking.is_some_and(|t| t != thinking.effective) {
                 writer.append(SessionEntryKind::ThinkingLevelChange {
                     thinking_level: thinking.effective.as_str().to_string(),
                 });

@@ -19,15 +19,14 @@
 //!    [`crate::orchestrator::tools::root_tools`] in the root agent's tools. For forks, create a
 //!    [`ConversationMirror`], pass it as the root's conversation and use `mirror.tap(..)` as the
 //!    root agent's event sender.
-//! 4. Print/JSON mode: run the prompt with [`run_until_settled`], which steers notices into the
-//!    running parent and wakes it for later ones until nothing is pending (O6). Interactive and
-//!    RPC modes do the same per notice: `controller.steer(notice.text())` while running,
-//!    `agent.prompt_messages(vec![notice.message()])` when idle, then drop the notice.
+//! 4. Deliver notices (O6): `controller.steer(notice.text())` while the parent runs,
+//!    `agent.prompt_messages(vec![notice.message()])` when it is idle, then drop the notice;
+//!    wait for [`TaskManager::wait_idle`] before ending. `cadre-host`'s session service does
+//!    this for every front end.
 //! 5. On exit, Ctrl-C or an RPC abort of the session: [`TaskManager::shutdown`] (L6).
 
 mod child;
 mod digest;
-mod frontend;
 mod handle;
 mod launch;
 mod mirror;
@@ -58,7 +57,6 @@ use handle::{RunState, TaskHandle, lock};
 use pending::Pending;
 
 pub use crate::handoff::contract::{EMPTY_COMPLETION_NUDGE, OUTPUT_CONTRACT_HEADING};
-pub use frontend::run_until_settled;
 pub use mirror::ConversationMirror;
 pub use pending::PendingGuard;
 pub use prepare::FORK_OPEN_CALL_RESULT;

@@ -351,6 +351,7 @@ fn root_config(
         cwd: h.dir.path().join("work"),
         artifacts_dir: h.dir.path().join("artifacts"),
         events,
+        compaction: Default::default(),
     }
 }
 

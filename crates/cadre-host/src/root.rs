@@ -189,6 +189,7 @@ impl Root {
                     // Forks branch from the parent's conversation, mirrored from its events;
                     // get_messages reads the mirror while a run holds the agent.
                     events: Some(orchestration.tap(Some(events))),
+                    compaction: Default::default(),
                 },
                 session.history,
                 session.writer,

@@ -67,6 +67,9 @@ pub struct AgentConfig {
     pub artifacts_dir: PathBuf,
     /// Where events go; `None` skips building them (no per-delta copies of the message).
     pub events: Option<mpsc::UnboundedSender<AgentEvent>>,
+    /// When and how the conversation is compacted (Pi's `compaction` settings; the default is
+    /// Pi's).
+    pub compaction: crate::compaction::CompactionSettings,
 }
 
 /// How one run (a prompt and everything it led to) ended.

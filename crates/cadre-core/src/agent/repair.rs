@@ -25,19 +25,28 @@ const INTERRUPTED: &str = "Tool call was interrupted before it returned a result
 /// not answer. Returns the repaired history and the results added after its last message
 /// (those are worth persisting; earlier gaps are only fixed in memory).
 pub fn repair_history(history: Vec<Message>) -> (Vec<Message>, Vec<ToolResultMessage>) {
-    let mut out: Vec<Message> = Vec::with_capacity(history.len());
+    let (tagged, added) = repair_tagged(history.into_iter().map(|m| (m, ())).collect());
+    (tagged.into_iter().map(|(m, ())| m).collect(), added)
+}
+
+/// [`repair_history`] for messages that carry a tag (their session entry id): each message
+/// keeps its tag, an inserted result gets `T::default()`.
+pub(crate) fn repair_tagged<T: Default>(
+    history: Vec<(Message, T)>,
+) -> (Vec<(Message, T)>, Vec<ToolResultMessage>) {
+    let mut out: Vec<(Message, T)> = Vec::with_capacity(history.len());
     let mut open: Vec<ToolCall> = Vec::new();
     let mut answered: HashSet<String> = HashSet::new();
     let mut iter = history.into_iter().peekable();
-    while let Some(message) = iter.next() {
+    while let Some((message, tag)) = iter.next() {
         if let Message::Assistant(a) = &message {
             open = a.tool_calls().cloned().collect();
             answered.clear();
         } else if let Message::ToolResult(r) = &message {
             answered.insert(r.tool_call_id.clone());
         }
-        out.push(message);
-        let batch_ends = !matches!(iter.peek(), Some(Message::ToolResult(_)));
+        out.push((message, tag));
+        let batch_ends = !matches!(iter.peek(), Some((Message::ToolResult(_), _)));
         if batch_ends && !open.is_empty() {
             let is_last = iter.peek().is_none();
             let missing: Vec<ToolResultMessage> = open
@@ -46,11 +55,14 @@ pub fn repair_history(history: Vec<Message>) -> (Vec<Message>, Vec<ToolResultMes
                 .map(|c| unexecuted_result(c, INTERRUPTED))
                 .collect();
             open.clear();
+            let inserted = missing
+                .iter()
+                .cloned()
+                .map(|r| (Message::ToolResult(r), T::default()));
+            out.extend(inserted);
             if is_last {
-                out.extend(missing.iter().cloned().map(Message::ToolResult));
                 return (out, missing);
             }
-            out.extend(missing.into_iter().map(Message::ToolResult));
         }
     }
     (out, Vec::new())

@@ -1,9 +1,11 @@
 //! The agent and its run loop.
 
+mod compact;
+
 use std::path::Path;
 use std::sync::Arc;
 
-use cadre_llm::CompletionRequest;
+use cadre_llm::{CompletionRequest, ErrorKind};
 use cadre_protocol::{
     AgentEvent, AssistantMessage, Message, SessionEntryKind, StopReason, ThinkingLevel, ToolCall,
     ToolResultMessage, ToolSpec, Usage,
@@ -12,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::controller::{AgentController, Shared};
 use super::emit::{Emitter, EventDetail};
-use super::repair::{repair_history, unexecuted_result};
+use super::repair::unexecuted_result;
 use super::stream::stream_reply;
 use super::tools::{OPERATION_ABORTED, ToolEnv, execute_tool_calls, refuse_all};
 use super::{AgentConfig, AgentError, RunOutcome, ToolGate};
@@ -24,6 +26,11 @@ pub struct Agent {
     /// Built once; every request shares them.
     tool_specs: Arc<[ToolSpec]>,
     messages: Vec<Message>,
+    /// The session entry id of each message (`None`: not in the session file), for
+    /// compaction's `firstKeptEntryId`.
+    entry_ids: Vec<Option<String>>,
+    /// The `details` of the compaction the history starts from (file lists carried over).
+    compaction_details: Option<serde_json::Value>,
     session: Option<SessionWriter>,
     shared: Arc<Shared>,
     emitter: Emitter,
@@ -57,17 +64,18 @@ impl Agent {
         session: Option<SessionWriter>,
     ) -> Agent {
         let emitter = Emitter::new(config.events.clone());
-        let (messages, added) = repair_history(history);
         let mut session = session;
-        if let Some(writer) = session.as_mut() {
-            if writer.leaf_id().is_none() {
-                writer.append(model_change(&config.model));
-                writer.append(thinking_change(config.thinking));
-            }
-            for result in added {
-                writer.append_message(&Message::ToolResult(result));
-            }
+        if let Some(writer) = session.as_mut()
+            && writer.leaf_id().is_none()
+        {
+            writer.append(model_change(&config.model));
+            writer.append(thinking_change(config.thinking));
         }
+        let compact::StartingHistory {
+            messages,
+            entry_ids,
+            compaction_details,
+        } = compact::starting_history(history, session.as_mut());
         let mut usage = Usage::default();
         for m in &messages {
             if let Message::Assistant(a) = m {
@@ -79,6 +87,8 @@ impl Agent {
             shared: Shared::new(emitter.clone()),
             config,
             messages,
+            entry_ids,
+            compaction_details,
             session,
             emitter,
             usage,
@@ -214,11 +224,12 @@ impl Agent {
     /// and the reply path redact before emitting); the session file also gets signed thinking
     /// redacted, which the history must send back unchanged.
     fn record(&mut self, message: Message) {
-        if let Some(writer) = self.session.as_mut() {
+        let id = self.session.as_mut().map(|writer| {
             let stored = cadre_protocol::redact::redacted_for_storage(&message);
-            writer.append_message(stored.as_ref().unwrap_or(&message));
-        }
+            writer.append_message(stored.as_ref().unwrap_or(&message))
+        });
         self.messages.push(message);
+        self.entry_ids.push(id);
     }
 
     async fn run(&mut self, prompts: Vec<Message>) -> Result<RunOutcome, AgentError> {
@@ -228,7 +239,8 @@ impl Agent {
             shared: &shared,
             token: token.clone(),
         };
-        let first_index = self.messages.len();
+        // Where this run's messages start (moved by a compaction during the run).
+        let mut first_index = self.messages.len();
         self.emitter.emit(AgentEvent::AgentStart);
         self.emitter.emit_boundary_with(|| AgentEvent::TurnStart);
 
@@ -241,6 +253,8 @@ impl Agent {
             pending.extend(self.shared.take_follow_up().into_iter().map(Message::user));
         }
 
+        // One compact-and-retry per context overflow, until a request succeeds (Pi's rule).
+        let mut overflow_retried = false;
         let mut outcome = RunOutcome {
             final_message: None,
             stop_reason: StopReason::Stop,
@@ -259,7 +273,32 @@ impl Agent {
                 }
                 outcome.turns += 1;
 
-                let mut reply = self.request_reply(&token).await;
+                let mut retrying = false;
+                let mut reply = loop {
+                    // A retry after an overflow comes right after its own compaction.
+                    if !retrying
+                        && let Some(kept) = self
+                            .compact_if_over_threshold(&token, &mut outcome.usage)
+                            .await
+                    {
+                        first_index = compact::reindexed(first_index, kept);
+                    }
+                    let (reply, failure) = self.request_reply(&token).await;
+                    if failure != Some(ErrorKind::ContextOverflow) {
+                        if failure.is_none() {
+                            overflow_retried = false;
+                        }
+                        break reply;
+                    }
+                    match self
+                        .recover_from_overflow(&token, &mut outcome.usage, &mut overflow_retried)
+                        .await
+                    {
+                        Some(kept) => first_index = compact::reindexed(first_index, kept),
+                        None => break reply,
+                    }
+                    retrying = true;
+                };
                 cadre_protocol::redact::redact_assistant(&mut reply);
                 outcome.usage.add(&reply.usage);
                 self.usage.add(&reply.usage);
@@ -340,7 +379,10 @@ impl Agent {
         });
     }
 
-    async fn request_reply(&self, token: &CancellationToken) -> AssistantMessage {
+    async fn request_reply(
+        &self,
+        token: &CancellationToken,
+    ) -> (AssistantMessage, Option<ErrorKind>) {
         let request = CompletionRequest {
             model: self.config.model.clone(),
             system_prompt: self.config.system_prompt.clone(),

@@ -11,7 +11,8 @@ use super::partial::PartialMessage;
 pub(crate) const ABORTED: &str = "Request was aborted";
 
 /// Stream one reply. Always returns a message to record: the complete reply, or what had
-/// arrived with stop reason `error`/`aborted` and `error_message` set. `message_start` and
+/// arrived with stop reason `error`/`aborted` and `error_message` set, with how the request
+/// failed (the agent compacts and retries after a context overflow). `message_start` and
 /// `message_end` are emitted exactly once for it (a retry restarts the partial and so sends a
 /// new `message_start` after `auto_retry_start`).
 pub(crate) async fn stream_reply(
@@ -20,7 +21,7 @@ pub(crate) async fn stream_reply(
     request: CompletionRequest,
     cancel: &CancellationToken,
     emitter: &Emitter,
-) -> AssistantMessage {
+) -> (AssistantMessage, Option<ErrorKind>) {
     let mut rx = provider.stream(request, cancel.clone());
     let mut partial = PartialMessage::new(model);
     let mut started = false;
@@ -54,7 +55,7 @@ pub(crate) async fn stream_reply(
             let message = partial.interrupted(StopReason::Aborted, ABORTED.into());
             start(&mut started, &message);
             end(&message);
-            return message;
+            return (message, Some(ErrorKind::Aborted));
         };
         match event {
             Some(StreamEvent::Delta(delta)) => {
@@ -99,13 +100,14 @@ pub(crate) async fn stream_reply(
                 }
                 start(&mut started, &message);
                 end(&message);
-                return message;
+                return (message, None);
             }
             Some(StreamEvent::Failed {
                 error,
                 partial: mut message,
             }) => {
-                let aborted = error.kind() == ErrorKind::Aborted || cancel.is_cancelled();
+                let kind = error.kind();
+                let aborted = kind == ErrorKind::Aborted || cancel.is_cancelled();
                 message.stop_reason = if aborted {
                     StopReason::Aborted
                 } else {
@@ -127,7 +129,10 @@ pub(crate) async fn stream_reply(
                 }
                 start(&mut started, &message);
                 end(&message);
-                return message;
+                return (
+                    message,
+                    Some(if aborted { ErrorKind::Aborted } else { kind }),
+                );
             }
             None => {
                 // The provider dropped its sender without a terminal event: a provider bug,
@@ -138,7 +143,7 @@ pub(crate) async fn stream_reply(
                 );
                 start(&mut started, &message);
                 end(&message);
-                return message;
+                return (message, Some(ErrorKind::Retryable));
             }
         }
     }

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use super::paths::{CadreHome, project_config_dir};
 use super::{ConfigError, read_optional};
+use crate::compaction::CompactionSettings;
 
 /// The settings cadre reads.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -98,6 +99,55 @@ impl Settings {
             }
         }
         Ok(timeouts)
+    }
+
+    /// `compaction` (`enabled`, `reserveTokens`, `keepRecentTokens`) laid over Pi's defaults; a
+    /// key that is absent or `null` keeps its default. Keys Pi may add later are ignored (the
+    /// file is shared with Pi); a value of the wrong type is an error naming the key.
+    pub fn compaction(&self) -> Result<CompactionSettings, String> {
+        let mut settings = CompactionSettings::default();
+        let map = match self.raw.get("compaction") {
+            None | Some(Value::Null) => return Ok(settings),
+            Some(Value::Object(map)) => map,
+            Some(_) => {
+                return Err(
+                    "settings: compaction must be an object like {\"enabled\": true}".into(),
+                );
+            }
+        };
+        match map.get("enabled") {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(b)) => settings.enabled = *b,
+            Some(other) => {
+                return Err(format!(
+                    "settings: compaction.enabled must be true or false, found {other}"
+                ));
+            }
+        }
+        for (key, slot) in [
+            ("reserveTokens", &mut settings.reserve_tokens),
+            ("keepRecentTokens", &mut settings.keep_recent_tokens),
+        ] {
+            match map.get(key) {
+                None | Some(Value::Null) => {}
+                Some(value) => match value.as_u64() {
+                    Some(n) => *slot = n,
+                    None => {
+                        return Err(format!(
+                            "settings: compaction.{key} must be a whole number of tokens, \
+                             found {value}"
+                        ));
+                    }
+                },
+            }
+        }
+        Ok(settings)
+    }
+
+    /// `sessionDir`: where sessions are stored (see `session::session_dir`, which expands `~`
+    /// and resolves a relative directory from the working directory).
+    pub fn session_dir(&self) -> Option<&str> {
+        self.raw.get("sessionDir").and_then(Value::as_str)
     }
 
     /// The default model as a registry name: `defaultProvider/defaultModel`, or `defaultModel`
@@ -328,6 +378,45 @@ mod tests {
         let loaded = load_settings(&f.home, Some(&f.project), false).unwrap();
         assert_eq!(loaded.settings, Settings::default());
         assert!(loaded.skipped_untrusted.is_some());
+    }
+
+    #[test]
+    fn compaction_settings_lay_over_pis_defaults() {
+        let with = |v: Value| {
+            Settings::from_merged(json!({ "compaction": v }).as_object().unwrap().clone())
+        };
+        assert_eq!(
+            Settings::default().compaction(),
+            Ok(CompactionSettings::default())
+        );
+        assert_eq!(
+            with(json!({"reserveTokens": 8192, "future": 1})).compaction(),
+            Ok(CompactionSettings {
+                reserve_tokens: 8192,
+                ..CompactionSettings::default()
+            })
+        );
+        assert_eq!(
+            with(json!({"enabled": false, "keepRecentTokens": 500, "reserveTokens": null}))
+                .compaction(),
+            Ok(CompactionSettings {
+                enabled: false,
+                keep_recent_tokens: 500,
+                ..CompactionSettings::default()
+            })
+        );
+        for (bad, key) in [
+            (json!({"enabled": "yes"}), "compaction.enabled"),
+            (json!({"reserveTokens": -1}), "compaction.reserveTokens"),
+            (
+                json!({"keepRecentTokens": "20k"}),
+                "compaction.keepRecentTokens",
+            ),
+            (json!(true), "compaction must be an object"),
+        ] {
+            let err = with(bad).compaction().unwrap_err();
+            assert!(err.contains(key), "{err}");
+        }
     }
 
     #[test]

@@ -16,13 +16,12 @@ use cadre_protocol::{
 use serde_json::Value;
 
 use super::error::SessionError;
+use crate::compaction::summary::summary_message as compaction_summary_message;
 
-/// Pi's wrapper around a compaction summary when it is sent to the model.
-const COMPACTION_SUMMARY_PREFIX: &str = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
 /// Pi's wrapper around a branch summary when it is sent to the model.
 const BRANCH_SUMMARY_PREFIX: &str =
     "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n";
-const SUMMARY_SUFFIX: &str = "\n</summary>";
+const BRANCH_SUMMARY_SUFFIX: &str = "</summary>";
 
 /// A well-formed entry that cadre does not interpret (unknown type, unknown message role). It
 /// is not part of the context but keeps its place in the tree.
@@ -34,6 +33,25 @@ pub struct SkippedEntry {
     pub parent_id: Option<String>,
     pub entry_type: String,
     pub reason: String,
+}
+
+/// The model context of a session's active branch (see [`LoadedSession::context`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionContext {
+    pub messages: Vec<Message>,
+    /// The id of the entry each message comes from (the compaction entry for its summary).
+    pub entry_ids: Vec<String>,
+    /// The compaction the context starts from, if any.
+    pub compaction: Option<ContextCompaction>,
+}
+
+/// The latest compaction on a branch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextCompaction {
+    pub entry_id: String,
+    pub summary: String,
+    pub tokens_before: u64,
+    pub details: Option<Value>,
 }
 
 /// One tree node in file order: a typed entry or a skipped one.
@@ -285,34 +303,64 @@ impl LoadedSession {
     /// The conversation of the active branch, as sent to the model. A compaction on the branch
     /// contributes its summary, then the kept messages from `firstKeptEntryId` on.
     pub fn messages(&self) -> Vec<Message> {
+        self.context().messages
+    }
+
+    /// The conversation of the active branch with the entries it comes from, rebuilt as Pi
+    /// rebuilds it: with a compaction on the branch (the latest counts), its summary first, then
+    /// the messages from its `firstKeptEntryId` up to it, then every message after it. A
+    /// `firstKeptEntryId` that is not on the branch keeps nothing before the compaction.
+    pub fn context(&self) -> SessionContext {
         let branch = self.branch();
+        let mut context = SessionContext::default();
+        let push = |context: &mut SessionContext, entry: &SessionEntry| {
+            if let Some(message) = entry_message(entry) {
+                context.messages.push(message);
+                context.entry_ids.push(entry.id.clone());
+            }
+        };
         let compaction = branch
             .iter()
             .rposition(|e| matches!(e.kind, SessionEntryKind::Compaction { .. }));
         let Some(c) = compaction else {
-            return branch.iter().filter_map(|e| entry_message(e)).collect();
+            for entry in &branch {
+                push(&mut context, entry);
+            }
+            return context;
         };
-        let mut out = Vec::new();
+        let entry = branch[c];
         if let SessionEntryKind::Compaction {
             summary,
             first_kept_entry_id,
+            tokens_before,
+            details,
             ..
-        } = &branch[c].kind
+        } = &entry.kind
         {
-            out.push(summary_message(
-                COMPACTION_SUMMARY_PREFIX,
+            context.messages.push(compaction_summary_message(
                 summary,
-                &branch[c].timestamp,
+                iso_to_millis(&entry.timestamp),
             ));
+            context.entry_ids.push(entry.id.clone());
+            context.compaction = Some(ContextCompaction {
+                entry_id: entry.id.clone(),
+                summary: summary.clone(),
+                tokens_before: *tokens_before,
+                details: details.clone(),
+            });
             if let Some(first) = branch[..c]
                 .iter()
                 .position(|e| &e.id == first_kept_entry_id)
             {
-                out.extend(branch[first..c].iter().filter_map(|e| entry_message(e)));
+                for kept in &branch[first..c] {
+                    push(&mut context, kept);
+                }
             }
         }
-        out.extend(branch[c + 1..].iter().filter_map(|e| entry_message(e)));
-        out
+        for later in &branch[c + 1..] {
+            push(&mut context, later);
+        }
+        context
     }
 
     /// The model last selected on the active branch, as `(provider, model id)`.
@@ -343,9 +391,11 @@ fn iso_to_millis(timestamp: &str) -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-fn summary_message(prefix: &str, summary: &str, timestamp: &str) -> Message {
+fn branch_summary_message(summary: &str, timestamp: &str) -> Message {
     Message::User(UserMessage {
-        content: UserContent::Text(format!("{prefix}{summary}{SUMMARY_SUFFIX}")),
+        content: UserContent::Text(format!(
+            "{BRANCH_SUMMARY_PREFIX}{summary}{BRANCH_SUMMARY_SUFFIX}"
+        )),
         timestamp: iso_to_millis(timestamp),
     })
 }
@@ -366,11 +416,9 @@ fn entry_message(entry: &SessionEntry) -> Option<Message> {
             details: details.clone(),
             timestamp: iso_to_millis(&entry.timestamp),
         })),
-        SessionEntryKind::BranchSummary { summary, .. } => Some(summary_message(
-            BRANCH_SUMMARY_PREFIX,
-            summary,
-            &entry.timestamp,
-        )),
+        SessionEntryKind::BranchSummary { summary, .. } => {
+            Some(branch_summary_message(summary, &entry.timestamp))
+        }
         _ => None,
     }
 }
@@ -544,6 +592,53 @@ mod tests {
         assert_eq!(&t[1..], &["kept", "custom:injected", "new"]);
         let Message::Custom(c) = &m[2] else { panic!() };
         assert_eq!(c.timestamp, 1_733_234_406_000);
+    }
+
+    #[test]
+    fn context_rebuilds_from_the_latest_compaction_with_entry_ids() {
+        // The kept part starts at an assistant message whose tool call is answered after it;
+        // an older compaction is superseded; entries after the compaction follow.
+        let call = r#"{"type":"message","id":"c","parentId":"b","timestamp":"2024-12-03T14:00:02.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"t1","name":"read","arguments":{"path":"a"}}],"stopReason":"toolUse","timestamp":3}}"#;
+        let result = r#"{"type":"message","id":"d","parentId":"c","timestamp":"2024-12-03T14:00:03.000Z","message":{"role":"toolResult","toolCallId":"t1","toolName":"read","content":[{"type":"text","text":"A"}],"isError":false,"timestamp":4}}"#;
+        let text = format!(
+            "{HEADER}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n",
+            msg("a", None, ("user", "old")),
+            r#"{"type":"compaction","id":"x","parentId":"a","timestamp":"2024-12-03T14:00:01.500Z","summary":"FIRST","firstKeptEntryId":"a","tokensBefore":5}"#,
+            msg("b", Some("x"), ("user", "summarised")),
+            call,
+            result,
+            r#"{"type":"compaction","id":"y","parentId":"d","timestamp":"2024-12-03T14:00:05.000Z","summary":"SECOND","firstKeptEntryId":"c","tokensBefore":10,"details":{"readFiles":["a"],"modifiedFiles":[]},"fromHook":false}"#,
+            r#"{"type":"model_change","id":"m","parentId":"y","timestamp":"t","provider":"p","modelId":"q"}"#,
+            msg("e", Some("m"), ("user", "new")),
+        );
+        let s = parse(&text);
+        let context = s.context();
+        assert_eq!(context.entry_ids, vec!["y", "c", "d", "e"]);
+        let t = texts(&context.messages);
+        assert_eq!(
+            t[0],
+            "The conversation history before this point was compacted into the following \
+             summary:\n\n<summary>\nSECOND\n</summary>"
+        );
+        assert_eq!(&t[1..], &["", "t1", "new"]);
+        let Message::User(summary) = &context.messages[0] else {
+            panic!()
+        };
+        assert_eq!(summary.timestamp, 1_733_234_405_000);
+        let c = context.compaction.unwrap();
+        assert_eq!((c.entry_id.as_str(), c.summary.as_str()), ("y", "SECOND"));
+        assert_eq!(c.details.unwrap()["readFiles"][0], "a");
+        assert_eq!(s.messages(), context.messages);
+
+        // A firstKeptEntryId that is not on the branch keeps nothing before the compaction.
+        let text = format!(
+            "{HEADER}\n{}\n{}\n{}\n",
+            msg("a", None, ("user", "old")),
+            r#"{"type":"compaction","id":"y","parentId":"a","timestamp":"t","summary":"S","firstKeptEntryId":"gone","tokensBefore":1}"#,
+            msg("e", Some("y"), ("user", "new")),
+        );
+        let context = parse(&text).context();
+        assert_eq!(context.entry_ids, vec!["y", "e"]);
     }
 
     #[test]

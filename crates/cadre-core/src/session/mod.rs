@@ -11,6 +11,6 @@ mod paths;
 mod writer;
 
 pub use error::SessionError;
-pub use load::{LoadedSession, SkippedEntry, load_session};
+pub use load::{ContextCompaction, LoadedSession, SessionContext, SkippedEntry, load_session};
 pub use paths::{iso_timestamp, latest_session, session_dir_for_cwd, session_file_name};
 pub use writer::SessionWriter;

@@ -47,6 +47,18 @@ pub struct SessionWriter {
     tx: mpsc::UnboundedSender<Command>,
     leaf: Option<String>,
     ids: HashSet<String>,
+    /// The context of a resumed file, for the agent that continues it (see
+    /// [`SessionWriter::take_resumed`]).
+    resumed: Option<ResumedContext>,
+}
+
+/// What an agent continuing a file needs to know of the context it was loaded with: which
+/// entry each message came from (a compaction cuts at an entry) and the compaction it starts
+/// from (whose file lists the next one carries on).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ResumedContext {
+    pub entry_ids: Vec<String>,
+    pub compaction_details: Option<serde_json::Value>,
 }
 
 impl SessionWriter {
@@ -147,14 +159,30 @@ impl SessionWriter {
             vec![b'\n']
         };
         let ids = loaded.entry_ids().map(str::to_string).collect();
-        Ok(Self::start(
+        let mut writer = Self::start(
             path.to_path_buf(),
             loaded.header.clone(),
             file,
             first,
             loaded.leaf_id().map(str::to_string),
             ids,
-        ))
+        );
+        let context = loaded.context();
+        writer.resumed = Some(ResumedContext {
+            entry_ids: context.entry_ids,
+            compaction_details: context.compaction.and_then(|c| c.details),
+        });
+        Ok(writer)
+    }
+
+    /// The context this file was resumed with (once; `None` for a new file).
+    pub(crate) fn take_resumed(&mut self) -> Option<ResumedContext> {
+        self.resumed.take()
+    }
+
+    /// Whether an entry with this id is in the file (loaded or appended).
+    pub fn has_entry(&self, id: &str) -> bool {
+        self.ids.contains(id)
     }
 
     fn start(
@@ -173,6 +201,7 @@ impl SessionWriter {
             tx,
             leaf,
             ids,
+            resumed: None,
         }
     }
 
@@ -203,11 +232,17 @@ impl SessionWriter {
 
     /// Append any entry; returns its id. Never blocks; write failures surface at `flush`.
     pub fn append(&mut self, kind: SessionEntryKind) -> String {
+        self.append_at(kind, SystemTime::now())
+    }
+
+    /// [`SessionWriter::append`] dated `at` (e.g. a compaction, whose summary message in memory
+    /// carries the same time as the entry it is rebuilt from on load).
+    pub fn append_at(&mut self, kind: SessionEntryKind, at: SystemTime) -> String {
         let id = self.fresh_id();
         let entry = SessionEntry {
             id: id.clone(),
             parent_id: self.leaf.replace(id.clone()),
-            timestamp: iso_timestamp(SystemTime::now()),
+            timestamp: iso_timestamp(at),
             kind,
         };
         // A closed channel means the writer task stopped on an error; `flush` reports it.

@@ -363,6 +363,7 @@ pub fn harness(
         cwd: dir.path().to_path_buf(),
         artifacts_dir: dir.path().join("artifacts"),
         events: Some(tx),
+        compaction: Default::default(),
     };
     Harness {
         agent: Agent::new(config, history, session),

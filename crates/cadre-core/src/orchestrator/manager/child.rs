@@ -131,6 +131,7 @@ pub(crate) fn build_child_agent(
         cwd: b.cwd,
         artifacts_dir: inner.artifacts_dir.clone(),
         events: Some(tx),
+        compaction: inner.compaction(),
     };
     let mut agent = Agent::new(config, b.history, Some(b.session));
     let _ = stop.set(agent.controller());

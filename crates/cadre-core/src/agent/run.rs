@@ -18,6 +18,7 @@ use super::repair::unexecuted_result;
 use super::stream::stream_reply;
 use super::tools::{OPERATION_ABORTED, ToolEnv, execute_tool_calls, refuse_all};
 use super::{AgentConfig, AgentError, RunOutcome, ToolGate};
+use crate::compaction::plan::reindexed;
 use crate::session::SessionWriter;
 
 /// One conversation with a model and its tools.
@@ -281,7 +282,7 @@ impl Agent {
                             .compact_if_over_threshold(&token, &mut outcome.usage)
                             .await
                     {
-                        first_index = compact::reindexed(first_index, kept);
+                        first_index = reindexed(first_index, kept);
                     }
                     let (reply, failure) = self.request_reply(&token).await;
                     if failure != Some(ErrorKind::ContextOverflow) {
@@ -294,7 +295,7 @@ impl Agent {
                         .recover_from_overflow(&token, &mut outcome.usage, &mut overflow_retried)
                         .await
                     {
-                        Some(kept) => first_index = compact::reindexed(first_index, kept),
+                        Some(kept) => first_index = reindexed(first_index, kept),
                         None => break reply,
                     }
                     retrying = true;

@@ -41,6 +41,18 @@ pub fn compacted_at(messages: &[Message]) -> Option<u64> {
         .map(|(_, t)| t)
 }
 
+/// Where the message at `index` is after a compaction that kept the conversation from
+/// `first_kept` on and put the summary first; a message that was summarised maps to the first
+/// kept one (for an index into the conversation kept across a compaction, e.g. where a run's
+/// messages begin).
+pub fn reindexed(index: usize, first_kept: usize) -> usize {
+    if index >= first_kept {
+        index - first_kept + 1
+    } else {
+        1
+    }
+}
+
 fn timestamp(message: &Message) -> u64 {
     match message {
         Message::User(m) => m.timestamp,
@@ -200,6 +212,15 @@ mod tests {
             "not the summary message itself"
         );
         assert_eq!(p.file_ops.details()["readFiles"], json!(["x.rs"]));
+    }
+
+    #[test]
+    fn indices_follow_the_kept_part() {
+        // [s, k0, k1] from [m0, m1, m2, m3] cut at 2: m2 is now at 1, m3 at 2.
+        assert_eq!(reindexed(2, 2), 1);
+        assert_eq!(reindexed(3, 2), 2);
+        // A summarised message maps to the first kept one.
+        assert_eq!(reindexed(0, 2), 1);
     }
 
     #[test]

@@ -71,16 +71,6 @@ pub(super) fn starting_history(
     }
 }
 
-/// Where a message at `index` is after a compaction that kept the history from `first_kept`
-/// on (and put the summary first); a message that was summarised maps to the first kept one.
-pub(super) fn reindexed(index: usize, first_kept: usize) -> usize {
-    if index >= first_kept {
-        index - first_kept + 1
-    } else {
-        1
-    }
-}
-
 impl Agent {
     /// Compact the conversation now (Pi's RPC `compact`): older turns are summarised, with
     /// `custom_instructions` as the summary's additional focus, and replaced by the summary.
@@ -142,7 +132,7 @@ impl Agent {
 
     /// Before a model request: compact when the context estimate passes the threshold and there
     /// is something to summarise. A failure leaves the history as it was; the request goes on.
-    /// Returns where the kept part started (see [`reindexed`]) when the history was replaced.
+    /// Returns where the kept part started (see [`crate::compaction::plan::reindexed`]) when the history was replaced.
     pub(super) async fn compact_if_over_threshold(
         &mut self,
         token: &CancellationToken,
@@ -165,7 +155,7 @@ impl Agent {
 
     /// After a request failed because the context does not fit: compact, and say whether the
     /// request should be sent again (once per run until a request succeeds, as in Pi): `Some`
-    /// (where the kept part started, see [`reindexed`]) when it should. The failed reply is
+    /// (where the kept part started, see [`crate::compaction::plan::reindexed`]) when it should. The failed reply is
     /// then not kept: the retry replaces it.
     pub(super) async fn recover_from_overflow(
         &mut self,

@@ -7,6 +7,7 @@ pub mod compaction;
 pub mod config;
 pub mod context;
 pub mod handoff;
+pub mod input;
 pub mod orchestrator;
 pub mod prompt;
 pub mod roles;

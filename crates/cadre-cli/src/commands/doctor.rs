@@ -185,7 +185,18 @@ fn config_section(
                 r.line("settings.json: none (defaults)");
             }
             for file in &loaded.files {
-                r.line(format!("settings.json: {} (read)", short(file)));
+                if loaded.pi_file.as_ref() == Some(file) {
+                    r.line(format!(
+                        "settings.json: {} (Pi's, read-only: cadre has none of its own; only {} are read)",
+                        short(file),
+                        cadre_core::config::pi_settings::SHARED_KEYS.join(", ")
+                    ));
+                } else {
+                    r.line(format!("settings.json: {} (read)", short(file)));
+                }
+            }
+            for note in &loaded.notes {
+                r.warn(note);
             }
             if let Some(skipped) = &loaded.skipped_untrusted {
                 r.line(format!(

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 pub use fsutil::{Durable, atomic_rewrite, atomic_write};
 pub use paths::{CadreHome, project_config_dir, project_root};
-pub use settings::{LoadedSettings, Settings, load_settings};
+pub use settings::{LoadedSettings, Settings, load_settings, load_settings_with};
 pub use trust::TrustStore;
 
 /// A configuration file that cannot be used. Every variant names the file.

@@ -7,11 +7,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cadre_llm::RequestTimeouts;
+use cadre_llm::registry::{Env, ProcessEnv};
 use cadre_protocol::ThinkingLevel;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::paths::{CadreHome, project_config_dir};
+use super::pi_settings::read_pi_settings;
 use super::{ConfigError, read_optional};
 use crate::compaction::CompactionSettings;
 
@@ -184,13 +186,29 @@ pub struct LoadedSettings {
     pub files: Vec<PathBuf>,
     /// The project settings file that exists but was not read because the project is untrusted.
     pub skipped_untrusted: Option<PathBuf>,
+    /// Pi's settings file, when it stood in for a missing CADRE_HOME one (only its
+    /// [`super::pi_settings::SHARED_KEYS`] were read); it is in `files` too.
+    pub pi_file: Option<PathBuf>,
+    /// What was left out of Pi's file, one sentence each.
+    pub notes: Vec<String>,
 }
 
-/// Load the global settings and, for a trusted project, the project's on top.
+/// Load the global settings (CADRE_HOME's, else the shared keys of Pi's) and, for a trusted
+/// project, the project's on top. Pi's agent directory comes from the process environment.
 pub fn load_settings(
     home: &CadreHome,
     project_root: Option<&Path>,
     trusted: bool,
+) -> Result<LoadedSettings, ConfigError> {
+    load_settings_with(home, project_root, trusted, &ProcessEnv)
+}
+
+/// [`load_settings`], finding Pi's settings file through `env`.
+pub fn load_settings_with(
+    home: &CadreHome,
+    project_root: Option<&Path>,
+    trusted: bool,
+    env: &dyn Env,
 ) -> Result<LoadedSettings, ConfigError> {
     let mut merged = Map::new();
     let mut out = LoadedSettings::default();
@@ -198,6 +216,14 @@ pub fn load_settings(
     if let Some(doc) = read_file(&global)? {
         deep_merge(&mut merged, doc);
         out.files.push(global);
+    } else {
+        let pi = read_pi_settings(env);
+        out.notes = pi.notes;
+        if let Some(path) = pi.path {
+            deep_merge(&mut merged, pi.doc);
+            out.files.push(path.clone());
+            out.pi_file = Some(path);
+        }
     }
     if let Some(root) = project_root {
         let project = project_config_dir(root).join("settings.json");
@@ -223,6 +249,7 @@ struct Typed {
     default_provider: Option<String>,
     default_model: Option<String>,
     default_thinking_level: Option<String>,
+    session_dir: Option<String>,
     subagents: Option<Map<String, Value>>,
 }
 
@@ -279,6 +306,81 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// The loader with an empty environment: no test reads a real Pi settings file.
+    fn load_settings(
+        home: &CadreHome,
+        project_root: Option<&Path>,
+        trusted: bool,
+    ) -> Result<LoadedSettings, ConfigError> {
+        load_settings_with(
+            home,
+            project_root,
+            trusted,
+            &cadre_llm::registry::MapEnv::new(),
+        )
+    }
+
+    #[test]
+    fn pis_settings_stand_in_for_a_missing_global_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let pi = tmp.path().join("pi");
+        std::fs::create_dir_all(&pi).unwrap();
+        std::fs::write(
+            pi.join("settings.json"),
+            r#"{"defaultProvider":"openai","defaultModel":"gpt-5","defaultThinkingLevel":"low",
+                "subagents":{"maxConcurrent":1},"theme":"dark"}"#,
+        )
+        .unwrap();
+        let env =
+            cadre_llm::registry::MapEnv::new().with("PI_CODING_AGENT_DIR", pi.to_str().unwrap());
+        let home = CadreHome::new(tmp.path().join("home"));
+        let root = tmp.path().join("proj");
+        std::fs::create_dir_all(root.join(".cadre")).unwrap();
+        std::fs::write(
+            root.join(".cadre/settings.json"),
+            r#"{"defaultThinkingLevel":"high"}"#,
+        )
+        .unwrap();
+
+        let loaded = load_settings_with(&home, Some(&root), true, &env).unwrap();
+        assert_eq!(loaded.pi_file, Some(pi.join("settings.json")));
+        assert_eq!(loaded.files[0], pi.join("settings.json"));
+        let s = &loaded.settings;
+        assert_eq!(s.default_model_name().as_deref(), Some("openai/gpt-5"));
+        // The project still wins; Pi's keys cadre does not share are not read.
+        assert_eq!(s.default_thinking_level, Some(ThinkingLevel::High));
+        assert_eq!(s.subagents, None);
+        assert!(!s.raw.contains_key("theme"));
+
+        // CADRE_HOME's own file replaces Pi's entirely.
+        std::fs::create_dir_all(home.root()).unwrap();
+        std::fs::write(home.settings_json(), r#"{"sessionDir":"~/s"}"#).unwrap();
+        let loaded = load_settings_with(&home, None, false, &env).unwrap();
+        assert_eq!(loaded.pi_file, None);
+        assert_eq!(loaded.settings.default_model, None);
+        assert_eq!(loaded.settings.session_dir(), Some("~/s"));
+
+        // A sessionDir that is not a string is an error in cadre's own file.
+        std::fs::write(home.settings_json(), r#"{"sessionDir":1}"#).unwrap();
+        assert!(load_settings_with(&home, None, false, &env).is_err());
+    }
+
+    #[test]
+    fn a_broken_pi_file_is_a_note() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("settings.json"), "{ nope").unwrap();
+        let env = cadre_llm::registry::MapEnv::new()
+            .with("PI_CODING_AGENT_DIR", tmp.path().to_str().unwrap());
+        let home = CadreHome::new(tmp.path().join("home"));
+        let loaded = load_settings_with(&home, None, false, &env).unwrap();
+        assert_eq!(loaded.settings, Settings::default());
+        assert!(
+            loaded.notes[0].contains("invalid JSON"),
+            "{:?}",
+            loaded.notes
+        );
+    }
 
     struct Fixture {
         _tmp: tempfile::TempDir,

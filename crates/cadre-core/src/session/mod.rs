@@ -8,9 +8,16 @@
 mod error;
 mod load;
 mod paths;
+mod resolve;
+mod restore;
 mod writer;
 
 pub use error::SessionError;
 pub use load::{ContextCompaction, LoadedSession, SessionContext, SkippedEntry, load_session};
 pub use paths::{iso_timestamp, latest_session, session_dir_for_cwd, session_file_name};
+pub use resolve::{
+    SESSION_DIR_VAR, SessionArg, SessionArgError, SessionCandidate, SessionDirSources,
+    resolve_session_arg, session_dir,
+};
+pub use restore::RestoredSettings;
 pub use writer::SessionWriter;

@@ -90,9 +90,22 @@ pub fn join_text(blocks: &[ContentBlock]) -> String {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UserMessage {
+    /// Written as blocks, as Pi writes every user message it makes (in events and session
+    /// files); a plain string (Pi's other form) is read too.
+    #[serde(serialize_with = "content_as_blocks")]
     pub content: UserContent,
     #[serde(default)]
     pub timestamp: u64,
+}
+
+fn content_as_blocks<S: serde::Serializer>(
+    content: &UserContent,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match content {
+        UserContent::Text(text) => serializer.collect_seq([ContentBlock::text(text.as_str())]),
+        UserContent::Blocks(blocks) => blocks.serialize(serializer),
+    }
 }
 
 /// Why the model stopped.
@@ -163,6 +176,10 @@ pub struct AssistantMessage {
     pub error_message: Option<String>,
     #[serde(default)]
     pub timestamp: u64,
+    /// The provider's id of the response (Anthropic's message id, OpenAI's completion id), as
+    /// Pi records it; absent when no response arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
 }
 
 impl AssistantMessage {
@@ -177,6 +194,7 @@ impl AssistantMessage {
             stop_reason: StopReason::Stop,
             error_message: None,
             timestamp: now_millis(),
+            response_id: None,
         }
     }
 
@@ -234,9 +252,10 @@ pub enum Message {
 }
 
 impl Message {
+    /// A user message of one text block, as Pi writes a prompt (in events and session files).
     pub fn user(text: impl Into<String>) -> Self {
         Message::User(UserMessage {
-            content: UserContent::Text(text.into()),
+            content: UserContent::Blocks(vec![ContentBlock::text(text)]),
             timestamp: now_millis(),
         })
     }
@@ -280,9 +299,37 @@ mod tests {
         )
         .unwrap();
         for m in [a, b] {
+            let v = serde_json::to_value(&m).unwrap();
+            assert_eq!(
+                v["content"],
+                json!([{"type": "text", "text": "x"}]),
+                "written as blocks"
+            );
             let Message::User(u) = m else { panic!() };
             assert_eq!(u.content.to_text(), "x");
         }
+    }
+
+    #[test]
+    fn a_prompt_is_one_text_block() {
+        let v = serde_json::to_value(Message::user("hi")).unwrap();
+        assert_eq!(v["role"], "user");
+        assert_eq!(v["content"], json!([{"type": "text", "text": "hi"}]));
+    }
+
+    #[test]
+    fn response_id_is_written_only_when_known() {
+        let mut a = AssistantMessage::empty("anthropic-messages", "p", "m");
+        let v = serde_json::to_value(Message::Assistant(a.clone())).unwrap();
+        assert!(v.get("responseId").is_none(), "{v}");
+        a.response_id = Some("msg_1".into());
+        let v = serde_json::to_value(Message::Assistant(a)).unwrap();
+        assert_eq!(v["responseId"], "msg_1");
+        let back: Message = serde_json::from_value(v).unwrap();
+        let Message::Assistant(back) = back else {
+            panic!("not assistant")
+        };
+        assert_eq!(back.response_id.as_deref(), Some("msg_1"));
     }
 
     #[test]

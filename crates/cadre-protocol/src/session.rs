@@ -107,9 +107,14 @@ mod tests {
     #[test]
     fn message_entry_matches_pi_layout() {
         let line = json!({"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"2024-12-03T14:00:01.000Z",
-                          "message":{"role":"user","content":"Hello","timestamp":1}});
+                          "message":{"role":"user","content":[{"type":"text","text":"Hello"}],"timestamp":1}});
         let e: SessionEntry = serde_json::from_value(line.clone()).unwrap();
         assert!(matches!(e.kind, SessionEntryKind::Message { .. }));
+        assert_eq!(serde_json::to_value(&e).unwrap(), line);
+        // Pi's other form of user content, a string, reads as the same message.
+        let mut short = line.clone();
+        short["message"]["content"] = json!("Hello");
+        let e: SessionEntry = serde_json::from_value(short).unwrap();
         assert_eq!(serde_json::to_value(&e).unwrap(), line);
     }
 

@@ -187,7 +187,11 @@ async fn torn_last_line_loads_is_reported_and_resume_starts_a_fresh_line() {
     assert_eq!(m.len(), 5);
     assert!(matches!(&m[2], Message::ToolResult(r) if r.tool_call_id == "t1" && r.is_error));
     let Message::User(u) = &m[3] else { panic!() };
-    assert_eq!(u.content, UserContent::Text("continue".into()));
+    // A prompt is written as Pi writes it: one text block.
+    assert_eq!(
+        u.content,
+        UserContent::Blocks(vec![ContentBlock::text("continue")])
+    );
     assert_eq!(again.entries[2].parent_id.as_deref(), Some(second.as_str()));
 }
 

@@ -21,9 +21,7 @@ use cadre_core::orchestrator::manager::{
     ConversationMirror, ParentNotice, TaskEvent, TaskManager,
 };
 use cadre_llm::{Model, resolve_thinking};
-use cadre_protocol::{
-    AgentEvent, CompactionResult, Message, SessionHeader, ThinkingLevel, UserContent,
-};
+use cadre_protocol::{AgentEvent, Message, SessionHeader, ThinkingLevel, UserContent};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::context::{HostContext, parse_thinking};
@@ -75,7 +73,6 @@ pub struct HostState {
     pub session_file: Option<PathBuf>,
     pub session_id: String,
     pub session_name: Option<String>,
-    pub auto_compaction: bool,
     pub message_count: usize,
     pub pending_message_count: usize,
     pub steering: Vec<String>,
@@ -113,8 +110,6 @@ enum Op {
     SetThinking(ThinkingLevel, Reply<ThinkingLevel>),
     Switch(SwitchTo, Reply<Switched>),
     SetSessionName(String, Reply<()>),
-    Compact(Option<String>, Reply<CompactionResult>),
-    SetAutoCompaction(bool, Reply<()>),
     /// Boxed: a message is far larger than the other operations.
     Append(Box<Message>, Reply<()>),
     Shutdown(Reply<Option<PathBuf>>),
@@ -139,7 +134,6 @@ struct Live {
     session_id: String,
     header: Option<SessionHeader>,
     session_name: Option<String>,
-    auto_compaction: bool,
 }
 
 struct Shared {
@@ -349,7 +343,6 @@ impl Host {
             session_file: live.session_file.clone(),
             session_id: live.session_id.clone(),
             session_name: live.session_name.clone(),
-            auto_compaction: live.auto_compaction,
             message_count: live.mirror.messages().len(),
             pending_message_count: steering.len() + follow_up.len(),
             steering,
@@ -411,24 +404,6 @@ impl Host {
         self.ask(move |r| Op::SetSessionName(name, r))
     }
 
-    /// Compact the conversation now (RPC `compact`), the children's settings unchanged. While
-    /// it runs, `abort` cancels it.
-    pub fn compact(
-        &self,
-        custom_instructions: Option<String>,
-    ) -> impl Future<Output = Result<CompactionResult, HostError>> + Send + 'static + use<> {
-        self.ask(move |r| Op::Compact(custom_instructions, r))
-    }
-
-    /// Turn automatic compaction on or off, for the root and the children launched from now
-    /// on.
-    pub fn set_auto_compaction(
-        &self,
-        enabled: bool,
-    ) -> impl Future<Output = Result<(), HostError>> + Send + 'static + use<> {
-        self.ask(move |r| Op::SetAutoCompaction(enabled, r))
-    }
-
     /// Add a message to the context without a run (it reaches the model with the next
     /// prompt), e.g. the output of a command the person ran.
     pub fn append_message(&self, message: Message) -> impl Future<Output = Result<(), HostError>> + Send + 'static + use<> {
@@ -481,7 +456,6 @@ fn live_of(root: &Root, session_name: Option<String>) -> Live {
         session_id: root.orchestration.manager.root_session_id().to_string(),
         header,
         session_name,
-        auto_compaction: agent.compaction_settings().enabled,
     }
 }
 
@@ -611,21 +585,6 @@ impl Actor {
                     )),
                 };
                 let _ = reply.send(result);
-            }
-            Op::Compact(instructions, reply) => {
-                self.shared.compacting.store(true, Ordering::SeqCst);
-                let done = self.root.agent.compact(instructions).await;
-                self.shared.compacting.store(false, Ordering::SeqCst);
-                self.sync_mirror();
-                let _ = reply.send(done.map_err(|e| HostError(e.to_string())));
-            }
-            Op::SetAutoCompaction(enabled, reply) => {
-                self.root.agent.set_auto_compaction(enabled);
-                let mut settings = self.root.agent.compaction_settings();
-                settings.enabled = enabled;
-                self.root.orchestration.manager.set_compaction(settings);
-                lock(&self.shared.live).auto_compaction = enabled;
-                let _ = reply.send(Ok(()));
             }
             Op::Append(message, reply) => {
                 self.root.agent.append_silently(*message);

@@ -456,7 +456,8 @@ struct Event<'a> {
     #[serde(rename = "type", borrow)]
     kind: Str<'a>,
     index: Num,
-    message: Obj<StartedMessage>,
+    #[serde(borrow)]
+    message: Obj<StartedMessage<'a>>,
     #[serde(borrow)]
     content_block: Obj<StartedBlock<'a>>,
     /// A block delta (`content_block_delta`) or the message's stop reason (`message_delta`).
@@ -470,7 +471,10 @@ struct Event<'a> {
 /// `message_start`'s `message`.
 #[derive(Default, Deserialize)]
 #[serde(default)]
-struct StartedMessage {
+struct StartedMessage<'a> {
+    /// The message id (`msg_…`), Pi's `responseId`.
+    #[serde(borrow)]
+    id: Str<'a>,
     usage: Obj<UsageCounts>,
 }
 
@@ -544,8 +548,11 @@ pub struct AnthropicDecoder {
 
 impl AnthropicDecoder {
     pub fn new(model: &Model) -> Self {
+        let mut asm = MessageAssembler::new(model.api.as_str(), &model.provider, &model.id);
+        // The signature streams in at the end of the block.
+        asm.thinking_origin("");
         AnthropicDecoder {
-            asm: MessageAssembler::new(model.api.as_str(), &model.provider, &model.id),
+            asm,
             provider: model.provider.clone(),
             ignored: Vec::new(),
             stop_seen: false,
@@ -678,8 +685,13 @@ impl Decoder for AnthropicDecoder {
         // The data's own `type` is authoritative; the SSE event name is the fallback.
         match data.kind.get().unwrap_or(&ev.event) {
             "message_start" => {
-                if let Some(usage) = data.message.0.as_ref().and_then(|m| m.usage.0.as_ref()) {
-                    self.update_usage(usage);
+                if let Some(message) = data.message.0.as_ref() {
+                    if let Some(id) = message.id.get() {
+                        self.asm.response_id(id);
+                    }
+                    if let Some(usage) = message.usage.0.as_ref() {
+                        self.update_usage(usage);
+                    }
                 }
             }
             "content_block_start" => self.on_block_start(&data, out)?,

@@ -504,7 +504,23 @@ fn text_reply_with_usage() {
         (50, 12, 200, 30)
     );
     assert_eq!(msg.usage.total_tokens, 292);
+    assert_eq!(
+        msg.response_id.as_deref(),
+        Some("msg_1"),
+        "message_start's id"
+    );
     assert_eq!(events[0], AssistantMessageEvent::Start);
+    // The id goes out with the first content, not as an event of its own.
+    assert_eq!(
+        events[1],
+        AssistantMessageEvent::ResponseId {
+            response_id: "msg_1".into()
+        }
+    );
+    assert_eq!(
+        events[2],
+        AssistantMessageEvent::TextStart { content_index: 0 }
+    );
     assert_eq!(
         events.last(),
         Some(&AssistantMessageEvent::TextEnd {

@@ -71,6 +71,9 @@ impl PartialMessage {
                 self.message.content.clear();
                 self.raw_args.clear();
             }
+            E::ResponseId { response_id } => {
+                self.message.response_id = Some(response_id.clone());
+            }
             E::TextStart { content_index } => {
                 self.set(*content_index, ContentBlock::text(""));
             }
@@ -88,8 +91,18 @@ impl PartialMessage {
                 content_index,
                 content,
             } => self.set(*content_index, ContentBlock::text(content.clone())),
-            E::ThinkingStart { content_index } => {
-                self.set(*content_index, empty_thinking());
+            E::ThinkingStart {
+                content_index,
+                signature,
+            } => {
+                self.set(
+                    *content_index,
+                    ContentBlock::Thinking {
+                        thinking: String::new(),
+                        signature: signature.clone(),
+                        redacted: false,
+                    },
+                );
             }
             E::ThinkingDelta {
                 content_index,
@@ -104,12 +117,22 @@ impl PartialMessage {
             E::ThinkingEnd {
                 content_index,
                 content,
+                signature: end_signature,
             } => match self.slot(*content_index, empty_thinking) {
-                ContentBlock::Thinking { thinking, .. } => *thinking = content.clone(),
+                ContentBlock::Thinking {
+                    thinking,
+                    signature,
+                    ..
+                } => {
+                    *thinking = content.clone();
+                    if end_signature.is_some() {
+                        *signature = end_signature.clone();
+                    }
+                }
                 other => {
                     *other = ContentBlock::Thinking {
                         thinking: content.clone(),
-                        signature: None,
+                        signature: end_signature.clone(),
                         redacted: false,
                     }
                 }
@@ -201,6 +224,8 @@ struct OpenBlock {
     key: BlockKey,
     index: usize,
     kind: Kind,
+    /// Whether an argument delta went out for this tool call.
+    delta_sent: bool,
 }
 
 /// Builds an assistant message from wire deltas, emitting events as it goes.
@@ -214,6 +239,11 @@ pub struct MessageAssembler {
     usage: Usage,
     stop_reason: Option<StopReason>,
     generated_ids: u32,
+    /// The response id, until the next content event carries it out: an id alone is not
+    /// content (see `crate::retry::RequestTimeouts`), so it must not make an event of its own.
+    pending_id: Option<String>,
+    /// What a thinking block's signature starts as (see [`MessageAssembler::thinking_origin`]).
+    thinking_origin: Option<String>,
 }
 
 impl MessageAssembler {
@@ -227,6 +257,28 @@ impl MessageAssembler {
             usage: Usage::default(),
             stop_reason: None,
             generated_ids: 0,
+            pending_id: None,
+            thinking_origin: None,
+        }
+    }
+
+    /// What the signature of the thinking blocks opened from now on starts as, as Pi's clients
+    /// start it: `""` for Anthropic (the signature streams in at the end), the name of the
+    /// field the reasoning arrives in for OpenAI-style servers.
+    pub fn thinking_origin(&mut self, origin: &str) {
+        if self.thinking_origin.as_deref() != Some(origin) {
+            self.thinking_origin = Some(origin.to_string());
+        }
+    }
+
+    /// The provider's id of the response. The first one counts (OpenAI repeats it in every
+    /// chunk); it goes out with the next content event, or in the final message.
+    pub fn response_id(&mut self, id: &str) {
+        if !id.is_empty()
+            && self.pending_id.is_none()
+            && self.partial.message().response_id.is_none()
+        {
+            self.pending_id = Some(id.to_string());
         }
     }
 
@@ -308,6 +360,7 @@ impl MessageAssembler {
         self.emit(
             AssistantMessageEvent::ThinkingStart {
                 content_index: index,
+                signature: Some(data.to_string()),
             },
             out,
         );
@@ -315,6 +368,7 @@ impl MessageAssembler {
             AssistantMessageEvent::ThinkingEnd {
                 content_index: index,
                 content: String::new(),
+                signature: Some(data.to_string()),
             },
             out,
         );
@@ -354,7 +408,9 @@ impl MessageAssembler {
     }
 
     /// Append an argument fragment to the tool call named `key` (opening a nameless call if the
-    /// server skipped the start).
+    /// server skipped the start). An empty fragment makes a `toolcall_delta` only as the call's
+    /// first, as Pi's clients do for the empty arguments servers send with a call's name; more
+    /// would be events without content, which must not keep a stalled stream alive.
     pub fn tool_args(
         &mut self,
         key: BlockKey,
@@ -365,7 +421,12 @@ impl MessageAssembler {
             Some(i) => i,
             None => self.open_tool(key, None, "", out),
         };
-        if !fragment.is_empty() {
+        let first = self
+            .open
+            .iter_mut()
+            .find(|b| b.index == index)
+            .is_some_and(|b| !std::mem::replace(&mut b.delta_sent, true));
+        if !fragment.is_empty() || first {
             self.emit(
                 AssistantMessageEvent::ToolCallDelta {
                     content_index: index,
@@ -402,6 +463,9 @@ impl MessageAssembler {
         let usage = self.usage;
         let mut reason = self.stop_reason.unwrap_or(StopReason::Stop);
         let mut message = self.partial.into_message();
+        if let Some(id) = self.pending_id {
+            message.response_id = Some(id);
+        }
         if reason == StopReason::Stop && message.tool_calls().next().is_some() {
             reason = StopReason::ToolUse;
         }
@@ -418,6 +482,9 @@ impl MessageAssembler {
         let usage = self.usage;
         let mut message = self.partial.into_message();
         message.usage = usage;
+        if let Some(id) = self.pending_id {
+            message.response_id = Some(id);
+        }
         message
     }
 
@@ -442,13 +509,19 @@ impl MessageAssembler {
         self.end(key, out);
         self.start(out);
         let index = self.partial.message().content.len();
-        self.open.push(OpenBlock { key, index, kind });
+        self.open.push(OpenBlock {
+            key,
+            index,
+            kind,
+            delta_sent: false,
+        });
         let ev = match kind {
             Kind::Text => AssistantMessageEvent::TextStart {
                 content_index: index,
             },
             Kind::Thinking => AssistantMessageEvent::ThinkingStart {
                 content_index: index,
+                signature: self.thinking_origin.clone(),
             },
             Kind::Tool => AssistantMessageEvent::ToolCallStart {
                 content_index: index,
@@ -481,6 +554,7 @@ impl MessageAssembler {
             key,
             index,
             kind: Kind::Tool,
+            delta_sent: false,
         });
         self.emit(
             AssistantMessageEvent::ToolCallStart {
@@ -509,16 +583,18 @@ impl MessageAssembler {
                 });
             }
             (Kind::Thinking, ContentBlock::Thinking { thinking, .. }) => {
-                out.push(AssistantMessageEvent::ThinkingEnd {
-                    content_index: index,
-                    content: thinking,
-                });
-                if let Some(sig) = self.signatures.remove(&index)
+                let sig = self.signatures.remove(&index);
+                if let Some(sig) = &sig
                     && let Some(ContentBlock::Thinking { signature, .. }) =
                         self.partial.message.content.get_mut(index)
                 {
-                    *signature = Some(sig);
+                    *signature = Some(sig.clone());
                 }
+                out.push(AssistantMessageEvent::ThinkingEnd {
+                    content_index: index,
+                    content: thinking,
+                    signature: sig,
+                });
             }
             (Kind::Tool, ContentBlock::ToolCall(call)) => {
                 let raw = self.partial.raw_arguments(index).unwrap_or("");
@@ -539,6 +615,14 @@ impl MessageAssembler {
     }
 
     fn emit(&mut self, ev: AssistantMessageEvent, out: &mut Vec<AssistantMessageEvent>) {
+        // `start` stays first: it opens the message the id belongs to.
+        if ev != AssistantMessageEvent::Start
+            && let Some(response_id) = self.pending_id.take()
+        {
+            let id = AssistantMessageEvent::ResponseId { response_id };
+            self.partial.apply(&id);
+            out.push(id);
+        }
         self.partial.apply(&ev);
         out.push(ev);
     }
@@ -570,6 +654,85 @@ mod tests {
         assert_eq!(parse_tool_arguments("{\"a\":1}"), json!({"a":1}));
         assert_eq!(parse_tool_arguments("{\"a\":"), json!("{\"a\":"));
         assert_eq!(parse_tool_arguments("[1]"), json!([1]));
+    }
+
+    #[test]
+    fn the_response_id_goes_out_with_the_first_content() {
+        let mut a = asm();
+        let mut out = Vec::new();
+        a.start(&mut out);
+        a.response_id("resp_1");
+        a.response_id("resp_2");
+        assert_eq!(
+            out,
+            vec![AssistantMessageEvent::Start],
+            "an id is no content"
+        );
+        a.text(BlockKey::Text, "Hi", &mut out);
+        assert_eq!(
+            out[1],
+            AssistantMessageEvent::ResponseId {
+                response_id: "resp_1".into()
+            }
+        );
+        assert_eq!(a.partial().response_id.as_deref(), Some("resp_1"));
+        let msg = a.finish(&mut out);
+        assert_eq!(msg.response_id.as_deref(), Some("resp_1"));
+        assert_eq!(replay(&out).response_id.as_deref(), Some("resp_1"));
+
+        // A reply without content still records the id.
+        let mut b = asm();
+        let mut out = Vec::new();
+        b.start(&mut out);
+        b.response_id("resp_3");
+        assert_eq!(b.finish(&mut out).response_id.as_deref(), Some("resp_3"));
+        let mut c = asm();
+        c.response_id("resp_4");
+        assert_eq!(c.into_partial().response_id.as_deref(), Some("resp_4"));
+    }
+
+    #[test]
+    fn an_empty_argument_fragment_is_a_delta_only_as_the_first() {
+        let mut a = asm();
+        let mut out = Vec::new();
+        a.tool_start(BlockKey::Tool(0), Some("c1"), "read", &mut out);
+        a.tool_args(BlockKey::Tool(0), "", &mut out);
+        a.tool_args(BlockKey::Tool(0), "", &mut out);
+        a.tool_args(BlockKey::Tool(0), "{}", &mut out);
+        a.tool_args(BlockKey::Tool(0), "", &mut out);
+        let deltas: Vec<&str> = out
+            .iter()
+            .filter_map(|e| match e {
+                AssistantMessageEvent::ToolCallDelta { delta, .. } => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(deltas, vec!["", "{}"]);
+    }
+
+    #[test]
+    fn thinking_signatures_travel_in_the_events() {
+        let mut a = asm();
+        a.thinking_origin("");
+        let mut out = Vec::new();
+        a.thinking(BlockKey::Indexed(0), "hm", &mut out);
+        assert_eq!(
+            replay(&out).content[0],
+            ContentBlock::Thinking {
+                thinking: "hm".into(),
+                signature: Some(String::new()),
+                redacted: false
+            },
+            "Pi's Anthropic blocks start with an empty signature"
+        );
+        a.thinking_signature(BlockKey::Indexed(0), "sig", &mut out);
+        a.end(BlockKey::Indexed(0), &mut out);
+        let rebuilt = replay(&out);
+        assert_eq!(rebuilt.content, a.partial().content);
+        assert!(matches!(
+            &rebuilt.content[0],
+            ContentBlock::Thinking { signature: Some(s), .. } if s == "sig"
+        ));
     }
 
     #[test]
@@ -768,6 +931,7 @@ mod tests {
         p.apply(&E::ThinkingEnd {
             content_index: 1,
             content: "t".into(),
+            signature: None,
         });
         assert!(matches!(
             &p.message().content[1],

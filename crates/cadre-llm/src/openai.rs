@@ -489,6 +489,9 @@ pub fn map_usage(u: &Value) -> Usage {
 #[derive(Default, Deserialize)]
 #[serde(default)]
 struct Chunk<'a> {
+    /// The completion id (`chatcmpl-…`), the same in every chunk: Pi's `responseId`.
+    #[serde(borrow)]
+    id: Str<'a>,
     /// `null` counts as no error.
     error: Option<Value>,
     usage: Obj<UsageReport>,
@@ -550,6 +553,8 @@ struct Delta<'a> {
     #[serde(borrow)]
     reasoning: Str<'a>,
     #[serde(borrow)]
+    reasoning_text: Str<'a>,
+    #[serde(borrow)]
     content: Str<'a>,
     #[serde(borrow)]
     tool_calls: Arr<Obj<ToolCallDelta<'a>>>,
@@ -609,6 +614,9 @@ impl OpenAiDecoder {
         if let Some(err) = &chunk.error {
             return Err(stream_error(&self.provider, err));
         }
+        if let Some(id) = chunk.id.get() {
+            self.asm.response_id(id);
+        }
         if let Some(u) = &chunk.usage.0 {
             self.asm.set_usage(u.to_usage());
         }
@@ -636,21 +644,27 @@ impl OpenAiDecoder {
         Ok(())
     }
 
+    /// Like Pi's client, every block stays open until the reply ends (one text block and one
+    /// thinking block per reply, whatever comes between), and all end together in content
+    /// order.
     fn on_delta(&mut self, delta: &Delta, out: &mut Vec<AssistantMessageEvent>) {
-        // Reasoning arrives as `reasoning_content` (DeepSeek, vLLM, llama.cpp) or `reasoning`
-        // (OpenRouter, Ollama).
-        let reasoning = delta
-            .reasoning_content
-            .get()
-            .or_else(|| delta.reasoning.get())
-            .filter(|s| !s.is_empty());
-        if let Some(r) = reasoning {
-            self.asm.end(BlockKey::Text, out);
-            self.asm.thinking(BlockKey::Thinking, r, out);
-        }
+        // Text before reasoning, in Pi's order.
         if let Some(text) = delta.content.get().filter(|s| !s.is_empty()) {
-            self.asm.end(BlockKey::Thinking, out);
             self.asm.text(BlockKey::Text, text, out);
+        }
+        // Reasoning arrives as `reasoning_content` (DeepSeek, vLLM, llama.cpp), `reasoning`
+        // (OpenRouter, Ollama) or `reasoning_text`; the first field with text counts, and its
+        // name is the block's signature, as in Pi.
+        let reasoning = [
+            ("reasoning_content", &delta.reasoning_content),
+            ("reasoning", &delta.reasoning),
+            ("reasoning_text", &delta.reasoning_text),
+        ]
+        .into_iter()
+        .find_map(|(field, value)| value.get().filter(|s| !s.is_empty()).map(|s| (field, s)));
+        if let Some((field, r)) = reasoning {
+            self.asm.thinking_origin(field);
+            self.asm.thinking(BlockKey::Thinking, r, out);
         }
         let Some(calls) = &delta.tool_calls.0 else {
             return;
@@ -665,9 +679,8 @@ impl OpenAiDecoder {
             let id = call.id.get();
             let function = call.function.0.as_ref();
             let name = function.and_then(|f| f.name.get());
-            if id.is_some() || name.is_some() {
-                self.asm.end(BlockKey::Text, out);
-                self.asm.end(BlockKey::Thinking, out);
+            let named = id.is_some() || name.is_some();
+            if named {
                 self.asm.tool_start(key, id, name.unwrap_or(""), out);
             }
             match function.map(|f| &f.arguments) {
@@ -676,6 +689,8 @@ impl OpenAiDecoder {
                 Some(StrOrObject::Object(args)) => {
                     self.asm.tool_args(key, &args.to_string(), out);
                 }
+                // The entry that names the call has a (first) delta even without arguments.
+                Some(StrOrObject::Absent) | None if named => self.asm.tool_args(key, "", out),
                 Some(StrOrObject::Absent) | None => {}
             }
         }

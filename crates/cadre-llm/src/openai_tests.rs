@@ -434,10 +434,15 @@ fn text_reply_with_usage() {
     assert_eq!(msg.usage.cache_read, 60);
     assert_eq!(msg.usage.output, 20);
     assert_eq!(msg.usage.total_tokens, 120);
+    assert_eq!(msg.response_id.as_deref(), Some("x"), "the chunks' id");
     assert_eq!(
         events,
         vec![
             AssistantMessageEvent::Start,
+            // The id goes out with the first content, not as an event of its own.
+            AssistantMessageEvent::ResponseId {
+                response_id: "x".into()
+            },
             AssistantMessageEvent::TextStart { content_index: 0 },
             AssistantMessageEvent::TextDelta {
                 content_index: 0,
@@ -471,9 +476,10 @@ fn reasoning_then_text() {
     assert_eq!(
         msg.content,
         vec![
+            // The first field the reasoning came in names the block, as in Pi.
             ContentBlock::Thinking {
                 thinking: "think more".into(),
-                signature: None,
+                signature: Some("reasoning_content".into()),
                 redacted: false
             },
             ContentBlock::text("answer"),
@@ -524,16 +530,26 @@ fn interleaved_tool_calls_by_index() {
         ("call_b", "bash")
     );
     assert_eq!(calls[1].arguments, json!({"command": "ls"}));
-    // Text ended before the first tool call started.
+    // As in Pi's client, the blocks stay open until the reply ends, then end in content
+    // order: the text after the last tool call started.
+    let ends: Vec<usize> = events
+        .iter()
+        .filter_map(|e| match e {
+            AssistantMessageEvent::TextEnd { content_index, .. }
+            | AssistantMessageEvent::ToolCallEnd { content_index, .. } => Some(*content_index),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends, vec![0, 1, 2]);
     let text_end = events
         .iter()
         .position(|e| matches!(e, AssistantMessageEvent::TextEnd { .. }))
         .unwrap();
-    let first_tool = events
+    let last_start = events
         .iter()
-        .position(|e| matches!(e, AssistantMessageEvent::ToolCallStart { .. }))
+        .rposition(|e| matches!(e, AssistantMessageEvent::ToolCallStart { .. }))
         .unwrap();
-    assert!(text_end < first_tool);
+    assert!(text_end > last_start);
     // The events alone rebuild the same message.
     let mut p = crate::assemble::PartialMessage::new(AssistantMessage::empty("a", "p", "m"));
     for e in &events {
@@ -774,7 +790,7 @@ fn escaped_strings_in_chunks_are_decoded() {
         msg.content[0],
         ContentBlock::Thinking {
             thinking: "a\\b".into(),
-            signature: None,
+            signature: Some("reasoning_content".into()),
             redacted: false
         }
     );

@@ -5,12 +5,23 @@ use serde_json::Value;
 
 use crate::message::{AssistantMessage, Message, ToolCall, ToolResultMessage};
 
-/// Incremental change to the assistant message being streamed (Pi's `AssistantMessageEvent`,
-/// without the `partial` copy: `message_update` already carries the partial message).
+/// Incremental change to the assistant message being streamed (Pi's `AssistantMessageEvent`).
+///
+/// Pi's events each carry the message so far as `partial`; here they do not (a provider would
+/// copy the message for every delta), and `message_update` adds it when it is serialised, from
+/// the message it carries anyway. `start` and `response_id` only change the message: like Pi,
+/// the agent sends no `message_update` for them. Pi's `done` and `error` end a provider stream
+/// and are not forwarded by Pi's agent either; here the stream's end is the provider's
+/// `StreamEvent::Done`/`Failed`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AssistantMessageEvent {
     Start,
+    /// The provider's id of the response arrived (Pi's `responseId`).
+    ResponseId {
+        #[serde(rename = "responseId")]
+        response_id: String,
+    },
     TextStart {
         #[serde(rename = "contentIndex")]
         content_index: usize,
@@ -28,6 +39,11 @@ pub enum AssistantMessageEvent {
     ThinkingStart {
         #[serde(rename = "contentIndex")]
         content_index: usize,
+        /// The block's signature so far (Pi starts Anthropic's at `""` and an OpenAI-style
+        /// block's at the field name the reasoning arrives in). Not written: Pi's event has it
+        /// only in `partial`.
+        #[serde(skip)]
+        signature: Option<String>,
     },
     ThinkingDelta {
         #[serde(rename = "contentIndex")]
@@ -38,12 +54,18 @@ pub enum AssistantMessageEvent {
         #[serde(rename = "contentIndex")]
         content_index: usize,
         content: String,
+        /// The block's whole signature, when one arrived. Not written, as in `thinking_start`.
+        #[serde(skip)]
+        signature: Option<String>,
     },
     #[serde(rename = "toolcall_start")]
     ToolCallStart {
         #[serde(rename = "contentIndex")]
         content_index: usize,
+        /// Not written: Pi's `toolcall_start` has the call only in `partial`.
+        #[serde(skip_serializing, default)]
         id: String,
+        #[serde(skip_serializing, default)]
         name: String,
     },
     #[serde(rename = "toolcall_delta")]
@@ -56,7 +78,8 @@ pub enum AssistantMessageEvent {
     ToolCallEnd {
         #[serde(rename = "contentIndex")]
         content_index: usize,
-        #[serde(rename = "toolCall")]
+        /// Written as Pi's content block, with `"type": "toolCall"`.
+        #[serde(rename = "toolCall", serialize_with = "tool_call_block")]
         tool_call: ToolCall,
     },
 }
@@ -72,16 +95,17 @@ pub enum AgentEvent {
     TurnStart,
     TurnEnd {
         message: Message,
-        #[serde(rename = "toolResults")]
+        /// Written as messages, with `"role": "toolResult"`, as Pi writes them.
+        #[serde(rename = "toolResults", serialize_with = "tool_results_with_role")]
         tool_results: Vec<ToolResultMessage>,
     },
     MessageStart {
         message: Message,
     },
+    /// Serialised as Pi's: `message` with `"role": "assistant"` (a whole `AgentMessage`), and
+    /// the same message as the event's `partial`.
+    #[serde(serialize_with = "message_update")]
     MessageUpdate {
-        /// Serialised with `"role": "assistant"`, as Pi's `message_update` carries a whole
-        /// `AgentMessage`.
-        #[serde(serialize_with = "assistant_with_role")]
         message: Box<AssistantMessage>,
         #[serde(rename = "assistantMessageEvent")]
         assistant_message_event: AssistantMessageEvent,
@@ -186,22 +210,85 @@ pub struct CompactionResult {
     pub details: Option<Value>,
 }
 
-/// Serialise an assistant message the way it appears in a message list: with its role tag.
-fn assistant_with_role<S: serde::Serializer>(
+/// An assistant message the way it appears in a message list: with its role tag.
+#[derive(Serialize)]
+struct TaggedAssistant<'a> {
+    role: &'static str,
+    #[serde(flatten)]
+    message: &'a AssistantMessage,
+}
+
+impl<'a> TaggedAssistant<'a> {
+    fn new(message: &'a AssistantMessage) -> Self {
+        TaggedAssistant {
+            role: "assistant",
+            message,
+        }
+    }
+}
+
+/// The fields of `message_update` (the tag is added by the enum).
+fn message_update<S: serde::Serializer>(
     message: &AssistantMessage,
+    event: &AssistantMessageEvent,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct WithPartial<'a> {
+        #[serde(flatten)]
+        event: &'a AssistantMessageEvent,
+        partial: TaggedAssistant<'a>,
+    }
+    #[derive(Serialize)]
+    struct Update<'a> {
+        message: TaggedAssistant<'a>,
+        #[serde(rename = "assistantMessageEvent")]
+        event: WithPartial<'a>,
+    }
+    Update {
+        message: TaggedAssistant::new(message),
+        event: WithPartial {
+            event,
+            partial: TaggedAssistant::new(message),
+        },
+    }
+    .serialize(serializer)
+}
+
+/// A tool call as a content block (`"type": "toolCall"`).
+fn tool_call_block<S: serde::Serializer>(
+    call: &ToolCall,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Block<'a> {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        #[serde(flatten)]
+        call: &'a ToolCall,
+    }
+    Block {
+        kind: "toolCall",
+        call,
+    }
+    .serialize(serializer)
+}
+
+/// Tool results as messages (`"role": "toolResult"`).
+fn tool_results_with_role<S: serde::Serializer>(
+    results: &[ToolResultMessage],
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
     #[derive(Serialize)]
     struct Tagged<'a> {
         role: &'static str,
         #[serde(flatten)]
-        message: &'a AssistantMessage,
+        result: &'a ToolResultMessage,
     }
-    Tagged {
-        role: "assistant",
-        message,
-    }
-    .serialize(serializer)
+    serializer.collect_seq(results.iter().map(|result| Tagged {
+        role: "toolResult",
+        result,
+    }))
 }
 
 #[cfg(test)]
@@ -291,5 +378,75 @@ mod tests {
                 error_message: None,
             }
         );
+    }
+
+    #[test]
+    fn message_update_carries_the_partial_in_its_event() {
+        let mut message = AssistantMessage::empty("anthropic-messages", "p", "m");
+        message.content.push(crate::ContentBlock::text("Hel"));
+        let update = AgentEvent::MessageUpdate {
+            message: Box::new(message),
+            assistant_message_event: AssistantMessageEvent::TextDelta {
+                content_index: 0,
+                delta: "Hel".into(),
+            },
+        };
+        let v = serde_json::to_value(&update).unwrap();
+        assert_eq!(v["type"], "message_update");
+        let event = &v["assistantMessageEvent"];
+        assert_eq!(event["type"], "text_delta");
+        assert_eq!(event["delta"], "Hel");
+        assert_eq!(event["partial"], v["message"]);
+        assert_eq!(event["partial"]["role"], "assistant");
+        assert_eq!(event["partial"]["content"][0]["text"], "Hel");
+        let back: AgentEvent = serde_json::from_value(v).unwrap();
+        assert_eq!(back, update);
+    }
+
+    #[test]
+    fn tool_calls_and_results_are_written_as_pi_writes_them() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "read".into(),
+            arguments: serde_json::json!({"path": "a"}),
+        };
+        let start = AssistantMessageEvent::ToolCallStart {
+            content_index: 0,
+            id: "c1".into(),
+            name: "read".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&start).unwrap(),
+            serde_json::json!({"type": "toolcall_start", "contentIndex": 0})
+        );
+        let end = AssistantMessageEvent::ToolCallEnd {
+            content_index: 0,
+            tool_call: call,
+        };
+        let v = serde_json::to_value(&end).unwrap();
+        assert_eq!(
+            v["toolCall"],
+            serde_json::json!({"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a"}})
+        );
+        let back: AssistantMessageEvent = serde_json::from_value(v).unwrap();
+        assert_eq!(back, end);
+
+        let result = ToolResultMessage {
+            tool_call_id: "c1".into(),
+            tool_name: "read".into(),
+            content: vec![crate::ContentBlock::text("x")],
+            details: None,
+            is_error: false,
+            timestamp: 1,
+        };
+        let turn_end = AgentEvent::TurnEnd {
+            message: Message::Assistant(AssistantMessage::empty("a", "p", "m")),
+            tool_results: vec![result],
+        };
+        let v = serde_json::to_value(&turn_end).unwrap();
+        assert_eq!(v["toolResults"][0]["role"], "toolResult");
+        assert_eq!(v["toolResults"][0]["toolCallId"], "c1");
+        let back: AgentEvent = serde_json::from_value(v).unwrap();
+        assert_eq!(back, turn_end);
     }
 }

@@ -83,7 +83,10 @@ mod tests {
         use AssistantMessageEvent as E;
         for e in [
             E::Start,
-            E::ThinkingStart { content_index: 0 },
+            E::ThinkingStart {
+                content_index: 0,
+                signature: Some(String::new()),
+            },
             E::ThinkingDelta {
                 content_index: 0,
                 delta: "hm".into(),
@@ -91,6 +94,7 @@ mod tests {
             E::ThinkingEnd {
                 content_index: 0,
                 content: "hmm".into(),
+                signature: Some("sig".into()),
             },
             E::TextDelta {
                 content_index: 1,
@@ -128,7 +132,8 @@ mod tests {
         assert_eq!(m.content.len(), 3);
         assert_eq!(m.text(), "Hello!");
         assert!(
-            matches!(&m.content[0], ContentBlock::Thinking { thinking, .. } if thinking == "hmm")
+            matches!(&m.content[0], ContentBlock::Thinking { thinking, signature: Some(sig), .. }
+                if thinking == "hmm" && sig == "sig")
         );
         assert_eq!(
             m.tool_calls().next().unwrap().arguments,

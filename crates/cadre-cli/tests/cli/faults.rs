@@ -4,7 +4,7 @@
 use cadre_testkit::{Fault, Match, Reply, Rule};
 
 use crate::harness::{Fixture, HANG_GUARD, Output, Running, Wire, assert_valid_session};
-use crate::json_mode::{parse_json_lines, parse_json_run};
+use crate::json_mode::parse_json_run;
 
 const PROMPT: &str = "ROUTE-FAULT: say something";
 const ANSWER: &str = "Recovered: the answer arrived after the fault.";
@@ -193,9 +193,14 @@ fn json_mode_reports_a_final_failure_in_events_and_on_stderr() {
         assert_eq!(lines.len(), 1, "{wire:?}: {out:#?}");
         assert!(lines[0].starts_with("cadre: error: "), "{wire:?}: {out:#?}");
 
-        // Not `parse_json_run`: see `json_events_stay_well_formed_across_a_mid_stream_retry`.
-        let events = parse_json_lines(&out.stdout);
-        assert_eq!(events.last().unwrap()["type"], "agent_end", "{wire:?}");
+        let events = parse_json_run(&out.stdout);
+        // Pi reports a retry that failed for good after the run's end.
+        let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+        assert_eq!(
+            kinds[kinds.len() - 2..],
+            ["agent_end", "auto_retry_end"],
+            "{wire:?}"
+        );
         let retries = events
             .iter()
             .filter(|e| e["type"] == "auto_retry_start")
@@ -221,9 +226,8 @@ fn json_mode_reports_a_final_failure_in_events_and_on_stderr() {
 }
 
 /// A retry after part of a reply had streamed must close the abandoned message before the next
-/// `message_start` (Pi ends the failed message, then sends `auto_retry_start`). cadre-core's
-/// `stream_reply` resets the partial on `Retry` without a `message_end`, so consumers see two
-/// `message_start`s for one `message_end`.
+/// `message_start`: as in Pi, the failed message ends, then its turn and run, and the retry
+/// runs as a new run after `auto_retry_start`.
 #[test]
 fn json_events_stay_well_formed_across_a_mid_stream_retry() {
     for wire in Wire::BOTH {

@@ -18,7 +18,6 @@ use super::repair::unexecuted_result;
 use super::stream::stream_reply;
 use super::tools::{OPERATION_ABORTED, ToolEnv, execute_tool_calls, refuse_all};
 use super::{AgentConfig, AgentError, RunOutcome, ToolGate};
-use crate::compaction::plan::reindexed;
 use crate::session::SessionWriter;
 
 /// One conversation with a model and its tools.
@@ -240,9 +239,8 @@ impl Agent {
             shared: &shared,
             token: token.clone(),
         };
-        // Where this run's messages start (moved by a compaction during the run).
-        let mut first_index = self.messages.len();
-        self.emitter.emit(AgentEvent::AgentStart);
+        let first_index = self.messages.len();
+        self.emitter.agent_start(first_index);
         self.emitter.emit_boundary_with(|| AgentEvent::TurnStart);
 
         let had_prompt = !prompts.is_empty();
@@ -282,7 +280,7 @@ impl Agent {
                             .compact_if_over_threshold(&token, &mut outcome.usage)
                             .await
                     {
-                        first_index = reindexed(first_index, kept);
+                        self.emitter.compacted(kept);
                     }
                     let (reply, failure) = self.request_reply(&token).await;
                     if failure != Some(ErrorKind::ContextOverflow) {
@@ -295,7 +293,7 @@ impl Agent {
                         .recover_from_overflow(&token, &mut outcome.usage, &mut overflow_retried)
                         .await
                     {
-                        Some(kept) => first_index = reindexed(first_index, kept),
+                        Some(kept) => self.emitter.compacted(kept),
                         None => break reply,
                     }
                     retrying = true;
@@ -358,11 +356,7 @@ impl Agent {
             pending.extend(follow_up.into_iter().map(Message::user));
         }
 
-        if self.emitter.enabled() {
-            self.emitter.emit(AgentEvent::AgentEnd {
-                messages: self.messages[first_index..].to_vec(),
-            });
-        }
+        self.emitter.agent_end(&self.messages);
         if let Some(writer) = &self.session {
             writer.flush().await?;
         }
@@ -395,6 +389,7 @@ impl Agent {
             self.config.provider.as_ref(),
             &self.config.model,
             request,
+            &self.messages,
             token,
             &self.emitter,
         )

@@ -13,12 +13,14 @@ pub(crate) const ABORTED: &str = "Request was aborted";
 /// Stream one reply. Always returns a message to record: the complete reply, or what had
 /// arrived with stop reason `error`/`aborted` and `error_message` set, with how the request
 /// failed (the agent compacts and retries after a context overflow). `message_start` and
-/// `message_end` are emitted exactly once for it (a retry restarts the partial and so sends a
-/// new `message_start` after `auto_retry_start`).
+/// `message_end` are emitted exactly once for it. A retry is framed as Pi frames it (see
+/// [`Emitter::retry`]): the failed attempt's message starts and ends, the run ends, and after
+/// `auto_retry_start` a new run begins; `conversation` is the history the request carries.
 pub(crate) async fn stream_reply(
     provider: &dyn Provider,
     model: &Model,
     request: CompletionRequest,
+    conversation: &[Message],
     cancel: &CancellationToken,
     emitter: &Emitter,
 ) -> (AssistantMessage, Option<ErrorKind>) {
@@ -53,6 +55,7 @@ pub(crate) async fn stream_reply(
                 partial.apply(&delta);
             }
             let message = partial.interrupted(StopReason::Aborted, ABORTED.into());
+            retry_failed(emitter, retry_attempt, true, &message);
             start(&mut started, &message);
             end(&message);
             return (message, Some(ErrorKind::Aborted));
@@ -61,8 +64,13 @@ pub(crate) async fn stream_reply(
             Some(StreamEvent::Delta(delta)) => {
                 start(&mut started, partial.message());
                 partial.apply(&delta);
-                // Like Pi, `start` only opens the message; every later delta is an update.
-                if emitter.updates_enabled() && delta != AssistantMessageEvent::Start {
+                // Like Pi, `start` only opens the message (and the response id only names
+                // it); every other delta is an update.
+                let update = !matches!(
+                    delta,
+                    AssistantMessageEvent::Start | AssistantMessageEvent::ResponseId { .. }
+                );
+                if emitter.updates_enabled() && update {
                     emitter.emit(AgentEvent::MessageUpdate {
                         message: Box::new(partial.message().clone()),
                         assistant_message_event: delta,
@@ -75,22 +83,29 @@ pub(crate) async fn stream_reply(
                 delay_ms,
                 error,
             }) => {
-                // Close the abandoned attempt's message so consumers see every
-                // message_start matched by a message_end; it is not kept in the history.
+                // The failed attempt's message is shown (started if nothing had arrived) and
+                // ended, as Pi shows it; it is not kept in the history.
                 let abandoned = std::mem::replace(&mut partial, PartialMessage::new(model));
-                if started {
-                    end(&abandoned.interrupted(StopReason::Error, error.to_string()));
-                }
-                emitter.emit_with(|| AgentEvent::AutoRetryStart {
-                    attempt,
-                    max_attempts,
-                    delay_ms,
-                    error_message: error.to_string(),
-                });
+                let failed = abandoned.interrupted(StopReason::Error, error.to_string());
+                start(&mut started, &failed);
+                end(&failed);
+                emitter.retry(
+                    conversation,
+                    &failed,
+                    AgentEvent::AutoRetryStart {
+                        attempt,
+                        max_attempts,
+                        delay_ms,
+                        error_message: error.to_string(),
+                    },
+                );
                 retry_attempt = Some(attempt);
                 started = false;
             }
             Some(StreamEvent::Done(message)) => {
+                start(&mut started, &message);
+                end(&message);
+                // Pi reports the retry's success when the reply has ended.
                 if let Some(attempt) = retry_attempt {
                     emitter.emit(AgentEvent::AutoRetryEnd {
                         success: true,
@@ -98,8 +113,6 @@ pub(crate) async fn stream_reply(
                         final_error: None,
                     });
                 }
-                start(&mut started, &message);
-                end(&message);
                 return (message, None);
             }
             Some(StreamEvent::Failed {
@@ -120,13 +133,7 @@ pub(crate) async fn stream_reply(
                         error.to_string()
                     });
                 }
-                if let Some(attempt) = retry_attempt {
-                    emitter.emit(AgentEvent::AutoRetryEnd {
-                        success: false,
-                        attempt,
-                        final_error: message.error_message.clone(),
-                    });
-                }
+                retry_failed(emitter, retry_attempt, aborted, &message);
                 start(&mut started, &message);
                 end(&message);
                 return (
@@ -141,10 +148,33 @@ pub(crate) async fn stream_reply(
                     StopReason::Error,
                     "the model stream ended without a final message".into(),
                 );
+                retry_failed(emitter, retry_attempt, false, &message);
                 start(&mut started, &message);
                 end(&message);
                 return (message, Some(ErrorKind::Retryable));
             }
         }
+    }
+}
+
+/// A retried request that failed for good: Pi's `auto_retry_end` goes out after the run's
+/// `agent_end` (Pi decides on retrying once a run has ended). An abort is Pi's cancelled retry.
+fn retry_failed(
+    emitter: &Emitter,
+    retry_attempt: Option<u32>,
+    aborted: bool,
+    message: &AssistantMessage,
+) {
+    if let Some(attempt) = retry_attempt {
+        let final_error = if aborted {
+            Some("Retry cancelled".to_string())
+        } else {
+            message.error_message.clone()
+        };
+        emitter.after_agent_end(AgentEvent::AutoRetryEnd {
+            success: false,
+            attempt,
+            final_error,
+        });
     }
 }

@@ -462,10 +462,38 @@ async fn retry_resets_the_partial_message() {
     let events = drain(&mut h.events);
     let n = names(&events);
     let retry = n.iter().position(|e| e == "auto_retry_start").unwrap();
-    // The abandoned attempt is closed before the retry starts a fresh message.
-    assert_eq!(n[retry - 1], "message_end:assistant");
-    assert_eq!(n[retry + 1], "message_start:assistant");
-    assert!(n.contains(&"auto_retry_end".to_string()));
+    // Pi's framing: the abandoned attempt's message ends, so do its turn and run; the retry
+    // is a new run whose success is reported once its reply has ended.
+    assert_eq!(
+        n[retry - 3..retry + 4],
+        [
+            "message_end:assistant",
+            "turn_end",
+            "agent_end",
+            "auto_retry_start",
+            "agent_start",
+            "turn_start",
+            "message_start:assistant"
+        ]
+    );
+    let end = n.iter().position(|e| e == "auto_retry_end").unwrap();
+    assert_eq!(n[end - 1], "message_end:assistant");
+    assert_eq!(n[end + 1..], ["turn_end", "agent_end"]);
+    // The first run's agent_end has the prompt and the failed attempt; the retry's only what
+    // it added.
+    let ends: Vec<&Vec<Message>> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::AgentEnd { messages } => Some(messages),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends.len(), 2);
+    assert!(
+        matches!(&ends[0][..], [Message::User(_), Message::Assistant(a)]
+        if a.stop_reason == StopReason::Error && a.text() == "garbage")
+    );
+    assert!(matches!(&ends[1][..], [Message::Assistant(a)] if a.text() == "good"));
     let AgentEvent::AutoRetryStart {
         attempt,
         error_message,
@@ -508,6 +536,51 @@ async fn retry_resets_the_partial_message() {
         2
     );
     assert_eq!(h.agent.messages().len(), 2, "only the good reply is kept");
+}
+
+#[tokio::test]
+async fn a_retry_that_fails_is_reported_after_its_run_ends() {
+    let reset = || LlmError::Connection {
+        provider: "fake".into(),
+        message: "reset".into(),
+    };
+    let provider = Scripted::new(move |_| {
+        vec![
+            Step::Send(StreamEvent::Retry {
+                attempt: 1,
+                max_attempts: 1,
+                delay_ms: 1,
+                error: reset(),
+            }),
+            Step::Send(StreamEvent::Failed {
+                error: reset(),
+                partial: assistant(Vec::new(), StopReason::Error),
+            }),
+        ]
+    });
+    let mut h = simple(provider.clone(), vec![]);
+    let outcome = h.agent.prompt("hi").await.unwrap();
+    assert_eq!(outcome.stop_reason, StopReason::Error);
+    let events = drain(&mut h.events);
+    let n = names(&events);
+    // As in Pi, which decides on retrying once a run has ended.
+    assert_eq!(
+        n[n.len() - 4..],
+        [
+            "message_end:assistant",
+            "turn_end",
+            "agent_end",
+            "auto_retry_end"
+        ]
+    );
+    assert!(matches!(
+        events.last(),
+        Some(AgentEvent::AutoRetryEnd {
+            success: false,
+            attempt: 1,
+            final_error: Some(e),
+        }) if e.contains("reset")
+    ));
 }
 
 #[tokio::test]

@@ -70,11 +70,23 @@ fn normalized(call: &ToolCall) -> Result<ToolCall, String> {
     }
 }
 
+/// A result's `details` as Pi has them: what the tool gave (none for most successes), and `{}`
+/// for a failure without any (Pi's error result).
+fn details(output: &ToolOutput) -> Option<Value> {
+    match &output.details {
+        Some(details) => Some(details.clone()),
+        None if output.is_error => Some(json!({})),
+        None => None,
+    }
+}
+
+/// Pi's `tool_execution_end.result`: `{content, details?}`.
 fn result_value(output: &ToolOutput) -> Value {
-    json!({
-        "content": output.content,
-        "details": output.details.clone().unwrap_or_else(|| json!({})),
-    })
+    let mut result = json!({ "content": output.content });
+    if let Some(details) = details(output) {
+        result["details"] = details;
+    }
+    result
 }
 
 fn emit_end(emitter: &Emitter, call: &ToolCall, output: &ToolOutput) {
@@ -98,8 +110,8 @@ fn to_message(call: &ToolCall, output: ToolOutput) -> ToolResultMessage {
     ToolResultMessage {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
+        details: details(&output),
         content: output.content,
-        details: output.details,
         is_error: output.is_error,
         timestamp: now_millis(),
     }

@@ -11,6 +11,8 @@ mod harness;
 
 #[path = "cli/abort.rs"]
 mod abort;
+#[path = "cli/compaction_pi.rs"]
+mod compaction_pi;
 #[path = "cli/config.rs"]
 mod config;
 #[path = "cli/conversation.rs"]

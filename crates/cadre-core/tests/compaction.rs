@@ -501,6 +501,71 @@ async fn an_aborted_compaction_changes_nothing() {
 }
 
 #[tokio::test]
+async fn an_abort_during_automatic_compaction_ends_the_run() {
+    let mut s = setup(20_000, settings(1_000, 10)).await;
+    s.server
+        .script(Rule::new(summarizer()).reply(Reply::failing(Fault::NoResponse)));
+    s.server.script(
+        Rule::new(Match::last_user("FIRST")).reply(Reply::text("first done").usage(19_500, 10)),
+    );
+    s.server
+        .script(Rule::new(Match::last_user("SECOND")).reply(Reply::text("never asked")));
+    guarded(s.agent.prompt(long("FIRST", 100))).await.unwrap();
+    drain(&mut s.events);
+
+    let controller = s.agent.controller();
+    let mut events = s.events;
+    let watcher = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while let Some(e) = events.recv().await {
+            let start = matches!(e, AgentEvent::CompactionStart { .. });
+            let end = matches!(e, AgentEvent::AgentEnd { .. });
+            seen.push(e);
+            if start {
+                controller.abort();
+            }
+            if end {
+                break;
+            }
+        }
+        seen
+    });
+    let outcome = guarded(s.agent.prompt(long("SECOND", 100))).await.unwrap();
+    assert_eq!(outcome.stop_reason, StopReason::Aborted);
+    let seen = guarded(watcher).await.unwrap();
+    let c = compaction_events(&seen);
+    assert_eq!(
+        c[0],
+        AgentEvent::CompactionStart {
+            reason: CompactionReason::Threshold
+        }
+    );
+    assert!(matches!(
+        &c[1],
+        AgentEvent::CompactionEnd {
+            result: None,
+            aborted: true,
+            ..
+        }
+    ));
+    // Nothing was compacted: the first turn is still there, the aborted reply is recorded.
+    let texts: Vec<String> = s
+        .agent
+        .messages()
+        .iter()
+        .map(common::message_text)
+        .collect();
+    assert!(texts[0].starts_with("FIRST"));
+    assert!(matches!(
+        s.agent.messages().last(),
+        Some(Message::Assistant(a)) if a.stop_reason == StopReason::Aborted
+    ));
+    let path = s.agent.session_path().unwrap().to_path_buf();
+    guarded(s.agent.close()).await.unwrap();
+    assert!(compactions(&path).is_empty());
+}
+
+#[tokio::test]
 async fn a_continued_compacted_session_compacts_on_top_of_its_summary() {
     // A file compacted by one agent, continued by another from the file alone.
     let mut s = setup(100_000, settings(16_384, 10)).await;

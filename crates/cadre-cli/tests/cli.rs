@@ -35,6 +35,10 @@ mod misc;
 mod model_input;
 #[path = "cli/orchestration.rs"]
 mod orchestration;
+#[path = "cli/pi_conformance.rs"]
+mod pi_conformance;
+#[path = "cli/pi_shapes.rs"]
+mod pi_shapes;
 #[path = "cli/rpc.rs"]
 mod rpc;
 #[path = "cli/prompt.rs"]

@@ -8,12 +8,16 @@ use clap::{Parser, Subcommand, ValueEnum};
 ///
 /// Run a prompt: `cadre -p "explain src/main.rs"`. Try it without an API key: `cadre demo`.
 #[derive(Debug, Parser)]
-#[command(name = "cadre", version)]
+#[command(name = "cadre", version, disable_version_flag = true)]
 #[command(args_conflicts_with_subcommands = true)]
 #[command(after_help = AFTER_HELP)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+
+    /// Print the version (`-v` as in Pi; `-V` too).
+    #[arg(short = 'v', long = "version", short_alias = 'V', action = clap::ArgAction::Version)]
+    version: (),
 
     #[command(flatten)]
     pub run: RunArgs,
@@ -28,7 +32,10 @@ const AFTER_HELP: &str = "Subagents:
   it all; `--plan` allows only planning roles.
 
 Environment:
-  CADRE_HOME             configuration, models.json and sessions (default: ~/.cadre)
+  CADRE_HOME             configuration, models.json, auth.json and sessions (default: ~/.cadre);
+                         Pi's models.json, auth.json (API keys), settings.json and AGENTS.md
+                         (in PI_CODING_AGENT_DIR, default ~/.pi/agent) stand in for missing ones
+  CADRE_SESSION_DIR      where sessions are stored (overridden by --session-dir)
   ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY
                          credentials of the built-in providers
   CADRE_RETRY_BASE_MS    delay before the first retry of a failed model request (default 2000)
@@ -54,9 +61,19 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "text")]
     pub mode: Mode,
 
-    /// Model as provider/model-id (e.g. anthropic/claude-sonnet-4-5).
+    /// Model as provider/model-id (e.g. anthropic/claude-sonnet-4-5), or a model id with
+    /// --provider.
     #[arg(long)]
     pub model: Option<String>,
+
+    /// Provider of --model (e.g. --provider openai --model gpt-5).
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+
+    /// API key for the provider of --model, for this run only (over the environment and stored
+    /// keys). It is redacted from output and sessions and no command sees it.
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<Secret>,
 
     /// Thinking level: off, minimal, low, medium, high, xhigh, max.
     #[arg(long)]
@@ -64,8 +81,16 @@ pub struct RunArgs {
 
     /// Comma-separated tool names to enable (default: all of read,bash,edit,write,grep,find,ls
     /// and the subagent tools Agent,SendMessage,TaskOutput,TaskStop).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(short = 't', long, value_delimiter = ',')]
     pub tools: Option<Vec<String>>,
+
+    /// No tools (with --tools: only those). Pi's `-nt` works too.
+    #[arg(long)]
+    pub no_tools: bool,
+
+    /// Do not load AGENTS.md / CLAUDE.md files. Pi's `-nc` works too.
+    #[arg(long)]
+    pub no_context_files: bool,
 
     /// Replace the base system prompt.
     #[arg(long)]
@@ -75,9 +100,15 @@ pub struct RunArgs {
     #[arg(long)]
     pub append_system_prompt: Vec<String>,
 
-    /// Use this session file (created if missing, continued if present).
-    #[arg(long, value_name = "FILE")]
+    /// Use this session file (created if missing, continued if present), or the session whose
+    /// id starts with ID (this project's first, then any project's).
+    #[arg(long, value_name = "PATH|ID")]
     pub session: Option<PathBuf>,
+
+    /// Directory where this run's sessions are stored and looked up (--continue, ids), instead
+    /// of CADRE_HOME/sessions/--<cwd>--.
+    #[arg(long, value_name = "DIR")]
+    pub session_dir: Option<PathBuf>,
 
     /// Continue the latest session for this directory.
     #[arg(short = 'c', long = "continue")]
@@ -104,6 +135,31 @@ pub struct RunArgs {
     /// is given.
     #[arg(value_name = "PROMPT")]
     pub messages: Vec<String>,
+}
+
+/// A flag value that must not appear in `Debug` output (`--api-key`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The value itself, for the one place that needs it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Secret(s.to_string()))
+    }
 }
 
 #[derive(Debug, Subcommand)]

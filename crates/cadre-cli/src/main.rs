@@ -18,11 +18,13 @@ macro_rules! errln {
 }
 
 mod args;
+mod argv;
 mod commands;
 mod demo;
 mod demo_script;
 mod fake_server;
 mod harden;
+mod pi_compat;
 mod render;
 mod rpc;
 mod run;
@@ -58,10 +60,29 @@ fn main() -> ExitCode {
     if let Ok(exe) = cadre_tools::supervise::current_exe_for_reexec() {
         cadre_tools::supervise::set_process_supervisor(exe);
     }
-    let cli = match Cli::try_parse() {
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let argv = match pi_compat::normalize_args(raw.clone()) {
+        Ok(argv) => argv,
+        Err(hint) => {
+            errln!("cadre: error: {hint}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
+    // Pi's run flags, checked and folded into the ones the run reads, before anything starts.
+    if cli.command.is_none()
+        && let Err(e) = pi_compat::prepare_run(&mut cli.run, &raw)
+    {
+        errln!("cadre: error: {}", one_line(&e));
+        return ExitCode::from(2);
+    }
+    // Parsed: the key's bytes can leave the process's command line (S5).
+    if let Some(key) = &cli.run.api_key {
+        argv::hide_in_cmdline(key.expose());
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -95,9 +116,17 @@ fn main() -> ExitCode {
 }
 
 /// `--help` and `--version` print as clap renders them; a usage error becomes one
-/// `cadre: error:` line like every other failure (clap's own spans several lines).
+/// `cadre: error:` line like every other failure (clap's own spans several lines), and a Pi
+/// flag cadre does not have says so instead of clap's advice.
 fn usage_error(e: &clap::Error) -> ExitCode {
-    use clap::error::ErrorKind;
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() == ErrorKind::UnknownArgument
+        && let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg)
+        && let Some(hint) = pi_compat::unsupported_flag_hint(arg)
+    {
+        errln!("cadre: error: {hint}");
+        return ExitCode::from(2);
+    }
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = e.print();

@@ -70,7 +70,8 @@ fn expand_tilde(raw: &str, home: Option<&Path>) -> PathBuf {
     }
 }
 
-/// The session file `--session` names.
+/// The session file `--session` names. A path argument is kept as given (a relative one is
+/// relative to the run's `cwd`), so messages name the file as the user did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionArg {
     /// A file with content: continue it (loading refuses one that is not a session).
@@ -147,10 +148,11 @@ pub fn resolve_session_arg(
     let as_path = cwd.join(arg);
     if looks_like_path(arg) || as_path.is_file() {
         let empty = std::fs::metadata(&as_path).is_ok_and(|m| m.is_file() && m.len() == 0);
+        let given = PathBuf::from(arg);
         return Ok(if as_path.exists() && !empty {
-            SessionArg::Existing(as_path)
+            SessionArg::Existing(given)
         } else {
-            SessionArg::New(as_path)
+            SessionArg::New(given)
         });
     }
     let local = matching_sessions(&[session_dir.to_path_buf()], arg);
@@ -342,11 +344,11 @@ mod tests {
         // Missing or empty: a new session there; with content: that file.
         assert_eq!(
             resolve_session_arg("new.jsonl", &h.cwd, &dir, &h.sessions),
-            Ok(SessionArg::New(h.cwd.join("new.jsonl")))
+            Ok(SessionArg::New("new.jsonl".into()))
         );
         assert_eq!(
             resolve_session_arg("sub/s", &h.cwd, &dir, &h.sessions),
-            Ok(SessionArg::New(h.cwd.join("sub/s")))
+            Ok(SessionArg::New("sub/s".into()))
         );
         let empty = h.root.join("empty");
         std::fs::write(&empty, "").unwrap();
@@ -364,7 +366,7 @@ mod tests {
         std::fs::write(h.cwd.join("mysession"), "{}").unwrap();
         assert_eq!(
             resolve_session_arg("mysession", &h.cwd, &dir, &h.sessions),
-            Ok(SessionArg::Existing(h.cwd.join("mysession")))
+            Ok(SessionArg::Existing("mysession".into()))
         );
     }
 

@@ -92,7 +92,8 @@ pub fn token_limits(model: &Model, level: ThinkingLevel) -> (u64, Option<u64>) {
 /// The JSON body of a streamed Messages request, encoded straight from the request: the
 /// conversation, system prompt and tool schemas are borrowed, not copied into a JSON tree.
 pub fn build_body(req: &CompletionRequest) -> Result<Bytes, LlmError> {
-    crate::client::encode_body(&body(req)?)
+    let messages = crate::convert::for_model(&req.messages, &req.model);
+    crate::client::encode_body(&body(req, &messages)?)
 }
 
 /// The JSON of the tool sets sent last (see [`crate::encoded_tools`]).
@@ -233,9 +234,11 @@ impl Serialize for Tools<'_> {
     }
 }
 
-fn body(req: &CompletionRequest) -> Result<Body<'_>, LlmError> {
+/// The body of `req`, with `messages` (the request's, converted for the model) as its
+/// conversation.
+fn body<'a>(req: &'a CompletionRequest, messages: &'a [Message]) -> Result<Body<'a>, LlmError> {
     let model = &req.model;
-    let messages = build_messages(req);
+    let messages = build_messages(req, messages);
     let (mut max_tokens, mut budget) = token_limits(model, req.thinking);
     if budget.is_some() && !thinking_can_continue(&messages) {
         // The API rejects thinking when the tool-use turn in progress was produced without it
@@ -307,10 +310,10 @@ fn sanitized_tool_id(id: &str) -> Cow<'_, str> {
 
 /// Map the conversation to Messages `messages`; consecutive tool results become one user
 /// message of `tool_result` blocks.
-fn build_messages(req: &CompletionRequest) -> Vec<WireMessage<'_>> {
-    let mut out: Vec<WireMessage> = Vec::with_capacity(req.messages.len());
+fn build_messages<'a>(req: &'a CompletionRequest, messages: &'a [Message]) -> Vec<WireMessage<'a>> {
+    let mut out: Vec<WireMessage> = Vec::with_capacity(messages.len());
     let mut results: Vec<Block> = Vec::new();
-    for msg in &req.messages {
+    for msg in messages {
         if !matches!(msg, Message::ToolResult(_)) && !results.is_empty() {
             out.push(WireMessage {
                 role: "user",

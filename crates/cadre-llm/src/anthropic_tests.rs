@@ -274,6 +274,41 @@ fn thinking_from_another_provider_is_dropped_and_empty_messages_skipped() {
 }
 
 #[test]
+fn a_text_only_model_gets_notes_instead_of_images() {
+    let img = ContentBlock::Image {
+        data: "AAA".into(),
+        mime_type: "image/png".into(),
+    };
+    let mut model = m();
+    model.input = vec!["text".into()];
+    let msgs = vec![
+        Message::User(UserMessage {
+            content: UserContent::Blocks(vec![ContentBlock::text("see"), img.clone()]),
+            timestamp: 0,
+        }),
+        Message::ToolResult(ToolResultMessage {
+            tool_call_id: "t1".into(),
+            tool_name: "read".into(),
+            content: vec![img],
+            details: None,
+            is_error: false,
+            timestamp: 0,
+        }),
+    ];
+    let b = body_json(&request(model, msgs));
+    let text = b["messages"].to_string();
+    assert!(!text.contains("\"image\""), "{text}");
+    assert_eq!(
+        b["messages"][0]["content"][1]["text"],
+        crate::convert::USER_IMAGE_OMITTED
+    );
+    assert_eq!(
+        b["messages"][1]["content"][0]["content"][0]["text"],
+        crate::convert::TOOL_IMAGE_OMITTED
+    );
+}
+
+#[test]
 fn images_in_user_content() {
     let msgs = vec![Message::User(UserMessage {
         content: UserContent::Blocks(vec![

@@ -59,7 +59,12 @@ pub fn build_body(req: &CompletionRequest) -> Result<Bytes, LlmError> {
     } else {
         Some(TOOLS.get(&req.tools, || Tools(&req.tools))?)
     };
-    crate::client::encode_body(&Body { req, tools })
+    let messages = crate::convert::for_model(&req.messages, &req.model);
+    crate::client::encode_body(&Body {
+        req,
+        messages: &messages,
+        tools,
+    })
 }
 
 /// The JSON of the tool sets sent last (see [`crate::encoded_tools`]).
@@ -69,6 +74,8 @@ static TOOLS: EncodedTools = EncodedTools::new();
 /// compat settings, so it is not a fixed struct field.
 struct Body<'a> {
     req: &'a CompletionRequest,
+    /// The request's conversation, converted for the model.
+    messages: &'a [Message],
     tools: Option<Json>,
 }
 
@@ -79,7 +86,7 @@ impl Serialize for Body<'_> {
         let compat = &model.compat;
         let mut body = s.serialize_map(None)?;
         body.serialize_entry("model", &model.id)?;
-        body.serialize_entry("messages", &Messages(req))?;
+        body.serialize_entry("messages", &Messages(req, self.messages))?;
         body.serialize_entry("stream", &true)?;
         if compat.supports_usage_in_streaming != Some(false) {
             body.serialize_entry(
@@ -159,11 +166,11 @@ struct Msg<'a, C> {
 }
 
 /// The conversation as Chat Completions messages, written one by one as they are mapped.
-struct Messages<'a>(&'a CompletionRequest);
+struct Messages<'a>(&'a CompletionRequest, &'a [Message]);
 
 impl Serialize for Messages<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let req = self.0;
+        let (req, messages) = (self.0, self.1);
         let mut out = s.serialize_seq(None)?;
         if !req.system_prompt.is_empty() {
             let role =
@@ -180,11 +187,11 @@ impl Serialize for Messages<'_> {
         // Images returned by tools cannot ride in a `tool` message; those of a run of tool
         // results follow it as one user message.
         let mut run_start = None;
-        for (i, msg) in req.messages.iter().enumerate() {
+        for (i, msg) in messages.iter().enumerate() {
             if !matches!(msg, Message::ToolResult(_))
                 && let Some(start) = run_start.take()
             {
-                tool_images(&mut out, &req.messages[start..i])?;
+                tool_images(&mut out, &messages[start..i])?;
             }
             match msg {
                 Message::User(u) => out.serialize_element(&user_message(&u.content))?,
@@ -205,7 +212,7 @@ impl Serialize for Messages<'_> {
             }
         }
         if let Some(start) = run_start {
-            tool_images(&mut out, &req.messages[start..])?;
+            tool_images(&mut out, &messages[start..])?;
         }
         out.end()
     }

@@ -254,6 +254,28 @@ fn tool_only_assistant_has_null_content() {
 }
 
 #[test]
+fn a_text_only_model_gets_notes_instead_of_images() {
+    let img = ContentBlock::Image {
+        data: "AAA".into(),
+        mime_type: "image/png".into(),
+    };
+    let mut model = m();
+    model.input = vec!["text".into()];
+    let msgs = vec![
+        Message::User(UserMessage {
+            content: UserContent::Blocks(vec![ContentBlock::text("look"), img.clone()]),
+            timestamp: 0,
+        }),
+        tool_result("t1", vec![img], false),
+    ];
+    let b = body_json(&request(model, msgs));
+    let text = b["messages"].to_string();
+    assert!(!text.contains("image_url"), "{text}");
+    assert!(text.contains(crate::convert::USER_IMAGE_OMITTED), "{text}");
+    assert!(text.contains(crate::convert::TOOL_IMAGE_OMITTED), "{text}");
+}
+
+#[test]
 fn images_in_user_and_tool_messages() {
     let img = ContentBlock::Image {
         data: "AAA".into(),

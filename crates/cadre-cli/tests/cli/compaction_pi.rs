@@ -2,10 +2,10 @@
 //! continued by Pi, and one Pi compacted is continued by cadre. Either way the next request
 //! carries the summary (in Pi's wrapper) and the kept turns, not the summarised ones.
 //!
-//! Pi is found through `CADRE_TEST_PI`, else at `/tmp/pi/node_modules/.bin/pi`. Without it the
-//! tests skip with a note, except under `CI=true`, where a missing Pi fails them. Pi runs with
-//! its own agent directory (`PI_CODING_AGENT_DIR`) and an empty HOME, against the fixture's
-//! fake server.
+//! Pi is found by [`pi_binary`] (`CADRE_TEST_PI`, else the known paths; Pi 0.73.1 only).
+//! Without it the tests skip with a note, except under `CI=true`, where a missing Pi fails
+//! them. Pi runs with its own agent directory (`PI_CODING_AGENT_DIR`) and an empty HOME,
+//! against the fixture's fake server.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -16,29 +16,13 @@ use cadre_testkit::{Match, RecordedRequest, Reply, Rule};
 use serde_json::{Value, json};
 
 use crate::harness::{Fixture, HANG_GUARD, Output, Running};
+use crate::pi_shapes::pi_binary;
 
 /// Pi's wrapper around a compaction summary when it is sent to the model.
 const SUMMARY_PREFIX: &str = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
 
 /// The model both programs use: the fake server's Anthropic side, with a context window.
 const MODEL: &str = "fake/m1";
-
-fn pi_binary() -> Option<PathBuf> {
-    let path = std::env::var_os("CADRE_TEST_PI")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp/pi/node_modules/.bin/pi"));
-    if path.is_file() {
-        return Some(path);
-    }
-    let problem = format!(
-        "Pi is not at {} (set CADRE_TEST_PI, or `npm install --prefix /tmp/pi \
-         @mariozechner/pi-coding-agent@0.73.1`)",
-        path.display()
-    );
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{problem}");
-    eprintln!("note: skipping a cross-tool compaction test: {problem}");
-    None
-}
 
 /// models.json for both programs: `fake/m1` with a 100 000-token window.
 fn models(fixture: &Fixture) -> Value {

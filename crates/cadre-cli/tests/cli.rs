@@ -41,6 +41,8 @@ mod pi_conformance;
 mod pi_shapes;
 #[path = "cli/rpc.rs"]
 mod rpc;
+#[path = "cli/rpc_pi_conformance.rs"]
+mod rpc_pi_conformance;
 #[path = "cli/prompt.rs"]
 mod prompt;
 #[path = "cli/readonly_child.rs"]

@@ -17,7 +17,7 @@ use cadre_core::orchestrator::store::{TaskStore, pid_is_alive};
 use cadre_core::orchestrator::tools::root_tools;
 use cadre_core::roles::{DiscoverOptions, ProjectTrust, Roster, discover};
 use cadre_llm::{Model, ModelRegistry, Provider};
-use cadre_protocol::{AgentEvent, ThinkingLevel};
+use cadre_protocol::ThinkingLevel;
 use cadre_tools::{Tool, ToolRegistry};
 use tokio::sync::mpsc;
 
@@ -147,15 +147,6 @@ impl Orchestration {
             .into_iter()
             .filter(|t| wanted.iter().any(|w| w == t.name()))
             .collect()
-    }
-
-    /// An event sender that keeps the conversation mirror (for forks) up to date and passes
-    /// events on to `downstream`.
-    pub fn tap(
-        &self,
-        downstream: Option<mpsc::UnboundedSender<AgentEvent>>,
-    ) -> mpsc::UnboundedSender<AgentEvent> {
-        self.mirror.tap(downstream)
     }
 
     /// Honour `cadre task stop` run from another process: it cannot reach into this one, so it

@@ -138,6 +138,8 @@ impl Root {
                 thinking.requested, thinking.effective
             ));
         }
+        // Pi's `compaction` settings, for the root and (through the manager) its children (R10).
+        let compaction = ctx.settings.compaction().map_err(|e| anyhow::anyhow!(e))?;
         let mut tools = cadre_tools::builtin_tools();
         if let Some(names) = &choice.builtin {
             // ToolChoice checked every name, so this keeps exactly the ones asked for.
@@ -168,6 +170,7 @@ impl Root {
         // plan mode, with a message that says so, rather than by a missing tool; the root
         // itself loses the tools that write.
         orchestration.manager.set_plan_mode(options.plan);
+        orchestration.manager.set_compaction(compaction);
         orchestration
             .manager
             .set_root_background_default(options.background_by_default);
@@ -186,10 +189,10 @@ impl Root {
                     tools: ToolRegistry::new(),
                     cwd: ctx.cwd.clone(),
                     artifacts_dir,
-                    // Forks branch from the parent's conversation, mirrored from its events;
-                    // get_messages reads the mirror while a run holds the agent.
-                    events: Some(orchestration.tap(Some(events))),
-                    compaction: Default::default(),
+                    // The host's forwarder keeps the conversation mirror (forks branch from it,
+                    // get_messages reads it while a run holds the agent) as it passes events on.
+                    events: Some(events),
+                    compaction,
                 },
                 session.history,
                 session.writer,

@@ -21,7 +21,9 @@ use cadre_core::orchestrator::manager::{
     ConversationMirror, ParentNotice, TaskEvent, TaskManager,
 };
 use cadre_llm::{Model, resolve_thinking};
-use cadre_protocol::{AgentEvent, Message, SessionHeader, ThinkingLevel, UserContent};
+use cadre_protocol::{
+    AgentEvent, CompactionResult, Message, SessionHeader, ThinkingLevel, UserContent,
+};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::context::{HostContext, parse_thinking};
@@ -73,6 +75,7 @@ pub struct HostState {
     pub session_file: Option<PathBuf>,
     pub session_id: String,
     pub session_name: Option<String>,
+    pub auto_compaction: bool,
     pub message_count: usize,
     pub pending_message_count: usize,
     pub steering: Vec<String>,
@@ -110,6 +113,8 @@ enum Op {
     SetThinking(ThinkingLevel, Reply<ThinkingLevel>),
     Switch(SwitchTo, Reply<Switched>),
     SetSessionName(String, Reply<()>),
+    Compact(Option<String>, Reply<CompactionResult>),
+    SetAutoCompaction(bool, Reply<()>),
     /// Boxed: a message is far larger than the other operations.
     Append(Box<Message>, Reply<()>),
     Shutdown(Reply<Option<PathBuf>>),
@@ -134,6 +139,7 @@ struct Live {
     session_id: String,
     header: Option<SessionHeader>,
     session_name: Option<String>,
+    auto_compaction: bool,
 }
 
 struct Shared {
@@ -205,13 +211,18 @@ impl Host {
             interrupted: AtomicBool::new(false),
         });
         let (ops_tx, ops_rx) = mpsc::unbounded_channel();
-        tokio::spawn(forward_agent_events(agent_rx, events_tx.clone()));
+        let barrier = spawn_forwarder(
+            agent_rx,
+            root.orchestration.mirror.clone(),
+            events_tx.clone(),
+        );
         let actor = Actor {
             ctx: ctx.clone(),
             options,
             tools,
             task_events: spawn_task_events(&root.orchestration.manager, events_tx.clone()),
             stop_requests: root.orchestration.watch_stop_requests(),
+            barrier,
             root,
             ops: ops_rx,
             events: events_tx,
@@ -343,6 +354,7 @@ impl Host {
             session_file: live.session_file.clone(),
             session_id: live.session_id.clone(),
             session_name: live.session_name.clone(),
+            auto_compaction: live.auto_compaction,
             message_count: live.mirror.messages().len(),
             pending_message_count: steering.len() + follow_up.len(),
             steering,
@@ -404,6 +416,24 @@ impl Host {
         self.ask(move |r| Op::SetSessionName(name, r))
     }
 
+    /// Compact the conversation now (RPC `compact`), the children's settings unchanged. While
+    /// it runs, `abort` cancels it.
+    pub fn compact(
+        &self,
+        custom_instructions: Option<String>,
+    ) -> impl Future<Output = Result<CompactionResult, HostError>> + Send + 'static + use<> {
+        self.ask(move |r| Op::Compact(custom_instructions, r))
+    }
+
+    /// Turn automatic compaction on or off, for the root and the children launched from now
+    /// on.
+    pub fn set_auto_compaction(
+        &self,
+        enabled: bool,
+    ) -> impl Future<Output = Result<(), HostError>> + Send + 'static + use<> {
+        self.ask(move |r| Op::SetAutoCompaction(enabled, r))
+    }
+
     /// Add a message to the context without a run (it reaches the model with the next
     /// prompt), e.g. the output of a command the person ran.
     pub fn append_message(&self, message: Message) -> impl Future<Output = Result<(), HostError>> + Send + 'static + use<> {
@@ -456,20 +486,50 @@ fn live_of(root: &Root, session_name: Option<String>) -> Live {
         session_id: root.orchestration.manager.root_session_id().to_string(),
         header,
         session_name,
+        auto_compaction: agent.compaction_settings().enabled,
     }
 }
 
+/// Pass the root agent's events on, keeping the conversation mirror as they go. A barrier
+/// is answered once every event sent before it has been passed on: an operation's answer then
+/// follows its events (`compaction_end` before `compact`'s response, as in Pi).
 async fn forward_agent_events(
     mut rx: mpsc::UnboundedReceiver<AgentEvent>,
+    mut barriers: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
+    mirror: Arc<ConversationMirror>,
     tx: mpsc::UnboundedSender<HostEvent>,
 ) {
-    while let Some(event) = rx.recv().await {
-        if tx.send(HostEvent::Agent(event)).is_err() {
-            // The front end is gone: keep draining so the agent never blocks.
-            while rx.recv().await.is_some() {}
-            return;
+    let pass = |event: AgentEvent| {
+        mirror.observe(&event);
+        // A front end that is gone no longer reads; the agent must never block on it.
+        let _ = tx.send(HostEvent::Agent(event));
+    };
+    loop {
+        tokio::select! {
+            biased;
+            event = rx.recv() => match event {
+                Some(event) => pass(event),
+                None => return,
+            },
+            Some(done) = barriers.recv() => {
+                while let Ok(event) = rx.try_recv() {
+                    pass(event);
+                }
+                let _ = done.send(());
+            }
         }
     }
+}
+
+/// Starts the forwarder of a root's events; returns the barrier sender.
+fn spawn_forwarder(
+    agent_rx: mpsc::UnboundedReceiver<AgentEvent>,
+    mirror: Arc<ConversationMirror>,
+    tx: mpsc::UnboundedSender<HostEvent>,
+) -> mpsc::UnboundedSender<oneshot::Sender<()>> {
+    let (barrier_tx, barrier_rx) = mpsc::unbounded_channel();
+    tokio::spawn(forward_agent_events(agent_rx, barrier_rx, mirror, tx));
+    barrier_tx
 }
 
 /// Forward a manager's task events until it is replaced (abort the handle).
@@ -504,6 +564,8 @@ struct Actor {
     task_events: tokio::task::JoinHandle<()>,
     /// Turns `cadre task stop` run elsewhere into stops of this session's tasks.
     stop_requests: tokio::task::JoinHandle<()>,
+    /// Barriers for the current root's event forwarder.
+    barrier: mpsc::UnboundedSender<oneshot::Sender<()>>,
     shared: Arc<Shared>,
     last_outcome: Option<RunOutcome>,
     settle: Vec<Reply<Option<RunOutcome>>>,
@@ -558,6 +620,15 @@ impl Actor {
         }
     }
 
+    /// Wait until every event of the current root sent so far has reached the front end's
+    /// channel.
+    async fn flush_events(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.barrier.send(done).is_ok() {
+            let _ = wait.await;
+        }
+    }
+
     async fn handle(&mut self, op: Op) {
         match op {
             Op::Prompt(messages) => self.run(messages).await,
@@ -585,6 +656,22 @@ impl Actor {
                     )),
                 };
                 let _ = reply.send(result);
+            }
+            Op::Compact(instructions, reply) => {
+                self.shared.compacting.store(true, Ordering::SeqCst);
+                let done = self.root.agent.compact(instructions).await;
+                self.shared.compacting.store(false, Ordering::SeqCst);
+                self.flush_events().await;
+                self.sync_mirror();
+                let _ = reply.send(done.map_err(|e| HostError(e.to_string())));
+            }
+            Op::SetAutoCompaction(enabled, reply) => {
+                self.root.agent.set_auto_compaction(enabled);
+                let mut settings = self.root.agent.compaction_settings();
+                settings.enabled = enabled;
+                self.root.orchestration.manager.set_compaction(settings);
+                lock(&self.shared.live).auto_compaction = enabled;
+                let _ = reply.send(Ok(()));
             }
             Op::Append(message, reply) => {
                 self.root.agent.append_silently(*message);
@@ -635,7 +722,8 @@ impl Actor {
                     res = &mut run => break res,
                     Some(notice) = orchestration.notices.recv() => {
                         if !interrupted.load(Ordering::SeqCst) {
-                            controller.steer(notice.text());
+                            // A custom message, as Pi steers one in.
+                            controller.steer_message(notice.message());
                         }
                         drop(notice);
                     }
@@ -667,11 +755,15 @@ impl Actor {
                 break;
             }
         }
+        // The mirror starts over from the agent's history only after it has seen every event
+        // of the run (a late message_end would otherwise be added twice).
+        self.flush_events().await;
         self.sync_mirror();
         self.shared.streaming.store(false, Ordering::SeqCst);
     }
 
-    /// The mirror follows events; after changes made without events it starts over.
+    /// The mirror follows events; after changes made without events it starts over. Call it
+    /// after [`Actor::flush_events`].
     fn sync_mirror(&self) {
         self.root
             .orchestration
@@ -770,8 +862,14 @@ impl Actor {
             events: agent_tx,
         })
         .map_err(HostError::from_any)?;
-        tokio::spawn(forward_agent_events(agent_rx, self.events.clone()));
+        let barrier = spawn_forwarder(
+            agent_rx,
+            root.orchestration.mirror.clone(),
+            self.events.clone(),
+        );
         let mut warnings = root.warnings.clone();
+        self.flush_events().await;
+        self.barrier = barrier;
         let old = std::mem::replace(&mut self.root, root);
         if let Err(e) = old.agent.close().await {
             // The new session is in place; the old file's tail is what could not be written.

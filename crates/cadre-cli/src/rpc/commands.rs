@@ -305,9 +305,21 @@ impl Commands {
                 self.answer(id, name, async move {
                     wait.await?;
                     // As Pi: the change as an event, then the response.
-                    out.line(&json!({"type": "session_info_changed", "name": named}));
+                    out.line_after_events(json!({"type": "session_info_changed", "name": named}));
                     Ok(None)
                 });
+            }
+            "compact" => {
+                let instructions = f.opt_str("customInstructions")?.map(str::to_string);
+                let wait = host.compact(instructions);
+                self.answer(id, name, async move {
+                    let result = wait.await?;
+                    Ok(Some(serde_json::to_value(result).unwrap_or(Value::Null)))
+                });
+            }
+            "set_auto_compaction" => {
+                let wait = host.set_auto_compaction(f.bool("enabled")?);
+                self.answer(id, name, async move { wait.await.map(|()| None) });
             }
             "set_auto_retry" => {
                 host.context().retry.set_enabled(f.bool("enabled")?);
@@ -430,10 +442,11 @@ impl Commands {
         let out = self.out.clone();
         let name = name.to_string();
         tokio::spawn(async move {
-            match wait.await {
-                Ok(data) => out.success(id.as_ref(), &name, data),
-                Err(e) => out.error(id.as_ref(), &name, &e.0),
-            }
+            let response = match wait.await {
+                Ok(data) => super::success(id.as_ref(), &name, data),
+                Err(e) => super::error(id.as_ref(), &name, &e.0),
+            };
+            out.line_after_events(response);
         });
     }
 
@@ -449,7 +462,7 @@ impl Commands {
             "followUpMode": follow_up.as_str(),
             "sessionFile": state.session_file.map(|p| p.to_string_lossy().into_owned()),
             "sessionId": state.session_id,
-            "autoCompactionEnabled": false,
+            "autoCompactionEnabled": state.auto_compaction,
             "messageCount": state.message_count,
             "pendingMessageCount": state.pending_message_count,
         });

@@ -24,9 +24,17 @@ use input::{Line, LineReader};
 #[derive(Clone)]
 pub struct Out {
     tx: mpsc::UnboundedSender<String>,
+    /// Responses that must follow the events already sent (see [`forward_events`]).
+    after_events: mpsc::UnboundedSender<Value>,
 }
 
 impl Out {
+    /// Queue a line behind every host event received so far: the answer to an operation the
+    /// host completed comes after that operation's events.
+    pub fn line_after_events(&self, value: Value) {
+        let _ = self.after_events.send(value);
+    }
+
     /// Queue one JSON line (redacted: streamed text has not passed the agent's redaction).
     pub fn line(&self, value: &Value) {
         if let Ok(line) = serde_json::to_string(value) {
@@ -37,19 +45,30 @@ impl Out {
     }
 
     pub fn success(&self, id: Option<&Value>, command: &str, data: Option<Value>) {
-        let mut response = json!({"type": "response", "command": command, "success": true});
-        if let Some(data) = data {
-            response["data"] = data;
-        }
-        self.line(&with_id(response, id));
+        self.line(&success(id, command, data));
     }
 
     pub fn error(&self, id: Option<&Value>, command: &str, message: &str) {
-        let response = json!({
-            "type": "response", "command": command, "success": false, "error": message,
-        });
-        self.line(&with_id(response, id));
+        self.line(&error(id, command, message));
     }
+}
+
+pub fn success(id: Option<&Value>, command: &str, data: Option<Value>) -> Value {
+    let mut response = json!({"type": "response", "command": command, "success": true});
+    if let Some(data) = data {
+        response["data"] = data;
+    }
+    with_id(response, id)
+}
+
+pub fn error(id: Option<&Value>, command: &str, message: &str) -> Value {
+    let response = json!({
+        "type": "response", "command": command, "success": false, "error": message,
+    });
+    with_id(response, id)
+}
+
+impl Out {
 }
 
 /// Pi puts the request's `id` first in a response.
@@ -79,9 +98,13 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     }
     let host = started.host;
     let (tx, rx) = mpsc::unbounded_channel();
-    let out = Out { tx };
+    let (after_tx, after_rx) = mpsc::unbounded_channel();
+    let out = Out {
+        tx,
+        after_events: after_tx,
+    };
     let writer = tokio::spawn(write_lines(rx));
-    let events = tokio::spawn(forward_events(started.events, out.clone()));
+    let events = tokio::spawn(forward_events(started.events, after_rx, out.clone()));
     let (interrupted, signals) = cadre_host::interrupt_on_signal(host.clone());
 
     let mut reader = LineReader::new(tokio::io::stdin());
@@ -135,15 +158,47 @@ async fn wait_signal(cell: &std::sync::atomic::AtomicI32) {
     }
 }
 
-async fn forward_events(mut events: mpsc::UnboundedReceiver<HostEvent>, out: Out) {
-    while let Some(event) = events.recv().await {
-        let value = match &event {
-            HostEvent::Agent(event) => serde_json::to_value(event).unwrap_or(Value::Null),
-            HostEvent::Task(event) => cadre_host::views::task_event_json(event),
-        };
-        if !value.is_null() {
-            out.line(&value);
+/// Host events as output lines, and the responses that must follow them: before such a
+/// response, every event already received is written.
+async fn forward_events(
+    mut events: mpsc::UnboundedReceiver<HostEvent>,
+    mut after_events: mpsc::UnboundedReceiver<Value>,
+    out: Out,
+) {
+    let event_line = |event: &HostEvent| match event {
+        HostEvent::Agent(event) => serde_json::to_value(event).unwrap_or(Value::Null),
+        HostEvent::Task(event) => cadre_host::views::task_event_json(event),
+    };
+    let mut responses_open = true;
+    loop {
+        tokio::select! {
+            biased;
+            event = events.recv() => match event {
+                Some(event) => {
+                    let value = event_line(&event);
+                    if !value.is_null() {
+                        out.line(&value);
+                    }
+                }
+                None => break,
+            },
+            response = after_events.recv(), if responses_open => match response {
+                Some(response) => {
+                    while let Ok(event) = events.try_recv() {
+                        let value = event_line(&event);
+                        if !value.is_null() {
+                            out.line(&value);
+                        }
+                    }
+                    out.line(&response);
+                }
+                None => responses_open = false,
+            },
         }
+    }
+    // The host is gone: answers still queued go out last.
+    while let Ok(response) = after_events.try_recv() {
+        out.line(&response);
     }
 }
 

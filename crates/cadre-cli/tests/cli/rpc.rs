@@ -24,7 +24,11 @@ impl RpcClient {
     pub fn start(fixture: &Fixture, args: &[&str]) -> RpcClient {
         let mut all = vec!["--mode", "rpc", "--model", "fake/m1"];
         all.extend_from_slice(args);
-        let mut cmd = fixture.command(&all);
+        RpcClient::spawn(fixture.command(&all))
+    }
+
+    /// Any RPC peer (cadre, or Pi for the conformance tests).
+    pub fn spawn(mut cmd: std::process::Command) -> RpcClient {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -590,4 +594,74 @@ fn export_html_writes_a_self_contained_escaped_page() {
     let default = ok_data(&r)["path"].as_str().unwrap().to_string();
     assert!(default.ends_with(".html") && default.contains("cadre-session-"), "{default}");
     rpc.finish();
+}
+
+#[test]
+fn compact_on_request_with_instructions_and_auto_compaction_switch() {
+    let f = Fixture::new();
+    // Keep almost nothing verbatim, so two short exchanges have something to summarise.
+    std::fs::write(
+        f.home.join("settings.json"),
+        json!({"compaction": {"keepRecentTokens": 1}}).to_string(),
+    )
+    .unwrap();
+    f.server.script(
+        Rule::new(Match::SystemContains("context summarization assistant".into()))
+            .reply(Reply::text("## Goal\nSUMMARY-OF-EARLIER-TURNS")),
+    );
+    f.server.script(Rule::always().reply(Reply::text("noted")));
+    let mut rpc = RpcClient::start(&f, &[]);
+    for (i, text) in ["FIRST fact", "SECOND fact", "THIRD fact"].iter().enumerate() {
+        rpc.call(&format!("p{i}"), json!({"type": "prompt", "message": text}));
+        rpc.wait_event("agent_end");
+    }
+    let r = rpc.call(
+        "c",
+        json!({"type": "compact", "customInstructions": "FOCUS-ON-FACTS"}),
+    );
+    let data = ok_data(&r);
+    assert!(data["summary"].as_str().unwrap().contains("SUMMARY-OF-EARLIER-TURNS"), "{r}");
+    assert!(data["firstKeptEntryId"].is_string(), "{r}");
+    assert!(data["tokensBefore"].is_u64(), "{r}");
+    // The events travel on their own path and may trail the response.
+    if !rpc.seen.iter().any(|v| v["type"] == "compaction_end") {
+        rpc.wait_event("compaction_end");
+    }
+    let start = rpc
+        .seen
+        .iter()
+        .find(|v| v["type"] == "compaction_start")
+        .cloned()
+        .expect("compaction_start");
+    assert_eq!(start["reason"], "manual");
+    let summarising: Vec<String> = f
+        .server
+        .requests()
+        .into_iter()
+        .map(|r| r.body.to_string())
+        .filter(|b| b.contains("context summarization assistant"))
+        .collect();
+    assert!(!summarising.is_empty(), "a summarisation request");
+    assert!(
+        summarising.iter().any(|b| b.contains("FOCUS-ON-FACTS")),
+        "custom instructions reach the summary request: {summarising:?}"
+    );
+    // The next prompt goes out with the summary in place of the earlier turns.
+    rpc.call("p", json!({"type": "prompt", "message": "AFTER compaction"}));
+    rpc.wait_event("agent_end");
+    let last = f.last_request().body.to_string();
+    assert!(last.contains("SUMMARY-OF-EARLIER-TURNS"), "{last}");
+    assert!(!last.contains("FIRST fact"), "{last}");
+
+    let state = rpc.call("s", json!({"type": "get_state"}));
+    assert_eq!(ok_data(&state)["autoCompactionEnabled"], true);
+    ok_data(&rpc.call("off", json!({"type": "set_auto_compaction", "enabled": false})));
+    let state = rpc.call("s2", json!({"type": "get_state"}));
+    assert_eq!(ok_data(&state)["autoCompactionEnabled"], false);
+    let r = rpc.call("bad", json!({"type": "set_auto_compaction", "enabled": "yes"}));
+    assert!(error_of(&r).contains("true or false"), "{r}");
+    let file = ok_data(&state)["sessionFile"].as_str().unwrap().to_string();
+    rpc.finish();
+    let saved = std::fs::read_to_string(file).unwrap();
+    assert!(saved.contains("\"type\":\"compaction\""), "{saved}");
 }

@@ -323,6 +323,8 @@ fn build_messages<'a>(req: &'a CompletionRequest, messages: &'a [Message]) -> Ve
         match msg {
             Message::User(u) => push_user(&mut out, &u.content),
             Message::Custom(c) => push_user(&mut out, &c.content),
+            // Turned into user messages by `convert::for_model` before this runs.
+            Message::BashExecution(_) => {}
             Message::Assistant(a) => {
                 let content = assistant_blocks(a, &req.model);
                 if !content.is_empty() {

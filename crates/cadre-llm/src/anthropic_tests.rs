@@ -274,6 +274,35 @@ fn thinking_from_another_provider_is_dropped_and_empty_messages_skipped() {
 }
 
 #[test]
+fn commands_the_user_ran_are_sent_as_user_text() {
+    let ran = |command: &str, excluded: bool| {
+        Message::BashExecution(cadre_protocol::BashExecutionMessage {
+            command: command.into(),
+            output: "total 0".into(),
+            exit_code: Some(2),
+            cancelled: false,
+            truncated: false,
+            full_output_path: None,
+            exclude_from_context: excluded,
+            timestamp: 0,
+        })
+    };
+    let msgs = vec![
+        ran("ls", false),
+        ran("cat secret", true),
+        Message::user("and?"),
+    ];
+    let b = body_json(&request(m(), msgs));
+    let text = b["messages"].to_string();
+    assert!(!text.contains("cat secret"), "{text}");
+    assert_eq!(b["messages"][0]["role"], "user");
+    assert_eq!(
+        b["messages"][0]["content"][0]["text"],
+        "Ran `ls`\n```\ntotal 0\n```\n\nCommand exited with code 2"
+    );
+}
+
+#[test]
 fn a_text_only_model_gets_notes_instead_of_images() {
     let img = ContentBlock::Image {
         data: "AAA".into(),

@@ -1,11 +1,15 @@
 //! The conversation as a model is sent it, computed once per request before either wire format
-//! maps it: Pi's steps that do not depend on the wire. A model whose `input` lacks `image` gets
-//! a note in place of each run of images (Pi's `downgradeUnsupportedImages`, same texts), so a
-//! text-only model is never refused for a screenshot in the history.
+//! maps it: Pi's steps that do not depend on the wire.
+//!
+//! - A command the user ran (`bashExecution`) becomes a user message in Pi's words, or nothing
+//!   when it is excluded from the context (Pi's `convertToLlm`); the wires never see one.
+//! - A model whose `input` lacks `image` gets a note in place of each run of images (Pi's
+//!   `downgradeUnsupportedImages`, same texts), so a text-only model is never refused for a
+//!   screenshot in the history.
 
 use std::borrow::Cow;
 
-use cadre_protocol::{ContentBlock, Message, UserContent};
+use cadre_protocol::{ContentBlock, Message, UserContent, UserMessage};
 
 use crate::model::Model;
 
@@ -16,10 +20,33 @@ pub const TOOL_IMAGE_OMITTED: &str = "(tool image omitted: model does not suppor
 
 /// `messages` as `model` can take them: borrowed unchanged unless something has to change.
 pub fn for_model<'a>(messages: &'a [Message], model: &Model) -> Cow<'a, [Message]> {
-    if model.accepts_images() || !messages.iter().any(has_image) {
+    let images = !model.accepts_images();
+    let changes = |m: &Message| matches!(m, Message::BashExecution(_)) || (images && has_image(m));
+    if !messages.iter().any(changes) {
         return Cow::Borrowed(messages);
     }
-    Cow::Owned(messages.iter().map(without_images).collect())
+    Cow::Owned(
+        messages
+            .iter()
+            .filter_map(|m| {
+                let m = user_text_of_bash(m)?;
+                Some(if images { without_images(&m) } else { m })
+            })
+            .collect(),
+    )
+}
+
+/// `message`, with a command the user ran as the user message Pi sends for it; `None` for one
+/// excluded from the context.
+fn user_text_of_bash(message: &Message) -> Option<Message> {
+    match message {
+        Message::BashExecution(b) if b.exclude_from_context => None,
+        Message::BashExecution(b) => Some(Message::User(UserMessage {
+            content: UserContent::Blocks(vec![ContentBlock::text(b.to_text())]),
+            timestamp: b.timestamp,
+        })),
+        other => Some(other.clone()),
+    }
 }
 
 fn has_image(message: &Message) -> bool {
@@ -28,7 +55,7 @@ fn has_image(message: &Message) -> bool {
         Message::User(u) => matches!(&u.content, UserContent::Blocks(b) if any(b)),
         Message::Custom(c) => matches!(&c.content, UserContent::Blocks(b) if any(b)),
         Message::ToolResult(r) => any(&r.content),
-        Message::Assistant(_) => false,
+        Message::Assistant(_) | Message::BashExecution(_) => false,
     }
 }
 
@@ -42,7 +69,7 @@ fn without_images(message: &Message) -> Message {
         Message::User(u) => replace_in_content(&mut u.content, USER_IMAGE_OMITTED),
         Message::Custom(c) => replace_in_content(&mut c.content, USER_IMAGE_OMITTED),
         Message::ToolResult(r) => r.content = replace_images(&r.content, TOOL_IMAGE_OMITTED),
-        Message::Assistant(_) => {}
+        Message::Assistant(_) | Message::BashExecution(_) => {}
     }
     message
 }
@@ -118,6 +145,39 @@ mod tests {
         let model = text_only(model);
         let plain = vec![Message::user("hi"), user(vec![ContentBlock::text("x")])];
         assert!(matches!(for_model(&plain, &model), Cow::Borrowed(_)));
+    }
+
+    fn bash(command: &str, excluded: bool) -> Message {
+        Message::BashExecution(cadre_protocol::BashExecutionMessage {
+            command: command.into(),
+            output: "out".into(),
+            exit_code: Some(0),
+            cancelled: false,
+            truncated: false,
+            full_output_path: None,
+            exclude_from_context: excluded,
+            timestamp: 7,
+        })
+    }
+
+    #[test]
+    fn commands_the_user_ran_become_user_text_unless_excluded() {
+        let model = crate::test_support::model(crate::Api::AnthropicMessages);
+        let messages = vec![Message::user("a"), bash("ls", false), bash("secret", true)];
+        let out = for_model(&messages, &model);
+        assert_eq!(out.len(), 2);
+        let Message::User(u) = &out[1] else {
+            panic!("{:?}", out[1])
+        };
+        assert_eq!(u.content.to_text(), "Ran `ls`\n```\nout\n```");
+        assert_eq!(u.timestamp, 7);
+        // For a text-only model both conversions apply.
+        let text_only = text_only(model);
+        let messages = vec![bash("ls", false), user(vec![image()])];
+        let out = for_model(&messages, &text_only);
+        assert!(matches!(&out[0], Message::User(_)));
+        let Message::User(u) = &out[1] else { panic!() };
+        assert_eq!(u.content.to_text(), USER_IMAGE_OMITTED);
     }
 
     #[test]

@@ -196,6 +196,8 @@ impl Serialize for Messages<'_> {
             match msg {
                 Message::User(u) => out.serialize_element(&user_message(&u.content))?,
                 Message::Custom(c) => out.serialize_element(&user_message(&c.content))?,
+                // Turned into user messages by `convert::for_model` before this runs.
+                Message::BashExecution(_) => {}
                 Message::Assistant(a) => {
                     if let Some(m) = assistant_message(a) {
                         out.serialize_element(&m)?;

@@ -5,6 +5,7 @@
 //! crate has no behaviour beyond small constructors and accessors: it must not know about HTTP,
 //! files or processes.
 
+mod bash_execution;
 mod event;
 mod message;
 pub mod redact;
@@ -13,6 +14,7 @@ mod task;
 mod thinking;
 mod tool;
 
+pub use bash_execution::BashExecutionMessage;
 pub use event::{AgentEvent, AssistantMessageEvent, CompactionReason, CompactionResult};
 pub use message::{
     AssistantMessage, ContentBlock, CustomMessage, Message, StopReason, ToolCall,

@@ -249,6 +249,8 @@ pub enum Message {
     Assistant(AssistantMessage),
     ToolResult(ToolResultMessage),
     Custom(CustomMessage),
+    /// A command the user ran (Pi's `bashExecution`).
+    BashExecution(crate::bash_execution::BashExecutionMessage),
 }
 
 impl Message {

@@ -133,6 +133,14 @@ fn redact_in(message: &mut Message, secrets: &[String], thinking: bool) -> bool 
             }
             changed
         }
+        Message::BashExecution(m) => {
+            let mut changed = redact_string(&mut m.command, secrets);
+            changed |= redact_string(&mut m.output, secrets);
+            if let Some(p) = &mut m.full_output_path {
+                changed |= redact_string(p, secrets);
+            }
+            changed
+        }
     }
 }
 

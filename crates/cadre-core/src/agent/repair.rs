@@ -106,6 +106,7 @@ mod tests {
                 Message::Assistant(a) => format!("a{}", a.tool_calls().count()),
                 Message::ToolResult(r) => format!("r:{}", r.tool_call_id),
                 Message::Custom(_) => "c".into(),
+                Message::BashExecution(_) => "b".into(),
             })
             .collect()
     }

@@ -24,8 +24,12 @@ fn is_cut_point(message: &Message) -> bool {
     !matches!(message, Message::ToolResult(_))
 }
 
+/// A command the user ran starts a turn like a prompt, as in Pi.
 fn starts_turn(message: &Message) -> bool {
-    matches!(message, Message::User(_) | Message::Custom(_))
+    matches!(
+        message,
+        Message::User(_) | Message::Custom(_) | Message::BashExecution(_)
+    )
 }
 
 /// The cut in `messages[start..]` that keeps about `keep_recent_tokens` of the newest messages.

@@ -57,6 +57,7 @@ pub fn estimate_tokens(message: &Message) -> u64 {
         Message::User(u) => user_chars(&u.content, false),
         Message::Custom(c) => user_chars(&c.content, true),
         Message::ToolResult(r) => block_chars(&r.content, true),
+        Message::BashExecution(b) => js_len(&b.command) + js_len(&b.output),
         Message::Assistant(a) => a
             .content
             .iter()

@@ -59,6 +59,7 @@ fn timestamp(message: &Message) -> u64 {
         Message::Assistant(m) => m.timestamp,
         Message::ToolResult(m) => m.timestamp,
         Message::Custom(m) => m.timestamp,
+        Message::BashExecution(m) => m.timestamp,
     }
 }
 

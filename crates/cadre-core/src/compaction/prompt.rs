@@ -231,6 +231,11 @@ pub fn serialize_conversation(messages: &[Message]) -> String {
                     parts.push(format!("[Assistant tool calls]: {}", calls.join("; ")));
                 }
             }
+            // As the model saw it (Pi serializes the converted conversation).
+            Message::BashExecution(b) if !b.exclude_from_context => {
+                parts.push(format!("[User]: {}", b.to_text()));
+            }
+            Message::BashExecution(_) => {}
             Message::ToolResult(r) => {
                 let text = concat_text(&r.content);
                 if !text.is_empty() {

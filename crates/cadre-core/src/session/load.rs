@@ -456,6 +456,7 @@ mod tests {
                 Message::Assistant(a) => a.text(),
                 Message::Custom(c) => format!("custom:{}", c.content.to_text()),
                 Message::ToolResult(t) => t.tool_call_id.clone(),
+                Message::BashExecution(b) => format!("bash:{}", b.command),
             })
             .collect()
     }
@@ -546,7 +547,7 @@ mod tests {
             "{HEADER}\n{}\n{}\n{}\n{}\n",
             msg("a", None, ("user", "hi")),
             r#"{"type":"future_thing","id":"f","parentId":"a","timestamp":"t","x":1}"#,
-            r#"{"type":"message","id":"g","parentId":"f","timestamp":"t","message":{"role":"bashExecution","command":"ls"}}"#,
+            r#"{"type":"message","id":"g","parentId":"f","timestamp":"t","message":{"role":"futureRole","x":1}}"#,
             msg("b", Some("g"), ("assistant", "hello")),
         );
         let s = parse(&text);
@@ -639,6 +640,15 @@ mod tests {
         );
         let context = parse(&text).context();
         assert_eq!(context.entry_ids, vec!["y", "e"]);
+    }
+
+    #[test]
+    fn commands_the_user_ran_load_as_messages() {
+        let bash = r#"{"type":"message","id":"b","parentId":"a","timestamp":"t","message":{"role":"bashExecution","command":"ls","output":"x","exitCode":0,"cancelled":false,"truncated":false,"timestamp":3}}"#;
+        let text = format!("{HEADER}\n{}\n{bash}\n", msg("a", None, ("user", "hi")));
+        let s = parse(&text);
+        assert!(s.skipped.is_empty(), "{:?}", s.skipped);
+        assert_eq!(texts(&s.messages()), vec!["hi", "bash:ls"]);
     }
 
     #[test]

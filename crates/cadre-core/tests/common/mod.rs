@@ -201,6 +201,7 @@ pub fn message_text(m: &Message) -> String {
         Message::Custom(c) => c.content.to_text(),
         Message::Assistant(a) => a.text(),
         Message::ToolResult(r) => cadre_protocol::join_text(&r.content),
+        Message::BashExecution(b) => b.to_text(),
     }
 }
 

@@ -249,6 +249,7 @@ pub fn last_text(request: &CompletionRequest) -> String {
         Some(Message::ToolResult(r)) => format!("result:{}", r.tool_call_id),
         Some(Message::Assistant(a)) => a.text(),
         Some(Message::Custom(c)) => c.content.to_text(),
+        Some(Message::BashExecution(b)) => b.to_text(),
         None => String::new(),
     }
 }

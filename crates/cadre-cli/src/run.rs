@@ -12,7 +12,7 @@ use cadre_core::agent::RunOutcome;
 use cadre_core::session::iso_timestamp;
 use cadre_host::{Host, HostContext, HostEvent, HostOptions, SessionChoice, signal_name};
 use cadre_llm::ModelRegistry;
-use cadre_protocol::{SESSION_VERSION, SessionHeader, UserContent};
+use cadre_protocol::{ContentBlock, SESSION_VERSION, SessionHeader, UserContent};
 use tokio::sync::mpsc;
 
 use crate::args::{Mode, RunArgs};
@@ -30,7 +30,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         print_models(&ctx.registry);
         return Ok(ExitCode::SUCCESS);
     }
-    let prompt = read_prompt(&args)?;
+    let (first, rest) = read_prompts(&args, &cwd)?;
     let started = Host::start(ctx, host_options(&args)).await?;
     for warning in &started.warnings {
         errln!("cadre: {warning}");
@@ -44,9 +44,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let host = started.host;
     let printer = tokio::spawn(print_events(started.events, args.mode));
     let (interrupted, signals) = cadre_host::interrupt_on_signal(host.clone());
-    host.prompt(UserContent::Text(prompt), None)
-        .map_err(|e| anyhow!(e))?;
-    let outcome = host.settle().await;
+    let outcome = run_prompts(&host, first, rest).await;
     signals.abort();
     // Nothing may outlive the parent: live children are stopped and recorded (L6).
     let closed = host.shutdown().await;
@@ -64,12 +62,31 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     finish(args.mode, &outcome, session_path.as_deref(), signal)
 }
 
+/// Run the prompts one after the other, each settled (its tasks reported and answered) before
+/// the next; a failed or aborted one ends the run. Returns the last outcome.
+async fn run_prompts(
+    host: &Host,
+    first: UserContent,
+    rest: Vec<String>,
+) -> Result<Option<RunOutcome>, cadre_host::HostError> {
+    host.prompt(first, None)?;
+    let mut outcome = host.settle().await?;
+    for prompt in rest {
+        if outcome.as_ref().is_none_or(|o| o.error.is_some()) {
+            break;
+        }
+        host.prompt(UserContent::Text(prompt), None)?;
+        outcome = host.settle().await?;
+    }
+    Ok(outcome)
+}
+
 /// The host options of a print or JSON run.
 pub(crate) fn host_options(args: &RunArgs) -> HostOptions {
     let session = if args.no_session {
         SessionChoice::None
-    } else if let Some(path) = &args.session {
-        SessionChoice::Path(path.clone())
+    } else if let Some(arg) = &args.session {
+        SessionChoice::Named(arg.to_string_lossy().into_owned())
     } else if args.continue_latest {
         SessionChoice::Continue
     } else {
@@ -82,6 +99,7 @@ pub(crate) fn host_options(args: &RunArgs) -> HostOptions {
         system_prompt: args.system_prompt.clone(),
         append_system_prompt: args.append_system_prompt.clone(),
         session,
+        session_dir: args.session_dir.clone(),
         trust: args.trust,
         plan: args.plan,
         background_by_default: false,
@@ -179,28 +197,39 @@ fn read_piped_stdin(has_prompt: bool) -> Result<String> {
     read.context("cannot read the prompt from stdin")
 }
 
-/// The prompt from the arguments, else from stdin when it is not a terminal.
-fn read_prompt(args: &RunArgs) -> Result<String> {
-    let mut prompt = args.messages.join(" ");
+/// The prompts of the run, as Pi builds them: piped stdin, the `@file` arguments and the first
+/// message make the first prompt; every further message is a prompt of its own.
+fn read_prompts(args: &RunArgs, cwd: &Path) -> Result<(UserContent, Vec<String>)> {
+    let (files, messages) = cadre_core::input::split_file_args(&args.messages);
     let stdin = std::io::stdin();
-    if !stdin.is_terminal() {
-        let piped = read_piped_stdin(!prompt.trim().is_empty())?;
-        if !piped.trim().is_empty() {
-            if !prompt.is_empty() {
-                prompt.push_str("\n\n");
-            }
-            prompt.push_str(piped.trim_end());
-        }
-    }
-    if prompt.trim().is_empty() {
+    let piped = if stdin.is_terminal() {
+        None
+    } else {
+        Some(read_piped_stdin(!messages.is_empty() || !files.is_empty())?)
+    };
+    let home = cadre_llm::registry::home_dir(&cadre_llm::registry::ProcessEnv);
+    let input = cadre_core::input::initial_input(
+        &messages,
+        &files,
+        piped.as_deref(),
+        cwd,
+        home.as_deref(),
+    )?;
+    let first = input.first.filter(|blocks| {
+        blocks.iter().any(|b| match b {
+            ContentBlock::Text { text } => !text.trim().is_empty(),
+            _ => true,
+        })
+    });
+    let Some(first) = first else {
         if !args.print && stdin.is_terminal() {
             bail!(
                 "interactive mode is not available yet; run `cadre -p \"your prompt\"` (or `cadre demo`)"
             );
         }
         bail!("no prompt given: pass it as an argument (`cadre -p \"…\"`) or on stdin");
-    }
-    Ok(prompt)
+    };
+    Ok((UserContent::Blocks(first), input.rest))
 }
 
 /// The header of a session that is not saved (`--no-session`). JSON output always starts with a

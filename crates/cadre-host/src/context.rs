@@ -10,7 +10,12 @@ use cadre_core::config::{CadreHome, Settings, TrustStore, load_settings, project
 use cadre_core::roles::ProjectTrust;
 use cadre_llm::registry::{Env, ProcessEnv};
 use cadre_llm::{HttpProvider, Model, ModelRegistry, Provider, RetryControl, RetryPolicy};
+use cadre_core::session::{
+    SESSION_DIR_VAR, SessionArg, SessionDirSources, resolve_session_arg, session_dir,
+};
 use cadre_protocol::ThinkingLevel;
+
+use crate::options::SessionChoice;
 
 /// Overrides the delay before the first retry (doubled for each further one).
 pub const RETRY_BASE_VAR: &str = "CADRE_RETRY_BASE_MS";
@@ -108,6 +113,37 @@ impl HostContext {
                 .restoring(hidden, &allow, &secrets),
         );
         Ok(())
+    }
+}
+
+impl HostContext {
+    /// The directory this run's sessions are stored in and looked up from: `flag`
+    /// (`--session-dir`), else `CADRE_SESSION_DIR`, else the settings' `sessionDir`, else
+    /// `CADRE_HOME/sessions/--<cwd>--` (Pi's order).
+    pub fn session_dir(&self, flag: Option<&Path>) -> PathBuf {
+        let env = std::env::var(SESSION_DIR_VAR).ok();
+        let user_home = cadre_llm::registry::home_dir(&ProcessEnv);
+        session_dir(
+            &SessionDirSources {
+                flag,
+                env: env.as_deref(),
+                settings: self.settings.session_dir(),
+                user_home: user_home.as_deref(),
+            },
+            self.home.root(),
+            &self.cwd,
+        )
+    }
+
+    /// `choice` with a `--session` argument resolved to its file (an id prefix by Pi's rules);
+    /// an id that matches no session, or several, is an error and nothing is created.
+    pub fn resolve_session(&self, choice: &SessionChoice, dir: &Path) -> Result<SessionChoice> {
+        let SessionChoice::Named(arg) = choice else {
+            return Ok(choice.clone());
+        };
+        let (SessionArg::Existing(path) | SessionArg::New(path)) =
+            resolve_session_arg(arg, &self.cwd, dir, &self.home.sessions_dir())?;
+        Ok(SessionChoice::Path(path))
     }
 }
 

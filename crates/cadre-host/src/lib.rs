@@ -6,6 +6,7 @@
 //! subagents, tools, system prompt, session file) and how it stays alive for its tasks'
 //! notifications is decided here, once.
 
+pub mod bash;
 mod context;
 pub mod export;
 mod options;

@@ -12,6 +12,9 @@ pub enum SessionChoice {
     Continue,
     /// This file: continued if it holds a session, created if it is missing or empty.
     Path(PathBuf),
+    /// `--session ARG`: a path, or the start of a session id (Pi's rules: this project's
+    /// sessions first, then every project's); an id that matches nothing is an error.
+    Named(String),
     /// Nothing is written (`--no-session`).
     None,
 }
@@ -30,6 +33,8 @@ pub struct HostOptions {
     /// `--append-system-prompt`, in order.
     pub append_system_prompt: Vec<String>,
     pub session: SessionChoice,
+    /// `--session-dir`: where sessions are stored and looked up instead of the default.
+    pub session_dir: Option<PathBuf>,
     /// `--trust`: trust the project for this run.
     pub trust: bool,
     /// `--plan` (S6).

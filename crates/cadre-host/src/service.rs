@@ -148,6 +148,8 @@ struct Shared {
     compacting: AtomicBool,
     /// Set by [`Host::interrupt`]: notices no longer wake the parent.
     interrupted: AtomicBool,
+    /// Cancels the running RPC `bash` command.
+    bash: Mutex<Option<tokio_util::sync::CancellationToken>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -166,7 +168,9 @@ impl Host {
     /// Build the root session `options` describe and start serving it.
     pub async fn start(ctx: Arc<HostContext>, options: HostOptions) -> Result<StartedHost> {
         let tools = ToolChoice::from_options(&options)?;
-        let restored = session_open::peek_selection(&options.session, &ctx.home, &ctx.cwd);
+        let session_dir = ctx.session_dir(options.session_dir.as_deref());
+        let choice = ctx.resolve_session(&options.session, &session_dir)?;
+        let restored = session_open::peek_selection(&choice, &session_dir);
         let mut notes = Vec::new();
         // The session's own model and level unless flags say otherwise (as Pi keeps them); a
         // recorded model that is gone falls back to the default, with a note.
@@ -186,7 +190,7 @@ impl Host {
         };
         let flag = options.thinking.as_deref().map(parse_thinking).transpose()?;
         let thinking = restored.thinking_level(flag, ctx.settings.default_thinking_level);
-        let opened = session_open::open_session(&options.session, &ctx.home, &ctx.cwd).await?;
+        let opened = session_open::open_session(&choice, &session_dir, &ctx.cwd).await?;
         ctx.install_shell_env(&model)?;
         let (events_tx, events) = mpsc::unbounded_channel();
         let (agent_tx, agent_rx) = mpsc::unbounded_channel();
@@ -209,6 +213,7 @@ impl Host {
             streaming: AtomicBool::new(false),
             compacting: AtomicBool::new(false),
             interrupted: AtomicBool::new(false),
+            bash: Mutex::new(None),
         });
         let (ops_tx, ops_rx) = mpsc::unbounded_channel();
         let barrier = spawn_forwarder(
@@ -223,6 +228,7 @@ impl Host {
             task_events: spawn_task_events(&root.orchestration.manager, events_tx.clone()),
             stop_requests: root.orchestration.watch_stop_requests(),
             barrier,
+            session_dir,
             root,
             ops: ops_rx,
             events: events_tx,
@@ -434,6 +440,36 @@ impl Host {
         self.ask(move |r| Op::SetAutoCompaction(enabled, r))
     }
 
+    /// Run `command` now, in the session's directory (RPC `bash`); while it runs,
+    /// [`Host::abort_bash`] ends it. Its output reaches the model with the next prompt, as Pi's
+    /// `bashExecution` message: added at once when the agent is idle, after the current run
+    /// otherwise.
+    pub fn bash(
+        &self,
+        command: &str,
+    ) -> impl Future<Output = Result<cadre_protocol::BashExecutionMessage, HostError>> + Send + 'static + use<> {
+        let cancel = tokio_util::sync::CancellationToken::new();
+        *lock(&self.shared.bash) = Some(cancel.clone());
+        let host = self.clone();
+        let command = command.to_string();
+        async move {
+            let cwd = host.ctx.cwd.clone();
+            let artifacts = host.ctx.home.root().join("artifacts");
+            let message = crate::bash::run_bash(&command, &cwd, &artifacts, cancel).await;
+            // Queued now, so a prompt sent after this answer comes after the output.
+            let appended = host.append_message(Message::BashExecution(message.clone()));
+            tokio::spawn(appended);
+            Ok(message)
+        }
+    }
+
+    /// End the running `bash` command, if any.
+    pub fn abort_bash(&self) {
+        if let Some(cancel) = lock(&self.shared.bash).take() {
+            cancel.cancel();
+        }
+    }
+
     /// Add a message to the context without a run (it reaches the model with the next
     /// prompt), e.g. the output of a command the person ran.
     pub fn append_message(&self, message: Message) -> impl Future<Output = Result<(), HostError>> + Send + 'static + use<> {
@@ -566,6 +602,8 @@ struct Actor {
     stop_requests: tokio::task::JoinHandle<()>,
     /// Barriers for the current root's event forwarder.
     barrier: mpsc::UnboundedSender<oneshot::Sender<()>>,
+    /// Where new sessions of this host go (`--session-dir` and its fallbacks).
+    session_dir: PathBuf,
     shared: Arc<Shared>,
     last_outcome: Option<RunOutcome>,
     settle: Vec<Reply<Option<RunOutcome>>>,
@@ -811,7 +849,7 @@ impl Actor {
                     _ => SessionChoice::New,
                 };
                 (
-                    session_open::open_session(&choice, &self.ctx.home, &self.ctx.cwd)
+                    session_open::open_session(&choice, &self.session_dir, &self.ctx.cwd)
                         .await
                         .map_err(HostError::from_any)?,
                     None,

@@ -3,9 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use cadre_core::config::CadreHome;
 use cadre_core::session::{
-    LoadedSession, RestoredSettings, SessionWriter, latest_session, load_session, session_dir_for_cwd,
+    LoadedSession, RestoredSettings, SessionWriter, latest_session, load_session,
 };
 use cadre_protocol::{Message, SessionEntryKind};
 
@@ -39,14 +38,15 @@ impl OpenedSession {
 /// Open the session `choice` names for a conversation in `cwd`.
 pub async fn open_session(
     choice: &SessionChoice,
-    home: &CadreHome,
+    dir: &Path,
     cwd: &Path,
 ) -> Result<OpenedSession> {
-    let dir = session_dir_for_cwd(home.root(), cwd);
     let existing: Option<PathBuf> = match choice {
         SessionChoice::None => return Ok(OpenedSession::fresh(None)),
         SessionChoice::New => None,
-        SessionChoice::Continue => latest_session(&dir),
+        SessionChoice::Continue => latest_session(dir),
+        // `HostContext::resolve_session` turns these into paths first.
+        SessionChoice::Named(arg) => bail!("the session {arg:?} was not resolved to a file"),
         SessionChoice::Path(path) => {
             // An empty file (e.g. made with mktemp by whoever runs us) starts a new session
             // there, as in Pi; a file with content that is not a session is refused below.
@@ -67,7 +67,7 @@ pub async fn open_session(
     match existing {
         Some(path) => continue_session(&path).await,
         None => Ok(OpenedSession::fresh(Some(
-            SessionWriter::create(&dir, cwd, None).await?,
+            SessionWriter::create(dir, cwd, None).await?,
         ))),
     }
 }
@@ -75,9 +75,9 @@ pub async fn open_session(
 /// The model and thinking level last selected in the session `choice` would continue, if it
 /// continues one: read before anything is created, so a run that cannot start (no model)
 /// leaves no new session file behind.
-pub fn peek_selection(choice: &SessionChoice, home: &CadreHome, cwd: &Path) -> RestoredSettings {
+pub fn peek_selection(choice: &SessionChoice, dir: &Path) -> RestoredSettings {
     let path = match choice {
-        SessionChoice::Continue => latest_session(&session_dir_for_cwd(home.root(), cwd)),
+        SessionChoice::Continue => latest_session(dir),
         SessionChoice::Path(path) if std::fs::metadata(path).is_ok_and(|m| m.len() > 0) => {
             Some(path.clone())
         }

@@ -321,6 +321,17 @@ impl Commands {
                 let wait = host.set_auto_compaction(f.bool("enabled")?);
                 self.answer(id, name, async move { wait.await.map(|()| None) });
             }
+            "bash" => {
+                let wait = host.bash(f.str("command")?);
+                self.answer(id, name, async move {
+                    let message = wait.await?;
+                    Ok(Some(cadre_host::bash::bash_result_json(&message)))
+                });
+            }
+            "abort_bash" => {
+                host.abort_bash();
+                ok(None);
+            }
             "set_auto_retry" => {
                 host.context().retry.set_enabled(f.bool("enabled")?);
                 ok(None);

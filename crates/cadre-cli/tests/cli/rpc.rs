@@ -665,3 +665,38 @@ fn compact_on_request_with_instructions_and_auto_compaction_switch() {
     let saved = std::fs::read_to_string(file).unwrap();
     assert!(saved.contains("\"type\":\"compaction\""), "{saved}");
 }
+
+#[test]
+fn bash_output_reaches_the_model_with_the_next_prompt_and_abort_bash_ends_it() {
+    let f = Fixture::new();
+    f.server.script(Rule::always().reply(Reply::text("seen")));
+    let mut rpc = RpcClient::start(&f, &[]);
+    let r = rpc.call("b", json!({"type": "bash", "command": "echo out-$((6*7)); exit 3"}));
+    let data = ok_data(&r);
+    assert_eq!(data["output"], "out-42", "{r}");
+    assert_eq!(data["exitCode"], 3);
+    assert_eq!(data["cancelled"], false);
+    assert_eq!(data["truncated"], false);
+    // No event for the message itself, as in Pi; it is in the conversation.
+    let msgs = rpc.call("m", json!({"type": "get_messages"}));
+    let messages = ok_data(&msgs)["messages"].as_array().unwrap().clone();
+    assert_eq!(messages.last().unwrap()["role"], "bashExecution", "{messages:?}");
+    rpc.call("p", json!({"type": "prompt", "message": "what did it print?"}));
+    rpc.wait_event("agent_end");
+    let sent = f.last_request().body.to_string();
+    assert!(sent.contains("Ran `echo out-$((6*7)); exit 3`"), "{sent}");
+    assert!(sent.contains("out-42"), "{sent}");
+
+    rpc.send(json!({"id": "long", "type": "bash", "command": "sleep 30"}));
+    std::thread::sleep(Duration::from_millis(300));
+    ok_data(&rpc.call("ab", json!({"type": "abort_bash"})));
+    let r = rpc.response("long");
+    assert_eq!(ok_data(&r)["cancelled"], true, "{r}");
+    let file = ok_data(&rpc.call("s", json!({"type": "get_state"})))["sessionFile"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    rpc.finish();
+    let saved = std::fs::read_to_string(file).unwrap();
+    assert!(saved.contains("\"role\":\"bashExecution\""), "{saved}");
+}

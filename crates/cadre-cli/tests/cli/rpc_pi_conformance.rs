@@ -114,6 +114,8 @@ fn conversation(mut rpc: RpcClient) -> Vec<Value> {
     rpc.call("th", json!({"type": "set_thinking_level", "level": "off"}));
     rpc.call("s1", json!({"type": "get_state"}));
     rpc.call("gc", json!({"type": "get_commands"}));
+    rpc.call("sh", json!({"type": "bash", "command": "echo from-bash"}));
+    rpc.call("sha", json!({"type": "abort_bash"}));
     rpc.call("co", json!({"type": "compact", "customInstructions": "keep it short"}));
     rpc.call("ac", json!({"type": "set_auto_compaction", "enabled": false}));
     rpc.call("ct", json!({"type": "cycle_thinking_level"}));

@@ -37,6 +37,8 @@ mod model_input;
 mod orchestration;
 #[path = "cli/pi_conformance.rs"]
 mod pi_conformance;
+#[path = "cli/pi_custom_messages.rs"]
+mod pi_custom_messages;
 #[path = "cli/pi_shapes.rs"]
 mod pi_shapes;
 #[path = "cli/rpc.rs"]

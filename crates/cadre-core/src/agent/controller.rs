@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use cadre_protocol::AgentEvent;
+use cadre_protocol::{AgentEvent, Message};
 use tokio_util::sync::CancellationToken;
 
 use super::emit::Emitter;
@@ -36,8 +36,32 @@ impl QueueMode {
     }
 }
 
+/// A queued steering message: a person's text (listed in `queue_update`, delivered as a user
+/// message) or a runtime message delivered as it is (Pi's steered custom messages, which
+/// `queue_update` does not list).
+enum Steer {
+    Text(String),
+    Message(Message),
+}
+
+impl Steer {
+    fn text(&self) -> Option<&String> {
+        match self {
+            Steer::Text(text) => Some(text),
+            Steer::Message(_) => None,
+        }
+    }
+
+    fn into_message(self) -> Message {
+        match self {
+            Steer::Text(text) => Message::user(text),
+            Steer::Message(message) => message,
+        }
+    }
+}
+
 struct Queues {
-    steering: VecDeque<String>,
+    steering: VecDeque<Steer>,
     follow_up: VecDeque<String>,
     steering_mode: QueueMode,
     follow_up_mode: QueueMode,
@@ -83,22 +107,24 @@ impl Shared {
     /// updates come out in the order the changes happened).
     fn announce(&self, q: &Queues) {
         self.emitter.emit_with(|| AgentEvent::QueueUpdate {
-            steering: q.steering.iter().cloned().collect(),
+            steering: q.steering.iter().filter_map(Steer::text).cloned().collect(),
             follow_up: q.follow_up.iter().cloned().collect(),
         });
     }
 
-    pub(crate) fn take_steering(&self) -> Vec<String> {
+    pub(crate) fn take_steering(&self) -> Vec<Message> {
         let mut q = lock(&self.queues);
         if q.steering.is_empty() {
             return Vec::new();
         }
-        let taken = match q.steering_mode {
+        let taken: Vec<Steer> = match q.steering_mode {
             QueueMode::All => q.steering.drain(..).collect(),
             QueueMode::OneAtATime => q.steering.pop_front().into_iter().collect(),
         };
-        self.announce(&q);
-        taken
+        if taken.iter().any(|s| s.text().is_some()) {
+            self.announce(&q);
+        }
+        taken.into_iter().map(Steer::into_message).collect()
     }
 
     /// The follow-ups of one delivery (empty when none is queued).
@@ -145,8 +171,17 @@ impl AgentController {
     /// run when the agent is idle).
     pub fn steer(&self, text: impl Into<String>) {
         let mut q = lock(&self.shared.queues);
-        q.steering.push_back(text.into());
+        q.steering.push_back(Steer::Text(text.into()));
         self.shared.announce(&q);
+    }
+
+    /// Queue a whole message (e.g. a task notification, Pi's `custom` role) delivered as
+    /// [`AgentController::steer`] delivers text. Like Pi's steered custom messages it is not
+    /// listed in `queue_update` or [`AgentController::queued`].
+    pub fn steer_message(&self, message: Message) {
+        lock(&self.shared.queues)
+            .steering
+            .push_back(Steer::Message(message));
     }
 
     /// Queue a message delivered when the agent would otherwise stop.
@@ -184,11 +219,12 @@ impl AgentController {
         (q.steering_mode, q.follow_up_mode)
     }
 
-    /// The queued steering and follow-up messages.
+    /// The queued steering and follow-up texts (not the whole messages of
+    /// [`AgentController::steer_message`]).
     pub fn queued(&self) -> (Vec<String>, Vec<String>) {
         let q = lock(&self.shared.queues);
         (
-            q.steering.iter().cloned().collect(),
+            q.steering.iter().filter_map(Steer::text).cloned().collect(),
             q.follow_up.iter().cloned().collect(),
         )
     }

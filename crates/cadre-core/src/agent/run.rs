@@ -411,11 +411,7 @@ fn thinking_change(level: ThinkingLevel) -> SessionEntryKind {
 }
 
 fn steering_messages(shared: &Shared) -> Vec<Message> {
-    shared
-        .take_steering()
-        .into_iter()
-        .map(Message::user)
-        .collect()
+    shared.take_steering()
 }
 
 /// Pi's answer to tool calls of a reply cut off by the output token limit.

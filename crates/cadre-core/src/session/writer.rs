@@ -21,7 +21,7 @@ use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cadre_protocol::{Message, SESSION_VERSION, SessionEntry, SessionEntryKind, SessionHeader};
 use tokio::sync::{mpsc, oneshot};
@@ -223,11 +223,24 @@ impl SessionWriter {
         self.leaf.as_deref()
     }
 
-    /// Append a message entry; returns its id.
+    /// Append a message entry; returns its id. A runtime message (role `custom`) is a
+    /// `custom_message` entry dated by the message, as Pi stores it (loading gives back the
+    /// same message).
     pub fn append_message(&mut self, message: &Message) -> String {
-        self.append(SessionEntryKind::Message {
-            message: message.clone(),
-        })
+        match message {
+            Message::Custom(c) => self.append_at(
+                SessionEntryKind::CustomMessage {
+                    custom_type: c.custom_type.clone(),
+                    content: c.content.clone(),
+                    display: c.display,
+                    details: c.details.clone(),
+                },
+                UNIX_EPOCH + Duration::from_millis(c.timestamp),
+            ),
+            _ => self.append(SessionEntryKind::Message {
+                message: message.clone(),
+            }),
+        }
     }
 
     /// Append any entry; returns its id. Never blocks; write failures surface at `flush`.

@@ -714,6 +714,43 @@ async fn steer_queued_while_idle_is_delivered_with_the_next_prompt() {
     assert_eq!(outcome.final_message.unwrap().text(), "re steer only");
 }
 
+#[tokio::test]
+async fn a_steered_message_arrives_whole_and_unlisted() {
+    let provider = Scripted::new(|req| text_reply(&format!("re {}", last_text(req))));
+    let mut h = simple(provider.clone(), vec![]);
+    let notice = Message::Custom(cadre_protocol::CustomMessage {
+        custom_type: "task-notification".into(),
+        content: cadre_protocol::UserContent::Text("task t1 ended".into()),
+        display: true,
+        details: Some(json!({"taskId": "t1"})),
+        timestamp: 1,
+    });
+    let controller = h.agent.controller();
+    controller.steer_message(notice.clone());
+    // As Pi's steered custom messages: not in the queue a person sees.
+    assert_eq!(controller.queued(), (vec![], vec![]));
+    h.agent.run_queued().await.unwrap();
+    let events = drain(&mut h.events);
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::QueueUpdate { .. })),
+        "{:?}",
+        names(&events)
+    );
+    let delivered: Vec<&Message> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::MessageEnd { message } if !matches!(message, Message::Assistant(_)) => {
+                Some(message)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(delivered, vec![&notice]);
+    assert_eq!(h.agent.messages()[0], notice);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_while_waiting_for_the_first_event() {
     let waiting = Arc::new(Notify::new());

@@ -70,6 +70,35 @@ async fn new_file_has_pi_header_name_and_entry_chain() {
 }
 
 #[tokio::test]
+async fn a_custom_message_is_a_custom_message_entry_that_loads_back() {
+    let home = tempfile::tempdir().unwrap();
+    let mut w = SessionWriter::create(home.path(), Path::new("/p"), None)
+        .await
+        .unwrap();
+    let notice = Message::Custom(cadre_protocol::CustomMessage {
+        custom_type: "task-notification".into(),
+        content: UserContent::Text("Task t1 finished.".into()),
+        display: true,
+        details: Some(json!({"taskId": "t1"})),
+        timestamp: 1_733_234_400_123,
+    });
+    w.append_message(&notice);
+    w.flush().await.unwrap();
+    let l = lines(w.path());
+    // Pi's custom_message entry: the message's fields, no `message` wrapper.
+    assert_eq!(l[1]["type"], "custom_message");
+    assert_eq!(l[1]["customType"], "task-notification");
+    assert_eq!(l[1]["content"], "Task t1 finished.");
+    assert_eq!(l[1]["display"], true);
+    assert_eq!(l[1]["details"], json!({"taskId": "t1"}));
+    assert_eq!(l[1]["timestamp"], "2024-12-03T14:00:00.123Z");
+    assert!(l[1].get("message").is_none(), "{}", l[1]);
+    let path = w.path().to_path_buf();
+    w.close().await.unwrap();
+    assert_eq!(load_session(&path).unwrap().messages(), vec![notice]);
+}
+
+#[tokio::test]
 async fn agent_session_round_trips_and_resumes_with_chain() {
     let dir = tempfile::tempdir().unwrap();
     let sessions = dir.path().join("sessions");

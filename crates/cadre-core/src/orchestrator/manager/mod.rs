@@ -19,7 +19,7 @@
 //!    [`crate::orchestrator::tools::root_tools`] in the root agent's tools. For forks, create a
 //!    [`ConversationMirror`], pass it as the root's conversation and use `mirror.tap(..)` as the
 //!    root agent's event sender.
-//! 4. Deliver notices (O6): `controller.steer(notice.text())` while the parent runs,
+//! 4. Deliver notices (O6): `controller.steer_message(notice.message())` while the parent runs,
 //!    `agent.prompt_messages(vec![notice.message()])` when it is idle, then drop the notice;
 //!    wait for [`TaskManager::wait_idle`] before ending. `cadre-host`'s session service does
 //!    this for every front end.

@@ -71,10 +71,11 @@ pub enum NoticeKind {
 
 /// A message for a parent agent, handed to the parent's front end through its notice channel.
 ///
-/// The front end steers it into a running parent (`controller.steer(notice.text())`) or, for an
-/// idle parent, runs `agent.prompt_messages(vec![notice.message()])`. Dropping the notice tells
-/// the manager it was delivered; [`super::TaskManager::wait_idle`] counts undelivered notices,
-/// so a front end keeps a notice until it has handed it to its agent.
+/// The front end steers it into a running parent as a custom message, as Pi steers one
+/// (`controller.steer_message(notice.message())`), or, for an idle parent, runs
+/// `agent.prompt_messages(vec![notice.message()])`. Dropping the notice tells the manager it
+/// was delivered; [`super::TaskManager::wait_idle`] counts undelivered notices, so a front end
+/// keeps a notice until it has handed it to its agent.
 #[derive(Debug)]
 pub struct ParentNotice {
     pub kind: NoticeKind,

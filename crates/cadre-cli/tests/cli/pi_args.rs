@@ -234,3 +234,57 @@ fn the_api_key_leaves_the_command_line() {
         "cadre's own command line is among them: {seen}"
     );
 }
+
+#[test]
+fn pis_settings_and_stored_keys_stand_in_for_missing_ones() {
+    let fixture = Fixture::new();
+    answer_anything(&fixture);
+    // A provider without a key of its own, and Pi's files in Pi's default agent directory.
+    let mut models = fixture.models_json();
+    models["providers"]["fake"]
+        .as_object_mut()
+        .unwrap()
+        .remove("apiKey");
+    fixture.write_models(&models);
+    let pi = fixture.user_home.join(".pi/agent");
+    std::fs::create_dir_all(&pi).unwrap();
+    std::fs::write(
+        pi.join("settings.json"),
+        r#"{"defaultProvider":"fake","defaultModel":"m1","theme":"dark"}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        pi.join("auth.json"),
+        r#"{"fake":{"type":"api_key","key":"sk-pi-stored-5e2a"},"x":{"type":"oauth","access":"a"}}"#,
+    )
+    .unwrap();
+
+    // No --model: Pi's default model, called with Pi's stored key.
+    let out = fixture.run(&["-p", "ROUTE-PI"]);
+    out.assert_success();
+    assert_eq!(out.stdout, "ok\n");
+    let request = fixture.last_request();
+    assert_eq!(request.header("x-api-key"), Some("sk-pi-stored-5e2a"));
+
+    // doctor says where they came from.
+    let out = fixture.run(&["doctor"]);
+    assert!(
+        out.stdout
+            .contains("(Pi's, read-only: cadre has none of its own; only defaultProvider"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("OAuth logins are not supported"),
+        "{}",
+        out.stdout
+    );
+
+    // cadre's own settings file replaces Pi's.
+    std::fs::write(fixture.home.join("settings.json"), "{}").unwrap();
+    let line = fixture
+        .run(&["-p", "ROUTE-PI"])
+        .assert_one_line_error()
+        .to_string();
+    assert!(line.contains("no model configured"), "{line}");
+}

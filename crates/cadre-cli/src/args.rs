@@ -131,8 +131,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub list_models: bool,
 
-    /// The prompt (joined with spaces). Piped stdin is appended to it, or is the prompt when none
-    /// is given.
+    /// The prompts, run one after the other as in Pi; `@FILE` includes a file in the first
+    /// (text inlined, PNG/JPEG/GIF/WebP as images). Piped stdin comes before the first prompt,
+    /// or is the prompt when none is given.
     #[arg(value_name = "PROMPT")]
     pub messages: Vec<String>,
 }

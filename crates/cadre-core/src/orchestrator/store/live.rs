@@ -1,21 +1,22 @@
 //! Live-task markers and orphan recovery (SPEC O13, P4, Z1).
 //!
-//! `<tasks_dir>/.live/<root>+<id>` is an empty file that exists whenever the record of task `id`
-//! of root session `root` may say `running`, so start-up recovery opens the records of marked
-//! tasks alone, not every record ever written. (`+` cannot occur in an id, so the name splits
-//! back unambiguously.) The invariant, kept across a `kill -9` at any point:
+//! `<tasks_dir>/.live/<root>+<id>` exists whenever the record of task `id` of root session `root`
+//! may say `running`, so start-up recovery opens the records of marked tasks alone, not every
+//! record ever written. (`+` cannot occur in an id, so the name splits back unambiguously.) A
+//! marker is a hard link to `.live/.anchor`: a name without an inode of its own, since allocating
+//! an inode per task cost more than the rest of a record write on a busy ext4 (where hard links
+//! are refused, a marker is an empty file). The invariant, kept across a `kill -9` at any point:
 //!
-//! - a record is written `running` only after its marker exists (creating the marker is the first
+//! - a record is written `running` only after its marker exists (adding the marker is the first
 //!   step of such a write), and a marker is removed only after its record says something else;
 //! - so a crash can leave a marker too many (its record already terminal, or never written), never
 //!   one too few. Recovery removes those stale markers.
 //!
 //! Writers and recovery can run in different processes at once: a `running` write could land just
-//! after recovery read the record as terminal and just before it removed the marker. Each takes an
-//! exclusive `flock` on the marker for its whole step (a writer: marker, then record; recovery:
-//! read the record, then maybe remove the marker), so recovery judges a marker only by a record no
-//! one is rewriting. A lock taken on a marker that was removed meanwhile protects nothing, so
-//! after locking each checks the path still names the locked file, and starts over if not.
+//! after recovery read the record as terminal and just before it removed the marker. Each step
+//! (a write: marker, then record; recovery: read the record, then maybe remove the marker) holds
+//! the task's lock ([`super::lock`]), so recovery judges a marker only by a record no one is
+//! rewriting.
 //!
 //! Records written before markers existed have none. The first recovery in a tasks directory
 //! without the [`SCANNED_STAMP`] reads every record once, gives each `running` one its marker,
@@ -23,13 +24,14 @@
 //! runs again. A version of cadre without markers still writing into the same directory afterwards
 //! would leave its running tasks unmarked: `cadre doctor` reads every record and reports those.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::SystemTime;
 
 use cadre_protocol::{TaskPhase, TaskStatus};
 
+use super::lock::TaskLock;
 use super::{ORPHANED, OUTPUT_FILE, Recovery, StoreError, StoreProblem, TASK_FILE, TaskStore};
 use super::{timestamp, validate_id, write_file};
 use crate::config::Durable;
@@ -44,12 +46,8 @@ pub(super) const SCANNED_STAMP: &str = ".scanned-v1";
 const SEPARATOR: char = '+';
 /// The longest file name most file systems take (`NAME_MAX`).
 pub(super) const MAX_MARKER_NAME: usize = 255;
-/// How long to wait for a marker another process or thread holds: holders keep it for one record
-/// write, so this is only reached when one is stopped.
-const LOCK_WAIT: Duration = Duration::from_secs(5);
-const LOCK_POLL: Duration = Duration::from_millis(1);
-/// How often to start over when the marker was removed or replaced while it was being locked.
-const LOCK_ATTEMPTS: usize = 16;
+/// The file every marker is a hard link to.
+const ANCHOR: &str = ".anchor";
 
 impl TaskStore {
     pub(super) fn live_dir(&self) -> PathBuf {
@@ -158,9 +156,7 @@ impl TaskStore {
             }
             // No lock needed: a marker is only added here, and a marker too many is safe.
             let marked = self.live_marker_path(root, id).and_then(|path| {
-                open_marker(&path, true)
-                    .map(drop)
-                    .map_err(|source| StoreError::Write { path, source })
+                add_marker(&path).map_err(|source| StoreError::Write { path, source })
             });
             if let Err(e) = marked {
                 complete = false;
@@ -216,12 +212,23 @@ impl TaskStore {
         let Ok(path) = self.live_marker_path(root, id) else {
             return;
         };
-        let lock = match MarkerLock::existing(&path) {
+        let lock = match TaskLock::acquire(&task_dir) {
             Ok(Some(lock)) => lock,
-            // Removed meanwhile: its task ended.
-            Ok(None) => return,
+            // No task directory: the task was removed, or its creation failed.
+            Ok(None) => {
+                let _ = remove_marker(&path);
+                // A creation of the same id may have made the directory meanwhile; its marker
+                // then stays (its own link may have come before this removal).
+                if task_dir.exists() {
+                    let _ = add_marker(&path);
+                }
+                return;
+            }
             Err(source) => {
-                let e = StoreError::Write { path, source };
+                let e = StoreError::Read {
+                    path: task_dir.clone(),
+                    source,
+                };
                 recovery
                     .problems
                     .push(StoreProblem::from_error(task_dir, &e));
@@ -230,9 +237,9 @@ impl TaskStore {
         };
         let mut record = match self.load(root, id) {
             Ok(r) => r,
-            // A crash between the marker and the record's first write, or a removed task.
+            // A crash between the marker and the record's first write.
             Err(StoreError::NotFound { .. }) => {
-                let _ = lock.remove();
+                let _ = remove_marker(&path);
                 return;
             }
             // Kept: an unreadable record may still say running. Reported each time.
@@ -246,7 +253,7 @@ impl TaskStore {
         sweep_temp_files(&task_dir, is_alive);
         if record.status != TaskStatus::Running {
             // A crash between the record's last write and the marker's removal.
-            let _ = lock.remove();
+            let _ = remove_marker(&path);
             return;
         }
         if record
@@ -283,140 +290,44 @@ fn parse_marker_name(name: &str) -> Option<(String, String)> {
         .then(|| (root.to_string(), id.to_string()))
 }
 
-/// An exclusive lock on a marker that its path still names. Dropping it unlocks (the descriptor
-/// closes).
-#[derive(Debug)]
-pub(super) struct MarkerLock {
-    _file: File,
-    path: PathBuf,
-}
-
-impl MarkerLock {
-    /// Lock the marker at `path`, creating it (and its directory) when missing.
-    pub(super) fn create(path: &Path) -> io::Result<MarkerLock> {
-        Self::acquire(path, true)?.ok_or_else(|| io::Error::other("the marker was not created"))
-    }
-
-    /// Lock the marker at `path` if there is one.
-    pub(super) fn existing(path: &Path) -> io::Result<Option<MarkerLock>> {
-        Self::acquire(path, false)
-    }
-
-    fn acquire(path: &Path, create: bool) -> io::Result<Option<MarkerLock>> {
-        for _ in 0..LOCK_ATTEMPTS {
-            let file = match open_marker(path, create) {
-                Ok(f) => f,
-                Err(e) if !create && e.kind() == io::ErrorKind::NotFound => return Ok(None),
-                Err(e) => return Err(e),
-            };
-            lock_exclusive(&file)?;
-            // Whoever held it before may have removed it; then start over with the path.
-            match fs::symlink_metadata(path) {
-                Ok(named) if same_file(&named, &file.metadata()?) => {
-                    return Ok(Some(MarkerLock {
-                        _file: file,
-                        path: path.to_path_buf(),
-                    }));
-                }
-                Ok(_) => continue,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    if create {
-                        continue;
-                    }
-                    return Ok(None);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        if !create {
-            // Replaced again and again: a live writer is busy with the task, and recovery or an
-            // ending task has nothing to remove (a marker too many is safe).
-            return Ok(None);
-        }
-        Err(io::Error::other(
-            "the marker kept being removed while it was being locked",
-        ))
-    }
-
-    /// Remove the marker while it is still locked, so no writer that waits for the lock takes the
-    /// removed file for the marker.
-    pub(super) fn remove(self) -> io::Result<()> {
-        match fs::remove_file(&self.path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
-        }
-    }
-}
-
-fn open_marker(path: &Path, create: bool) -> io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.read(true);
-    if create {
-        options.write(true).create(true);
-    }
-    match options.open(path) {
-        Err(e) if create && e.kind() == io::ErrorKind::NotFound => {
-            if let Some(dir) = path.parent() {
+/// Add the marker at `path`: a hard link to the anchor (made, with the directory, when missing),
+/// or an empty file where hard links are refused. An existing marker is left as it is.
+pub(super) fn add_marker(path: &Path) -> io::Result<()> {
+    let Some(dir) = path.parent() else {
+        return Err(io::Error::other("a marker path has a directory"));
+    };
+    let anchor = dir.join(ANCHOR);
+    for _ in 0..2 {
+        match fs::hard_link(&anchor, path) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+            // No anchor (or no directory) yet: make them and link again.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 fs::create_dir_all(dir)?;
+                OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(&anchor)?;
             }
-            options.open(path)
+            // No hard links here, or the anchor has as many as it can take.
+            Err(_) => break,
         }
-        opened => opened,
     }
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map(drop)
 }
 
-/// Take an exclusive lock on `file`, waiting at most [`LOCK_WAIT`].
-fn lock_exclusive(file: &File) -> io::Result<()> {
-    let deadline = Instant::now() + LOCK_WAIT;
-    loop {
-        if try_lock(file)? {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "the task's live marker stayed locked for {} s",
-                    LOCK_WAIT.as_secs()
-                ),
-            ));
-        }
-        std::thread::sleep(LOCK_POLL);
+/// Remove the marker at `path`; one already gone is fine.
+pub(super) fn remove_marker(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
-}
-
-/// `flock(LOCK_EX | LOCK_NB)`: whether the lock was taken. (`File::try_lock` needs Rust 1.89.)
-#[cfg(unix)]
-#[allow(unsafe_code)]
-fn try_lock(file: &File) -> io::Result<bool> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: the descriptor belongs to `file`, which outlives the call.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(true);
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EWOULDBLOCK) || e.kind() == io::ErrorKind::Interrupted {
-        Ok(false)
-    } else {
-        Err(e)
-    }
-}
-
-#[cfg(not(unix))]
-fn try_lock(_file: &File) -> io::Result<bool> {
-    Ok(true)
-}
-
-#[cfg(unix)]
-fn same_file(a: &fs::Metadata, b: &fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    a.dev() == b.dev() && a.ino() == b.ino()
-}
-
-#[cfg(not(unix))]
-fn same_file(_a: &fs::Metadata, _b: &fs::Metadata) -> bool {
-    true
 }
 
 /// Remove `.<file>.<pid>.<unique>.tmp` files (left by [`crate::config::atomic_rewrite`] when its
@@ -567,10 +478,15 @@ mod tests {
         s.create(&mut finished("t2", TaskStatus::Failed, None))
             .unwrap();
         assert!(!s.is_marked_live(ROOT, "t2"));
-        assert_eq!(
-            s.live_marker_path(ROOT, "t1").unwrap(),
-            s.dir().join(LIVE_DIR).join(format!("{ROOT}+t1"))
-        );
+        let marker = s.live_marker_path(ROOT, "t1").unwrap();
+        assert_eq!(marker, s.dir().join(LIVE_DIR).join(format!("{ROOT}+t1")));
+        // A name for the shared anchor, not an inode of its own.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let anchor = fs::metadata(s.dir().join(LIVE_DIR).join(ANCHOR)).unwrap();
+            assert_eq!(fs::metadata(&marker).unwrap().ino(), anchor.ino());
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@
 //! care can wrap calls in `spawn_blocking`.
 
 mod live;
+mod lock;
 mod page;
 mod process;
 mod retention;
@@ -247,13 +248,14 @@ impl TaskStore {
         self.write_record(record, None)
     }
 
-    /// [`TaskStore::save`], with the task's marker already locked by the caller when `held`.
+    /// [`TaskStore::save`], with the task already locked by the caller when `held`.
     fn write_record(
         &self,
         record: &mut TaskRecord,
-        held: Option<live::MarkerLock>,
+        held: Option<lock::TaskLock>,
     ) -> Result<(), StoreError> {
-        let path = self.record_path(&record.root_session_id, &record.id)?;
+        let dir = self.task_dir(&record.root_session_id, &record.id)?;
+        let path = dir.join(TASK_FILE);
         let marker = self.live_marker_path(&record.root_session_id, &record.id)?;
         record.updated_at = timestamp(SystemTime::now());
         // Sized for a typical record up front: growing from serde_json's default capacity took
@@ -265,22 +267,27 @@ impl TaskStore {
             message: e.to_string(),
         })?;
         json.push(b'\n');
-        let running = record.status == TaskStatus::Running;
-        let marker_error = |source| StoreError::Write {
-            path: marker.clone(),
-            source,
-        };
-        // The marker is locked across the write, so recovery never judges it by a record that is
-        // about to change (see `live`).
-        let lock = match held {
+        // Held across marker and record, so recovery never judges the marker by a record that is
+        // about to change (see `live`). A task without a directory yet has nothing to lock, and
+        // recovery nothing to judge.
+        let _lock = match held {
             Some(lock) => Some(lock),
-            None if running => Some(live::MarkerLock::create(&marker).map_err(marker_error)?),
-            None => live::MarkerLock::existing(&marker).map_err(marker_error)?,
+            None => lock::TaskLock::acquire(&dir).map_err(|source| StoreError::Write {
+                path: dir.clone(),
+                source,
+            })?,
         };
+        let running = record.status == TaskStatus::Running;
+        if running {
+            live::add_marker(&marker).map_err(|source| StoreError::Write {
+                path: marker.clone(),
+                source,
+            })?;
+        }
         write_file(&path, &json, Durable::AgainstPowerLoss)?;
-        if !running && let Some(lock) = lock {
+        if !running {
             // A marker left by a failed removal only costs recovery one record read.
-            let _ = lock.remove();
+            let _ = live::remove_marker(&marker);
         }
         Ok(())
     }

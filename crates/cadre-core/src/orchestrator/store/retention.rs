@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use cadre_protocol::{TaskRecord, TaskStatus};
 
+use super::lock::TaskLock;
 use super::{
     Cleanup, STOP_REQUESTS_DIR, StoreProblem, TaskStore, subdirs, validate_id, write_file,
 };
@@ -99,6 +100,19 @@ impl TaskStore {
                 continue;
             }
             let dir = root_dir.join(&id);
+            // Locked, so a continuation reopening the task cannot slip in between the check and
+            // the removal (see `lock`).
+            let _lock = match TaskLock::acquire(&dir) {
+                Ok(Some(lock)) => lock,
+                Ok(None) => continue,
+                Err(source) => {
+                    cleanup.problems.push(StoreProblem {
+                        path: dir,
+                        message: format!("cannot lock: {source}"),
+                    });
+                    continue;
+                }
+            };
             let record = match self.load(root, &id) {
                 Ok(r) => r,
                 Err(e) => {

@@ -59,7 +59,8 @@ fn custom_lines(stdout: &str, session: &[Value]) -> Vec<Value> {
     out
 }
 
-fn only_file(dir: &Path) -> Vec<Value> {
+/// The one session file in `dir`.
+fn only_file_path(dir: &Path) -> PathBuf {
     // Children's sessions are in a directory of their own there.
     let files: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
@@ -69,7 +70,11 @@ fn only_file(dir: &Path) -> Vec<Value> {
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .collect();
     assert_eq!(files.len(), 1, "one session file in {dir:?}: {files:?}");
-    json_lines(&std::fs::read_to_string(&files[0]).expect("read the session file"))
+    files.into_iter().next().unwrap_or_default()
+}
+
+fn only_file(dir: &Path) -> Vec<Value> {
+    json_lines(&std::fs::read_to_string(only_file_path(dir)).expect("read the session file"))
 }
 
 /// Pi: a read, the extension's message steered in after it, then the answer.
@@ -104,9 +109,8 @@ fn pi_custom(pi: &Path, wire: Wire) -> Vec<Value> {
     custom_lines(&out.stdout, &only_file(&dir))
 }
 
-/// cadre: a background task whose notification reaches the parent (while it runs or after).
-fn cadre_custom(wire: Wire) -> Vec<Value> {
-    let fixture = Fixture::new();
+/// The parent launches a background child that reads a file; its notice gets an answer.
+fn script_background(fixture: &Fixture) {
     let s = &fixture.server;
     let parent = || !Match::first_user(CHILD);
     let child = || Match::first_user(CHILD);
@@ -123,7 +127,10 @@ fn cadre_custom(wire: Wire) -> Vec<Value> {
                    "prompt": format!("{CHILD} Read notes.txt.")}),
         )),
     );
-    s.script(Rule::new(parent()).reply(Reply::text("Launched; waiting.")));
+    s.script(
+        Rule::new(parent().and(!Match::last_user("Anything else?")))
+            .reply(Reply::text("Launched; waiting.")),
+    );
     s.script(
         Rule::new(child().and(Match::AssistantTurns(0))).reply(
             Reply::tool_call("call_read", "read", json!({"path": "notes.txt"}))
@@ -131,6 +138,12 @@ fn cadre_custom(wire: Wire) -> Vec<Value> {
         ),
     );
     s.script(Rule::new(child()).reply(Reply::text("alpha line")));
+}
+
+/// cadre: a background task whose notification reaches the parent (while it runs or after).
+fn cadre_custom(wire: Wire) -> Vec<Value> {
+    let fixture = Fixture::new();
+    script_background(&fixture);
     let out = fixture.run(&[
         "--mode",
         "json",
@@ -140,6 +153,65 @@ fn cadre_custom(wire: Wire) -> Vec<Value> {
     ]);
     out.assert_success();
     custom_lines(&out.stdout, &only_file(&fixture.session_dir()))
+}
+
+/// Pi continues a session cadre wrote with a tool call, its result and a task notification:
+/// the conversation it sends has them all, the notification as user text as Pi sends custom
+/// messages.
+#[test]
+fn pi_continues_a_cadre_session_with_a_notification() {
+    let Some(pi) = pi_binary() else {
+        return;
+    };
+    let fixture = Fixture::new();
+    script_background(&fixture);
+    let out = fixture.run(&[
+        "--mode",
+        "json",
+        "--model",
+        Wire::Anthropic.model(),
+        "Read notes.txt in the background.",
+    ]);
+    out.assert_success();
+    let session = only_file_path(&fixture.session_dir());
+    let text = std::fs::read_to_string(&session).expect("read the session");
+    assert!(text.contains("\"type\":\"custom_message\""), "{text}");
+
+    fixture
+        .server
+        .script(Rule::new(Match::last_user("Anything else?")).reply(Reply::text("No.")));
+    let session_arg = session.to_string_lossy();
+    let out = run_pi(
+        &pi,
+        &fixture,
+        &[
+            "--mode",
+            "json",
+            "--session",
+            &session_arg,
+            "--model",
+            Wire::Anthropic.model(),
+            "Anything else?",
+        ],
+    );
+    assert!(out.success(), "{out:#?}");
+    let request = fixture.last_request();
+    assert_eq!(request.last_user_text().as_deref(), Some("Anything else?"));
+    let sent = request.body["messages"].to_string();
+    for part in [
+        "Read notes.txt in the background.",
+        "call_bg",
+        "<task-notification>",
+    ] {
+        assert!(sent.contains(part), "Pi's request lacks {part:?}: {sent}");
+    }
+    let events = json_lines(&out.stdout);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "message_end" && e["message"]["content"][0]["text"] == "No."),
+        "{events:#?}"
+    );
 }
 
 #[test]

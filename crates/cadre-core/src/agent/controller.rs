@@ -41,7 +41,8 @@ impl QueueMode {
 /// `queue_update` does not list).
 enum Steer {
     Text(String),
-    Message(Message),
+    /// Boxed: a message is far larger than a text.
+    Message(Box<Message>),
 }
 
 impl Steer {
@@ -55,7 +56,7 @@ impl Steer {
     fn into_message(self) -> Message {
         match self {
             Steer::Text(text) => Message::user(text),
-            Steer::Message(message) => message,
+            Steer::Message(message) => *message,
         }
     }
 }
@@ -181,7 +182,7 @@ impl AgentController {
     pub fn steer_message(&self, message: Message) {
         lock(&self.shared.queues)
             .steering
-            .push_back(Steer::Message(message));
+            .push_back(Steer::Message(Box::new(message)));
     }
 
     /// Queue a message delivered when the agent would otherwise stop.

@@ -1,5 +1,6 @@
 //! Pi's command line where cadre's differs: Pi's multi-letter short flags, the Pi flags cadre
 //! does not have, Pi's subcommand words, and the checks of the run flags cadre shares with Pi.
+//! (`--session` ids and `--session-dir` are the host's: `HostContext::resolve_session`.)
 //!
 //! Someone used to `pi` types `pi`'s arguments. Whatever cadre cannot do gets one line saying
 //! so and what to use instead, never clap's "to pass '--resume' as a value, use '-- --resume'",
@@ -7,12 +8,7 @@
 
 use std::ffi::{OsStr, OsString};
 
-use anyhow::{Context, Result, bail};
-use cadre_core::config::{CadreHome, TrustStore, load_settings, project_root};
-use cadre_core::session::{
-    SESSION_DIR_VAR, SessionArg, SessionDirSources, resolve_session_arg, session_dir,
-};
-use cadre_llm::registry::{ProcessEnv, home_dir};
+use anyhow::{Result, bail};
 
 use crate::args::RunArgs;
 
@@ -257,8 +253,8 @@ pub fn check_run_args(args: &RunArgs) -> Result<()> {
 /// Check the run flags and turn the Pi ones into what the run reads: `--provider` is folded
 /// into `--model`; `--no-tools` becomes an empty `--tools` (Pi's `--no-tools` turns the default
 /// tools off and `--tools` lists the ones kept, which is what `--tools` alone means here);
-/// `--no-context-files` turns context files off for the process; `--session` with an id
-/// becomes the file it names. `raw` is the command line as given, for `--`.
+/// `--no-context-files` turns context files off for the process. (`--session` ids and
+/// `--session-dir` are resolved by the host.) `raw` is the command line as given, for `--`.
 pub fn prepare_run(args: &mut RunArgs, raw: &[OsString]) -> Result<()> {
     if let Some(hint) = command_word_hint(&args.messages, raw) {
         bail!("{hint}");
@@ -277,46 +273,6 @@ pub fn prepare_run(args: &mut RunArgs, raw: &[OsString]) -> Result<()> {
     if args.no_context_files {
         cadre_core::context::disable_context_files();
     }
-    resolve_session_flag(args)
-}
-
-/// Replace `--session <id prefix>` by the session file it names (see
-/// `cadre_core::session::resolve_session_arg`); an id that matches nothing or several sessions
-/// is an error. Paths stay paths. Contradicting session flags are left to the run, which
-/// reports them.
-fn resolve_session_flag(args: &mut RunArgs) -> Result<()> {
-    let Some(arg) = args.session.as_ref().and_then(|s| s.to_str()) else {
-        return Ok(());
-    };
-    if args.no_session || args.continue_latest {
-        return Ok(());
-    }
-    let home = CadreHome::from_env().context("cannot locate CADRE_HOME")?;
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let root = project_root(&cwd);
-    let trusted = args.trust
-        || TrustStore::load(&home)
-            .map(|t| t.is_trusted(&root))
-            .unwrap_or(false);
-    // A settings file that cannot be read is reported by the run itself.
-    let settings = load_settings(&home, Some(&root), trusted)
-        .ok()
-        .map(|l| l.settings);
-    let env_dir = std::env::var(SESSION_DIR_VAR).ok();
-    let user_home = home_dir(&ProcessEnv);
-    let dir = session_dir(
-        &SessionDirSources {
-            flag: args.session_dir.as_deref(),
-            env: env_dir.as_deref(),
-            settings: settings.as_ref().and_then(|s| s.session_dir()),
-            user_home: user_home.as_deref(),
-        },
-        home.root(),
-        &cwd,
-    );
-    let (SessionArg::Existing(path) | SessionArg::New(path)) =
-        resolve_session_arg(arg, &cwd, &dir, &home.sessions_dir())?;
-    args.session = Some(path);
     Ok(())
 }
 

@@ -35,6 +35,8 @@ mod misc;
 mod model_input;
 #[path = "cli/orchestration.rs"]
 mod orchestration;
+#[path = "cli/pi_args.rs"]
+mod pi_args;
 #[path = "cli/pi_conformance.rs"]
 mod pi_conformance;
 #[path = "cli/pi_custom_messages.rs"]

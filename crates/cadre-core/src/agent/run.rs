@@ -31,6 +31,9 @@ pub struct Agent {
     entry_ids: Vec<Option<String>>,
     /// The `details` of the compaction the history starts from (file lists carried over).
     compaction_details: Option<serde_json::Value>,
+    /// How many messages the history held right after its last compaction (or when it was
+    /// loaded ending in one): compacting again with nothing added is refused.
+    compacted_len: Option<usize>,
     session: Option<SessionWriter>,
     shared: Arc<Shared>,
     emitter: Emitter,
@@ -76,6 +79,8 @@ impl Agent {
             entry_ids,
             compaction_details,
         } = compact::starting_history(history, session.as_mut());
+        let compacted_len =
+            crate::compaction::plan::nothing_new_since_summary(&messages).then_some(messages.len());
         let mut usage = Usage::default();
         for m in &messages {
             if let Message::Assistant(a) = m {
@@ -89,6 +94,7 @@ impl Agent {
             messages,
             entry_ids,
             compaction_details,
+            compacted_len,
             session,
             emitter,
             usage,

@@ -32,6 +32,17 @@ pub struct Preparation {
     pub file_ops: FileOps,
 }
 
+/// Whether `messages` start with a summary and hold nothing newer than it: a conversation just
+/// loaded from a file whose last entry is its compaction. (A running agent knows this exactly:
+/// it counts the messages added since its own last compaction; timestamps within one
+/// millisecond cannot tell.)
+pub fn nothing_new_since_summary(messages: &[Message]) -> bool {
+    match messages.first().and_then(parse_summary_message) {
+        Some((_, at)) => messages[1..].iter().all(|m| timestamp(m) <= at),
+        None => false,
+    }
+}
+
 /// The time (ms) of the summary a conversation starts with, if it starts with one: usage
 /// reported up to then is stale.
 pub fn compacted_at(messages: &[Message]) -> Option<u64> {
@@ -73,11 +84,6 @@ pub fn prepare(
     let previous = messages.first().and_then(parse_summary_message);
     let start = usize::from(previous.is_some());
     let stale_until = previous.map(|(_, t)| t);
-    if let Some((_, at)) = previous
-        && messages[1..].iter().all(|m| timestamp(m) <= at)
-    {
-        return Err(CompactionError::AlreadyCompacted);
-    }
     let tokens_before = estimate_context(messages, stale_until).tokens;
     let cut = find_cut_point(messages, start, settings.keep_recent_tokens);
     let history_end = cut.split_turn_start.unwrap_or(cut.first_kept);
@@ -237,10 +243,10 @@ mod tests {
         );
         // Right after a compaction: only the summary and what it kept, nothing newer.
         let compacted = vec![summary_message("S", 10), user("kept", 5)];
-        assert_eq!(
-            prepare(&compacted, None, &settings(1)),
-            Err(CompactionError::AlreadyCompacted)
-        );
+        assert!(nothing_new_since_summary(&compacted));
+        assert!(!nothing_new_since_summary(&small));
+        let newer = vec![summary_message("S", 10), user("kept", 5), user("new", 11)];
+        assert!(!nothing_new_since_summary(&newer));
         assert_eq!(compacted_at(&compacted), Some(10));
         assert_eq!(compacted_at(&small), None);
     }

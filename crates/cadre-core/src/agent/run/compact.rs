@@ -90,7 +90,7 @@ impl Agent {
         let reason = CompactionReason::Manual;
         self.emitter.emit(AgentEvent::CompactionStart { reason });
         let settings = self.config.compaction;
-        let done = match prepare(&self.messages, self.compaction_details.as_ref(), &settings) {
+        let done = match self.plan(&settings) {
             Ok(prep) => {
                 self.compact_prepared(prep, custom_instructions.as_deref(), &token)
                     .await
@@ -107,6 +107,14 @@ impl Agent {
         let done = done.and_then(|(result, _)| flushed.map(|()| result));
         self.emit_end(reason, &done, false);
         done
+    }
+
+    /// Plan a compaction; refused when nothing was added since the last one.
+    fn plan(&self, settings: &CompactionSettings) -> Result<Preparation, CompactionError> {
+        if self.compacted_len == Some(self.messages.len()) {
+            return Err(CompactionError::AlreadyCompacted);
+        }
+        prepare(&self.messages, self.compaction_details.as_ref(), settings)
     }
 
     /// Turn automatic compaction on or off (Pi's `set_auto_compaction`).
@@ -148,7 +156,7 @@ impl Agent {
         }
         // Nothing to summarise (everything is recent, or just compacted): no events, the
         // request goes ahead as it is.
-        let prep = prepare(&self.messages, self.compaction_details.as_ref(), &settings).ok()?;
+        let prep = self.plan(&settings).ok()?;
         self.auto_compact(CompactionReason::Threshold, prep, token, usage)
             .await
     }
@@ -178,11 +186,8 @@ impl Agent {
             return None;
         }
         *attempted = true;
-        match prepare(
-            &self.messages,
-            self.compaction_details.as_ref(),
-            &self.config.compaction,
-        ) {
+        let settings = self.config.compaction;
+        match self.plan(&settings) {
             Ok(prep) => self.auto_compact(reason, prep, token, usage).await,
             Err(e) => {
                 self.emitter.emit(AgentEvent::CompactionStart { reason });
@@ -289,6 +294,7 @@ impl Agent {
         self.entry_ids = vec![entry_id];
         self.entry_ids.extend(kept_ids);
         self.compaction_details = Some(summary.details.clone());
+        self.compacted_len = Some(self.messages.len());
         Ok((
             CompactionResult {
                 summary: text,

@@ -333,8 +333,13 @@ fn help_says_what_the_defaults_and_stdin_really_are() {
         help.contains("loads its agents and .cadre/settings.json"),
         "{help}"
     );
-    // Piped stdin is added to a prompt given as an argument (see errors::prompt_from_stdin_is_used).
-    assert!(help.contains("Piped stdin is appended to it"), "{help}");
+    // Piped stdin is added to a prompt given as an argument (see errors::prompt_from_stdin_is_used),
+    // before it, as in Pi; each further argument is a prompt of its own.
+    assert!(
+        help.contains("Piped stdin comes before the first prompt"),
+        "{help}"
+    );
+    assert!(help.contains("run one after the other"), "{help}");
 }
 
 #[test]

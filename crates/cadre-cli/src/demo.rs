@@ -89,7 +89,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
                     "maxTokens": 8192,
                     "cost": {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}}]}}});
     std::fs::write(home.models_json(), models.to_string()).context("cannot write models.json")?;
-    let ctx = Arc::new(HostContext::load_in(home, &project, true)?);
+    let ctx = Arc::new(HostContext::load_in(home, &project, true, None)?);
     let started = Host::start(
         ctx,
         HostOptions {

@@ -25,7 +25,10 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         return crate::rpc::run(args).await;
     }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let ctx = Arc::new(HostContext::load(&cwd, args.trust)?);
+    let ctx = Arc::new(HostContext::load(&cwd, args.trust, crate::run::runtime_key(&args))?);
+    for note in &ctx.notes {
+        errln!("cadre: {note}");
+    }
     if args.list_models {
         print_models(&ctx.registry);
         return Ok(ExitCode::SUCCESS);
@@ -79,6 +82,14 @@ async fn run_prompts(
         outcome = host.settle().await?;
     }
     Ok(outcome)
+}
+
+/// `--api-key` with the model it is for (`pi_compat::prepare_run` checked that one is given).
+pub(crate) fn runtime_key(args: &RunArgs) -> Option<cadre_host::RuntimeKey> {
+    Some(cadre_host::RuntimeKey {
+        model: args.model.clone()?,
+        key: args.api_key.as_ref()?.expose().to_string(),
+    })
 }
 
 /// The host options of a print or JSON run.

@@ -40,17 +40,32 @@ pub struct HostContext {
     pub provider: Arc<dyn Provider>,
     /// The provider's retry switches (RPC `set_auto_retry`, `abort_retry`).
     pub retry: Arc<RetryControl>,
+    /// What the person should be told about the files read (`note: …`): Pi's settings keys
+    /// left out, stored OAuth entries skipped.
+    pub notes: Vec<String>,
+}
+
+/// `--api-key` for this run: the key of `model`'s provider, over every other source.
+pub struct RuntimeKey {
+    /// The model name it came with (`provider/id`, or an id the registry resolves).
+    pub model: String,
+    pub key: String,
 }
 
 impl HostContext {
     /// Load everything for a run in `cwd`; `trust_flag` is `--trust`.
-    pub fn load(cwd: &Path, trust_flag: bool) -> Result<HostContext> {
+    pub fn load(cwd: &Path, trust_flag: bool, key: Option<RuntimeKey>) -> Result<HostContext> {
         let home = CadreHome::from_env().context("cannot locate CADRE_HOME")?;
-        HostContext::load_in(home, cwd, trust_flag)
+        HostContext::load_in(home, cwd, trust_flag, key)
     }
 
     /// [`HostContext::load`] with an explicit home (the demo's own).
-    pub fn load_in(home: CadreHome, cwd: &Path, trust_flag: bool) -> Result<HostContext> {
+    pub fn load_in(
+        home: CadreHome,
+        cwd: &Path,
+        trust_flag: bool,
+        key: Option<RuntimeKey>,
+    ) -> Result<HostContext> {
         let root = project_root(cwd);
         let trust = match TrustStore::load(&home) {
             Ok(store) => ProjectTrust::from_store(&store, &root, trust_flag),
@@ -60,8 +75,19 @@ impl HostContext {
             },
         };
         let trusted = matches!(trust, ProjectTrust::Trusted);
-        let settings = load_settings(&home, Some(&root), trusted)?.settings;
-        let registry = ModelRegistry::load(home.root(), &ProcessEnv)?;
+        let loaded = load_settings(&home, Some(&root), trusted)?;
+        let mut notes: Vec<String> = loaded.notes.iter().map(|n| format!("note: {n}")).collect();
+        let settings = loaded.settings;
+        let mut registry = ModelRegistry::load(home.root(), &ProcessEnv)?;
+        notes.extend(registry.auth_notes().iter().map(|n| format!("note: {n}")));
+        // Every stored key is a secret of this process, not only the one in use: a tool can
+        // read the file it came from (S5).
+        cadre_protocol::redact::set_secrets(registry.stored_secrets());
+        if let Some(key) = key {
+            let provider = registry.provider_of(&key.model)?;
+            cadre_protocol::redact::set_secrets([key.key.clone()]);
+            registry.set_runtime_api_key(&provider, key.key);
+        }
         let policy = retry_policy(&ProcessEnv, &settings)?;
         let provider = HttpProvider::new(policy);
         let retry = provider.retry_control();
@@ -74,6 +100,7 @@ impl HostContext {
             registry: Arc::new(registry),
             provider: Arc::new(provider),
             retry,
+            notes,
         })
     }
 

@@ -18,7 +18,7 @@ mod signals;
 mod tasks;
 pub mod views;
 
-pub use context::{HostContext, IDLE_TIMEOUT_VAR, RETRY_BASE_VAR, parse_thinking, pick_model};
+pub use context::{HostContext, RuntimeKey, IDLE_TIMEOUT_VAR, RETRY_BASE_VAR, parse_thinking, pick_model};
 pub use options::{HostOptions, SessionChoice};
 pub use orchestration::ORCHESTRATION_TOOLS;
 pub use service::{Delivery, Host, HostError, HostEvent, HostState, StartedHost, Switched};

@@ -44,7 +44,7 @@ async fn world() -> World {
 }
 
 async fn start(w: &World, options: HostOptions) -> cadre_host::StartedHost {
-    let ctx = Arc::new(HostContext::load_in(w.home.clone(), &w.project, true).unwrap());
+    let ctx = Arc::new(HostContext::load_in(w.home.clone(), &w.project, true, None).unwrap());
     Host::start(
         ctx,
         HostOptions {

@@ -86,7 +86,10 @@ fn with_id(response: Value, id: Option<&Value>) -> Value {
 
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let ctx = Arc::new(HostContext::load(&cwd, args.trust)?);
+    let ctx = Arc::new(HostContext::load(&cwd, args.trust, crate::run::runtime_key(&args))?);
+    for note in &ctx.notes {
+        errln!("cadre: {note}");
+    }
     let mut options = crate::run::host_options(&args);
     // As the Pi subagent packages do in their interactive modes: the client keeps working
     // while tasks run, and their results arrive as notifications.

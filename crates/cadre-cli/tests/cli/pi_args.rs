@@ -233,6 +233,13 @@ fn the_api_key_leaves_the_command_line() {
         seen.contains(&wiped),
         "cadre's own command line is among them: {seen}"
     );
+    // The key is what the provider was called with, over models.json's `apiKey`.
+    let sent = request
+        .headers
+        .iter()
+        .find(|(name, _)| name == "x-api-key")
+        .map(|(_, v)| v.as_str());
+    assert_eq!(sent, Some(KEY));
 }
 
 #[test]
@@ -280,11 +287,18 @@ fn pis_settings_and_stored_keys_stand_in_for_missing_ones() {
         out.stdout
     );
 
-    // cadre's own settings file replaces Pi's.
+    // cadre's own settings file replaces Pi's; a run says once what it skipped in auth.json.
     std::fs::write(fixture.home.join("settings.json"), "{}").unwrap();
-    let line = fixture
-        .run(&["-p", "ROUTE-PI"])
-        .assert_one_line_error()
-        .to_string();
-    assert!(line.contains("no model configured"), "{line}");
+    let out = fixture.run(&["-p", "ROUTE-PI"]);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "cadre: note: auth.json: OAuth logins are not supported, only API keys (x skipped)",
+            lines.get(1).copied().unwrap_or_default(),
+        ],
+        "{}",
+        out.stderr
+    );
+    assert!(lines[1].starts_with("cadre: error: no model configured"), "{}", out.stderr);
 }

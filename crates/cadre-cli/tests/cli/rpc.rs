@@ -700,3 +700,33 @@ fn bash_output_reaches_the_model_with_the_next_prompt_and_abort_bash_ends_it() {
     let saved = std::fs::read_to_string(file).unwrap();
     assert!(saved.contains("\"role\":\"bashExecution\""), "{saved}");
 }
+
+#[test]
+fn steer_commands_are_delivered_one_at_a_time_when_asked() {
+    let f = Fixture::new();
+    f.server.script(
+        Rule::new(Match::last_user("SLOW").and(Match::AssistantTurns(0))).reply(
+            Reply::tool_call("call_r", "read", json!({"path": "notes.txt"}))
+                .latency(Duration::from_millis(1200)),
+        ),
+    );
+    f.server.script(Rule::always().reply(Reply::text("turn answered")));
+    let mut rpc = RpcClient::start(&f, &["--no-session"]);
+    ok_data(&rpc.call("m", json!({"type": "set_steering_mode", "mode": "one-at-a-time"})));
+    let r = rpc.call("bad", json!({"type": "set_follow_up_mode", "mode": "some"}));
+    assert!(error_of(&r).contains("one-at-a-time"), "{r}");
+    rpc.call("p", json!({"type": "prompt", "message": "SLOW"}));
+    rpc.wait_event("agent_start");
+    ok_data(&rpc.call("a", json!({"type": "steer", "message": "STEER-A"})));
+    ok_data(&rpc.call("b", json!({"type": "steer", "message": "STEER-B"})));
+    rpc.wait_event("agent_end");
+    let lasts: Vec<String> = f
+        .server
+        .requests()
+        .iter()
+        .filter_map(|r| r.last_user_text())
+        .collect();
+    // One steer per turn: A with the tool result's turn, B in a turn of its own.
+    assert_eq!(lasts, vec!["SLOW", "STEER-A", "STEER-B"], "{lasts:?}");
+    rpc.finish();
+}

@@ -25,7 +25,11 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         return crate::rpc::run(args).await;
     }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let ctx = Arc::new(HostContext::load(&cwd, args.trust, crate::run::runtime_key(&args))?);
+    let ctx = Arc::new(HostContext::load(
+        &cwd,
+        args.trust,
+        crate::run::runtime_key(&args),
+    )?);
     for note in &ctx.notes {
         errln!("cadre: {note}");
     }
@@ -46,7 +50,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     }
     let host = started.host;
     let printer = tokio::spawn(print_events(started.events, args.mode));
-    let (interrupted, signals) = cadre_host::interrupt_on_signal(host.clone());
+    let (interrupted, signals) = cadre_host::interrupt_on_signal(host.interrupt_handle());
     let outcome = run_prompts(&host, first, rest).await;
     signals.abort();
     // Nothing may outlive the parent: live children are stopped and recorded (L6).

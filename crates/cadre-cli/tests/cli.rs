@@ -43,16 +43,16 @@ mod pi_conformance;
 mod pi_custom_messages;
 #[path = "cli/pi_shapes.rs"]
 mod pi_shapes;
-#[path = "cli/rpc.rs"]
-mod rpc;
-#[path = "cli/rpc_pi_conformance.rs"]
-mod rpc_pi_conformance;
 #[path = "cli/prompt.rs"]
 mod prompt;
 #[path = "cli/readonly_child.rs"]
 mod readonly_child;
 #[path = "cli/review_gate.rs"]
 mod review_gate;
+#[path = "cli/rpc.rs"]
+mod rpc;
+#[path = "cli/rpc_pi_conformance.rs"]
+mod rpc_pi_conformance;
 #[path = "cli/sandbox.rs"]
 mod sandbox;
 #[path = "cli/sandbox_layers.rs"]

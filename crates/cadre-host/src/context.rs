@@ -8,11 +8,11 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use cadre_core::config::{CadreHome, Settings, TrustStore, load_settings, project_root};
 use cadre_core::roles::ProjectTrust;
-use cadre_llm::registry::{Env, ProcessEnv};
-use cadre_llm::{HttpProvider, Model, ModelRegistry, Provider, RetryControl, RetryPolicy};
 use cadre_core::session::{
     SESSION_DIR_VAR, SessionArg, SessionDirSources, resolve_session_arg, session_dir,
 };
+use cadre_llm::registry::{Env, ProcessEnv};
+use cadre_llm::{HttpProvider, Model, ModelRegistry, Provider, RetryControl, RetryPolicy};
 use cadre_protocol::ThinkingLevel;
 
 use crate::options::SessionChoice;

@@ -17,8 +17,26 @@ h1{font-size:1.2rem}.m{border-left:3px solid #ccc;padding:.3rem .8rem;margin:.8r
 pre{white-space:pre-wrap;word-break:break-word;margin:.3rem 0;font:12px/1.4 ui-monospace,monospace}\
 .thinking{color:#777;font-style:italic}";
 
-/// Write the page for `messages` to `path`.
+/// Write the page for `messages` to `path`: a new file, or in place of an existing regular
+/// file. Anything else at `path` (a device, a FIFO, a symlink, a directory) is refused rather
+/// than replaced, and the directory must exist.
 pub fn export_html(title: &str, messages: &[Message], path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if !meta.file_type().is_file() => {
+            anyhow::bail!(
+                "{} exists and is not a regular file; choose another outputPath",
+                path.display()
+            );
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+            if dir.is_some_and(|d| !d.is_dir()) {
+                anyhow::bail!("the directory of {} does not exist", path.display());
+            }
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot use {}", path.display())),
+    }
     let page = render(title, messages);
     cadre_core::config::atomic_write(path, page.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))
@@ -45,7 +63,8 @@ pub fn render(title: &str, messages: &[Message]) -> String {
                             let _ = write!(body, "<pre>{}</pre>", escape(text));
                         }
                         ContentBlock::Thinking { thinking, .. } => {
-                            let _ = write!(body, "<pre class=\"thinking\">{}</pre>", escape(thinking));
+                            let _ =
+                                write!(body, "<pre class=\"thinking\">{}</pre>", escape(thinking));
                         }
                         ContentBlock::ToolCall(call) => {
                             let _ = write!(
@@ -62,7 +81,13 @@ pub fn render(title: &str, messages: &[Message]) -> String {
                     let _ = write!(body, "<pre>error: {}</pre>", escape(e));
                 }
                 let label = format!("assistant · {}", a.model);
-                raw_block(&mut out, "assistant", &label, &body, a.error_message.is_some());
+                raw_block(
+                    &mut out,
+                    "assistant",
+                    &label,
+                    &body,
+                    a.error_message.is_some(),
+                );
             }
             Message::ToolResult(r) => {
                 let text = cadre_protocol::join_text(&r.content);
@@ -73,7 +98,13 @@ pub fn render(title: &str, messages: &[Message]) -> String {
             other => {
                 let value = serde_json::to_value(other).unwrap_or_default();
                 let role = value["role"].as_str().unwrap_or("message").to_string();
-                block(&mut out, "toolResult", &role, &clip(&value.to_string(), RESULT_CHARS), false);
+                block(
+                    &mut out,
+                    "toolResult",
+                    &role,
+                    &clip(&value.to_string(), RESULT_CHARS),
+                    false,
+                );
             }
         }
     }
@@ -97,7 +128,13 @@ fn user_text(content: &UserContent) -> String {
 }
 
 fn block(out: &mut String, class: &str, label: &str, text: &str, error: bool) {
-    raw_block(out, class, label, &format!("<pre>{}</pre>", escape(text)), error);
+    raw_block(
+        out,
+        class,
+        label,
+        &format!("<pre>{}</pre>", escape(text)),
+        error,
+    );
 }
 
 fn raw_block(out: &mut String, class: &str, label: &str, body: &str, error: bool) {
@@ -112,7 +149,11 @@ fn raw_block(out: &mut String, class: &str, label: &str, body: &str, error: bool
 fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         None => text.to_string(),
-        Some((at, _)) => format!("{}\n… ({} more characters)", &text[..at], text[at..].chars().count()),
+        Some((at, _)) => format!(
+            "{}\n… ({} more characters)",
+            &text[..at],
+            text[at..].chars().count()
+        ),
     }
 }
 

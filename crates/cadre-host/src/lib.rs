@@ -18,10 +18,14 @@ mod signals;
 mod tasks;
 pub mod views;
 
-pub use context::{HostContext, RuntimeKey, IDLE_TIMEOUT_VAR, RETRY_BASE_VAR, parse_thinking, pick_model};
+pub use context::{
+    HostContext, IDLE_TIMEOUT_VAR, RETRY_BASE_VAR, RuntimeKey, parse_thinking, pick_model,
+};
 pub use options::{HostOptions, SessionChoice};
 pub use orchestration::ORCHESTRATION_TOOLS;
-pub use service::{Delivery, Host, HostError, HostEvent, HostState, StartedHost, Switched};
+pub use service::{
+    Delivery, Host, HostError, HostEvent, HostState, InterruptHandle, StartedHost, Switched,
+};
 pub use session_open::ForkPoint;
-pub use tasks::apply_task;
 pub use signals::{Signals, interrupt_on_signal, signal_name};
+pub use tasks::apply_task;

@@ -95,22 +95,28 @@ impl Orchestration {
         }
         drop(recovery);
         let (notice_tx, notices) = mpsc::unbounded_channel();
-        let manager = TaskManager::with_options(ManagerConfig {
-            provider: setup.provider,
-            models: setup.registry,
-            tools: setup.tools,
-            roster: roster.clone(),
-            settings: settings.clone(),
-            store,
-            root_session_id: setup.root_session_id,
-            root_session_file: setup.root_session_file,
-            sessions_dir: cadre_core::session::session_dir_for_cwd(setup.home.root(), setup.cwd),
-            cadre_home: setup.home.root().to_path_buf(),
-            cwd: setup.cwd.to_path_buf(),
-            trusted,
-            artifacts_dir: setup.artifacts_dir,
-            root_notices: notice_tx,
-        }, ManagerOptions::default());
+        let manager = TaskManager::with_options(
+            ManagerConfig {
+                provider: setup.provider,
+                models: setup.registry,
+                tools: setup.tools,
+                roster: roster.clone(),
+                settings: settings.clone(),
+                store,
+                root_session_id: setup.root_session_id,
+                root_session_file: setup.root_session_file,
+                sessions_dir: cadre_core::session::session_dir_for_cwd(
+                    setup.home.root(),
+                    setup.cwd,
+                ),
+                cadre_home: setup.home.root().to_path_buf(),
+                cwd: setup.cwd.to_path_buf(),
+                trusted,
+                artifacts_dir: setup.artifacts_dir,
+                root_notices: notice_tx,
+            },
+            ManagerOptions::default(),
+        );
         Ok(Orchestration {
             manager,
             notices,

@@ -333,7 +333,13 @@ mod tests {
             tools: Some(vec!["read".into(), "frob".into()]),
             ..HostOptions::default()
         };
-        let err = ToolChoice::from_options(&options).err().unwrap().to_string();
-        assert!(err.starts_with("unknown tool(s) frob; available: read"), "{err}");
+        let err = ToolChoice::from_options(&options)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.starts_with("unknown tool(s) frob; available: read"),
+            "{err}"
+        );
     }
 }

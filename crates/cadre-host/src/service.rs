@@ -17,9 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use anyhow::Result;
 use cadre_core::agent::{AgentController, RunOutcome};
-use cadre_core::orchestrator::manager::{
-    ConversationMirror, ParentNotice, TaskEvent, TaskManager,
-};
+use cadre_core::orchestrator::manager::{ConversationMirror, ParentNotice, TaskEvent, TaskManager};
 use cadre_llm::{Model, resolve_thinking};
 use cadre_protocol::{
     AgentEvent, CompactionResult, Message, SessionHeader, ThinkingLevel, UserContent,
@@ -152,6 +150,34 @@ struct Shared {
     bash: Mutex<Option<tokio_util::sync::CancellationToken>>,
 }
 
+impl Shared {
+    fn interrupt(&self) {
+        self.interrupted.store(true, Ordering::SeqCst);
+        let (controller, manager) = {
+            let live = lock(&self.live);
+            (live.controller.clone(), live.manager.clone())
+        };
+        controller.abort();
+        if let Some(cancel) = lock(&self.bash).take() {
+            cancel.cancel();
+        }
+        tokio::spawn(async move { manager.shutdown().await });
+    }
+}
+
+/// See [`Host::interrupt_handle`].
+#[derive(Clone)]
+pub struct InterruptHandle(std::sync::Weak<Shared>);
+
+impl InterruptHandle {
+    /// [`Host::interrupt`], if the session still exists.
+    pub fn interrupt(&self) {
+        if let Some(shared) = self.0.upgrade() {
+            shared.interrupt();
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -188,7 +214,11 @@ impl Host {
             },
             _ => ctx.pick_model(options.model.as_deref())?,
         };
-        let flag = options.thinking.as_deref().map(parse_thinking).transpose()?;
+        let flag = options
+            .thinking
+            .as_deref()
+            .map(parse_thinking)
+            .transpose()?;
         let thinking = restored.thinking_level(flag, ctx.settings.default_thinking_level);
         let opened = session_open::open_session(&choice, &session_dir, &ctx.cwd).await?;
         ctx.install_shell_env(&model)?;
@@ -277,7 +307,11 @@ impl Host {
     /// Send a prompt. While the agent runs, `delivery` says how it is queued (without one
     /// the prompt is refused, as Pi refuses it); when idle it starts a run. Returns once the
     /// prompt is accepted; the run's progress comes as events.
-    pub fn prompt(&self, content: UserContent, delivery: Option<Delivery>) -> Result<(), HostError> {
+    pub fn prompt(
+        &self,
+        content: UserContent,
+        delivery: Option<Delivery>,
+    ) -> Result<(), HostError> {
         if self.is_streaming() {
             let text = queued_text(&content)?;
             let controller = lock(&self.shared.live).controller.clone();
@@ -296,10 +330,12 @@ impl Host {
                 )),
             };
         }
-        self.send(Op::Prompt(vec![Message::User(cadre_protocol::UserMessage {
-            content,
-            timestamp: cadre_protocol::now_millis(),
-        })]))
+        self.send(Op::Prompt(vec![Message::User(
+            cadre_protocol::UserMessage {
+                content,
+                timestamp: cadre_protocol::now_millis(),
+            },
+        )]))
     }
 
     /// Queue a steering message (delivered after the current tool calls; at the start of the
@@ -330,13 +366,13 @@ impl Host {
     /// The run is being ended (a signal): no notice wakes the parent any more, the current
     /// run is aborted and every task is stopped with `parent_shutdown` (L6).
     pub fn interrupt(&self) {
-        self.shared.interrupted.store(true, Ordering::SeqCst);
-        let (controller, manager) = {
-            let live = lock(&self.shared.live);
-            (live.controller.clone(), live.manager.clone())
-        };
-        controller.abort();
-        tokio::spawn(async move { manager.shutdown().await });
+        self.shared.interrupt();
+    }
+
+    /// A handle that interrupts this session without keeping it alive (a signal watcher that
+    /// outlives the session must not hold its channels open).
+    pub fn interrupt_handle(&self) -> InterruptHandle {
+        InterruptHandle(Arc::downgrade(&self.shared))
     }
 
     pub fn is_streaming(&self) -> bool {
@@ -345,7 +381,9 @@ impl Host {
 
     /// Wait until the parent is idle and every task it started has ended and been answered
     /// (O6), or until a run ends in an error or an abort. Returns the last run's outcome.
-    pub fn settle(&self) -> impl Future<Output = Result<Option<RunOutcome>, HostError>> + Send + 'static + use<> {
+    pub fn settle(
+        &self,
+    ) -> impl Future<Output = Result<Option<RunOutcome>, HostError>> + Send + 'static + use<> {
         self.ask(Op::Settle)
     }
 
@@ -384,40 +422,59 @@ impl Host {
     }
 
     /// Use `provider/id` from the next request on (recorded in the session).
-    pub fn set_model(&self, name: &str) -> impl Future<Output = Result<Model, HostError>> + Send + 'static + use<> {
+    pub fn set_model(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<Model, HostError>> + Send + 'static + use<> {
         let name = name.to_string();
         self.ask(move |r| Op::SetModel(name, r))
     }
 
     /// Use `level` from the next request on; returns the level in effect (clamped to what the
     /// model takes).
-    pub fn set_thinking(&self, level: ThinkingLevel) -> impl Future<Output = Result<ThinkingLevel, HostError>> + Send + 'static + use<> {
+    pub fn set_thinking(
+        &self,
+        level: ThinkingLevel,
+    ) -> impl Future<Output = Result<ThinkingLevel, HostError>> + Send + 'static + use<> {
         self.ask(move |r| Op::SetThinking(level, r))
     }
 
     /// Start a new session (the current one's live tasks are stopped first, L6).
-    pub fn new_session(&self) -> impl Future<Output = Result<Switched, HostError>> + Send + 'static + use<> {
+    pub fn new_session(
+        &self,
+    ) -> impl Future<Output = Result<Switched, HostError>> + Send + 'static + use<> {
         self.ask(move |r| Op::Switch(SwitchTo::New, r))
     }
 
     /// Continue the session in `path`.
-    pub fn switch_session(&self, path: PathBuf) -> impl Future<Output = Result<Switched, HostError>> + Send + 'static + use<> {
+    pub fn switch_session(
+        &self,
+        path: PathBuf,
+    ) -> impl Future<Output = Result<Switched, HostError>> + Send + 'static + use<> {
         self.ask(move |r| Op::Switch(SwitchTo::Path(path), r))
     }
 
     /// A new session holding the conversation before the user message `entry_id`.
-    pub fn fork(&self, entry_id: &str) -> impl Future<Output = Result<Switched, HostError>> + Send + 'static + use<> {
+    pub fn fork(
+        &self,
+        entry_id: &str,
+    ) -> impl Future<Output = Result<Switched, HostError>> + Send + 'static + use<> {
         let id = entry_id.to_string();
         self.ask(move |r| Op::Switch(SwitchTo::Fork(id), r))
     }
 
     /// A new session holding the whole current conversation.
-    pub fn clone_session(&self) -> impl Future<Output = Result<Switched, HostError>> + Send + 'static + use<> {
+    pub fn clone_session(
+        &self,
+    ) -> impl Future<Output = Result<Switched, HostError>> + Send + 'static + use<> {
         self.ask(move |r| Op::Switch(SwitchTo::Clone, r))
     }
 
     /// Name the session (Pi's `session_info` entry).
-    pub fn set_session_name(&self, name: &str) -> impl Future<Output = Result<(), HostError>> + Send + 'static + use<> {
+    pub fn set_session_name(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<(), HostError>> + Send + 'static + use<> {
         let name = name.to_string();
         self.ask(move |r| Op::SetSessionName(name, r))
     }
@@ -447,15 +504,33 @@ impl Host {
     pub fn bash(
         &self,
         command: &str,
-    ) -> impl Future<Output = Result<cadre_protocol::BashExecutionMessage, HostError>> + Send + 'static + use<> {
+    ) -> impl Future<Output = Result<cadre_protocol::BashExecutionMessage, HostError>>
+    + Send
+    + 'static
+    + use<> {
         let cancel = tokio_util::sync::CancellationToken::new();
-        *lock(&self.shared.bash) = Some(cancel.clone());
+        // One command at a time, so abort_bash always reaches the one that runs.
+        let busy = {
+            let mut slot = lock(&self.shared.bash);
+            let busy = slot.as_ref().is_some_and(|c| !c.is_cancelled());
+            if !busy {
+                *slot = Some(cancel.clone());
+            }
+            busy
+        };
         let host = self.clone();
         let command = command.to_string();
         async move {
+            if busy {
+                return Err(HostError(
+                    "a bash command is already running; wait for it or send abort_bash".into(),
+                ));
+            }
             let cwd = host.ctx.cwd.clone();
             let artifacts = host.ctx.home.root().join("artifacts");
-            let message = crate::bash::run_bash(&command, &cwd, &artifacts, cancel).await;
+            let message = crate::bash::run_bash(&command, &cwd, &artifacts, cancel.clone()).await;
+            // Done: the slot is free (cancelling a finished command's token is harmless).
+            cancel.cancel();
             // Queued now, so a prompt sent after this answer comes after the output.
             let appended = host.append_message(Message::BashExecution(message.clone()));
             tokio::spawn(appended);
@@ -472,12 +547,19 @@ impl Host {
 
     /// Add a message to the context without a run (it reaches the model with the next
     /// prompt), e.g. the output of a command the person ran.
-    pub fn append_message(&self, message: Message) -> impl Future<Output = Result<(), HostError>> + Send + 'static + use<> {
+    pub fn append_message(
+        &self,
+        message: Message,
+    ) -> impl Future<Output = Result<(), HostError>> + Send + 'static + use<> {
         self.ask(move |r| Op::Append(Box::new(message), r))
     }
 
     /// The user messages a fork can start from.
     pub fn fork_points(&self) -> Result<Vec<session_open::ForkPoint>, HostError> {
+        // A session with no message yet may not have its header on disk either.
+        if self.messages().is_empty() {
+            return Ok(Vec::new());
+        }
         let Some(path) = lock(&self.shared.live).session_file.clone() else {
             return Err(HostError(
                 "this session is not saved (--no-session), so it has no entries to fork from"
@@ -489,7 +571,9 @@ impl Host {
 
     /// End the session: live tasks are stopped (L6) and the session file is closed. Returns
     /// its path.
-    pub fn shutdown(&self) -> impl Future<Output = Result<Option<PathBuf>, HostError>> + Send + 'static + use<> {
+    pub fn shutdown(
+        &self,
+    ) -> impl Future<Output = Result<Option<PathBuf>, HostError>> + Send + 'static + use<> {
         self.ask(Op::Shutdown)
     }
 }
@@ -668,7 +752,13 @@ impl Actor {
     }
 
     async fn handle(&mut self, op: Op) {
+        let ending = self.shared.interrupted.load(Ordering::SeqCst);
         match op {
+            // The session is ending: what was queued before the end does not start.
+            Op::Prompt(_) if ending => {}
+            Op::Switch(_, reply) if ending => {
+                let _ = reply.send(Err(HostError("the session is ending".into())));
+            }
             Op::Prompt(messages) => self.run(messages).await,
             Op::Settle(reply) => self.settle.push(reply),
             Op::SetModel(name, reply) => {
@@ -789,7 +879,9 @@ impl Actor {
                 }
             }
             let (steer, follow_up) = controller.queued();
-            if steer.is_empty() && follow_up.is_empty() {
+            if (steer.is_empty() && follow_up.is_empty())
+                || self.shared.interrupted.load(Ordering::SeqCst)
+            {
                 break;
             }
         }
@@ -821,8 +913,7 @@ impl Actor {
         // The level is clamped anew for the new model.
         let thinking = resolve_thinking(&model, requested).effective;
         self.root.agent.set_thinking(thinking);
-        self.root
-            .equip(&self.ctx, &self.options, &model, thinking);
+        self.root.equip(&self.ctx, &self.options, &model, thinking);
         let mut live = lock(&self.shared.live);
         live.model = model.clone();
         live.thinking = thinking;
@@ -911,7 +1002,9 @@ impl Actor {
         let old = std::mem::replace(&mut self.root, root);
         if let Err(e) = old.agent.close().await {
             // The new session is in place; the old file's tail is what could not be written.
-            warnings.push(format!("warning: the previous session could not be closed: {e}"));
+            warnings.push(format!(
+                "warning: the previous session could not be closed: {e}"
+            ));
         }
         self.task_events.abort();
         self.task_events = spawn_task_events(&self.root.orchestration.manager, self.events.clone());
@@ -950,10 +1043,7 @@ impl Actor {
         }
         let path = self.root.agent.session_path().map(PathBuf::from);
         if let Some(writer) = self.root.agent.session_mut() {
-            writer
-                .flush()
-                .await
-                .map_err(|e| HostError(e.to_string()))?;
+            writer.flush().await.map_err(|e| HostError(e.to_string()))?;
         }
         Ok(path)
     }

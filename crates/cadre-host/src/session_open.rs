@@ -36,11 +36,7 @@ impl OpenedSession {
 }
 
 /// Open the session `choice` names for a conversation in `cwd`.
-pub async fn open_session(
-    choice: &SessionChoice,
-    dir: &Path,
-    cwd: &Path,
-) -> Result<OpenedSession> {
+pub async fn open_session(choice: &SessionChoice, dir: &Path, cwd: &Path) -> Result<OpenedSession> {
     let existing: Option<PathBuf> = match choice {
         SessionChoice::None => return Ok(OpenedSession::fresh(None)),
         SessionChoice::New => None,
@@ -83,14 +79,43 @@ pub fn peek_selection(choice: &SessionChoice, dir: &Path) -> RestoredSettings {
         }
         _ => None,
     };
-    match path.map(|p| load_session(&p)) {
+    match path
+        .filter(|p| check_session_file(p).is_ok())
+        .map(|p| load_session(&p))
+    {
         Some(Ok(loaded)) => loaded.restored_settings(),
         _ => RestoredSettings::default(),
     }
 }
 
+/// The largest session file opened: a session is read whole into memory.
+pub const MAX_SESSION_BYTES: u64 = 256 * 1024 * 1024;
+
+/// A session file must be a regular file of sane size: a FIFO would block the session, a
+/// device (`/dev/zero`) would be read without end.
+pub fn check_session_file(path: &Path) -> Result<()> {
+    let meta = std::fs::metadata(path)
+        .with_context(|| format!("cannot open the session file {}", path.display()))?;
+    if !meta.is_file() {
+        bail!(
+            "{} is not a regular file, so it is not a session file",
+            path.display()
+        );
+    }
+    if meta.len() > MAX_SESSION_BYTES {
+        bail!(
+            "{} is {} MiB, more than the {} MiB a session file may have",
+            path.display(),
+            meta.len() / (1024 * 1024),
+            MAX_SESSION_BYTES / (1024 * 1024)
+        );
+    }
+    Ok(())
+}
+
 /// Continue the session in `path`.
 pub async fn continue_session(path: &Path) -> Result<OpenedSession> {
+    check_session_file(path)?;
     let loaded = load_session(path)?;
     let warnings = loaded
         .dropped_lines
@@ -121,6 +146,7 @@ pub struct ForkPoint {
 
 /// The user messages of the session in `path`, oldest first.
 pub fn fork_points(path: &Path) -> Result<Vec<ForkPoint>> {
+    check_session_file(path)?;
     let loaded = load_session(path)?;
     Ok(loaded
         .branch()
@@ -146,6 +172,7 @@ pub async fn branch_session(
     before: Option<&str>,
     cwd: &Path,
 ) -> Result<(OpenedSession, Option<String>)> {
+    check_session_file(from)?;
     let loaded = load_session(from)?;
     let branch = loaded.branch();
     let (kept, forked_text) = match before {

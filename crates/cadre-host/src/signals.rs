@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use crate::service::Host;
+use crate::service::InterruptHandle;
 
 const SIGINT: i32 = 2;
 const SIGTERM: i32 = 15;
@@ -61,7 +61,7 @@ impl Signals {
 /// stored in the returned cell, so the front end can say the run was interrupted and exit as a
 /// shell expects (128 + signal). Register it before the run starts, so no signal slips
 /// through to the default handler; abort the task when the run is over.
-pub fn interrupt_on_signal(host: Host) -> (Arc<AtomicI32>, tokio::task::JoinHandle<()>) {
+pub fn interrupt_on_signal(host: InterruptHandle) -> (Arc<AtomicI32>, tokio::task::JoinHandle<()>) {
     let received = Arc::new(AtomicI32::new(0));
     let cell = received.clone();
     let signals = Signals::new().ok();

@@ -61,4 +61,3 @@ pub async fn apply_task(r: &TaskRecord) -> Result<String> {
     );
     Ok(out)
 }
-

@@ -82,21 +82,20 @@ async fn settle_waits_for_every_background_result_exactly_once() {
             .reply(Reply::text("slow result").latency(Duration::from_millis(400))),
     );
     s.script(
-        Rule::new(Match::first_user("ROOT").and(Match::AssistantTurns(0))).reply(
-            Reply::tool_call(
-                "call_a",
-                "Agent",
-                json!({"run_in_background": true, "tasks": [
-                    {"description": "fast", "prompt": "CHILD fast", "subagent_type": "Explore"},
-                    {"description": "slow", "prompt": "CHILD slow", "subagent_type": "Explore"}
-                ]}),
-            ),
-        ),
+        Rule::new(Match::first_user("ROOT").and(Match::AssistantTurns(0))).reply(Reply::tool_call(
+            "call_a",
+            "Agent",
+            json!({"run_in_background": true, "tasks": [
+                {"description": "fast", "prompt": "CHILD fast", "subagent_type": "Explore"},
+                {"description": "slow", "prompt": "CHILD slow", "subagent_type": "Explore"}
+            ]}),
+        )),
     );
     s.script(Rule::new(Match::first_user("ROOT")).reply(Reply::text("root answered")));
     let started = start(&w, HostOptions::default()).await;
     let host = started.host;
-    host.prompt(UserContent::Text("ROOT go".into()), None).unwrap();
+    host.prompt(UserContent::Text("ROOT go".into()), None)
+        .unwrap();
     let outcome = guarded(host.settle()).await.unwrap().expect("a run");
     assert!(outcome.error.is_none(), "{outcome:?}");
     assert!(!host.manager().has_pending());
@@ -108,7 +107,10 @@ async fn settle_waits_for_every_background_result_exactly_once() {
             .count();
         assert_eq!(seen, 1, "{result}: {conversation:#?}");
     }
-    assert!(matches!(host.messages().last(), Some(Message::Assistant(_))));
+    assert!(matches!(
+        host.messages().last(),
+        Some(Message::Assistant(_))
+    ));
     guarded(host.shutdown()).await.unwrap();
 }
 
@@ -126,13 +128,11 @@ async fn an_idle_parent_is_woken_by_a_notice() {
         Rule::new(Match::last_user("<task-notification")).reply(Reply::text("woken and answered")),
     );
     s.script(
-        Rule::new(Match::first_user("ROOT").and(Match::AssistantTurns(0))).reply(
-            Reply::tool_call(
-                "call_a",
-                "Agent",
-                json!({"description": "bg", "prompt": "CHILD x", "subagent_type": "Explore"}),
-            ),
-        ),
+        Rule::new(Match::first_user("ROOT").and(Match::AssistantTurns(0))).reply(Reply::tool_call(
+            "call_a",
+            "Agent",
+            json!({"description": "bg", "prompt": "CHILD x", "subagent_type": "Explore"}),
+        )),
     );
     s.script(Rule::new(Match::first_user("ROOT")).reply(Reply::text("launched")));
     let started = start(
@@ -146,7 +146,8 @@ async fn an_idle_parent_is_woken_by_a_notice() {
     .await;
     let host = started.host;
     let mut events = started.events;
-    host.prompt(UserContent::Text("ROOT go".into()), None).unwrap();
+    host.prompt(UserContent::Text("ROOT go".into()), None)
+        .unwrap();
     // Watch the events: the first run ends, then the woken run answers the notice.
     let mut ends = 0;
     let mut task_ended = false;

@@ -65,7 +65,9 @@ impl<'a> Fields<'a> {
         for (i, image) in images.iter().enumerate() {
             let field = |k: &str| image.get(k).and_then(Value::as_str);
             match (field("type"), field("data"), field("mimeType")) {
-                (Some("image"), Some(data), Some(mime)) if mime.starts_with("image/") => {
+                (Some("image"), Some(data), Some(mime))
+                    if mime.starts_with("image/") && is_base64(data) =>
+                {
                     blocks.push(ContentBlock::Image {
                         data: data.to_string(),
                         mime_type: mime.to_string(),
@@ -261,14 +263,20 @@ impl Commands {
             "new_session" => {
                 let wait = host.new_session();
                 self.answer(id, name, async move {
-                    wait.await.map(|_| Some(json!({"cancelled": false})))
+                    wait.await.map(|s| {
+                        report(&s);
+                        Some(json!({"cancelled": false}))
+                    })
                 });
             }
             "switch_session" => {
                 let path = PathBuf::from(f.str("sessionPath")?);
                 let wait = host.switch_session(path);
                 self.answer(id, name, async move {
-                    wait.await.map(|_| Some(json!({"cancelled": false})))
+                    wait.await.map(|s| {
+                        report(&s);
+                        Some(json!({"cancelled": false}))
+                    })
                 });
             }
             "fork" => {
@@ -276,13 +284,17 @@ impl Commands {
                 let wait = host.fork(entry);
                 self.answer(id, name, async move {
                     let switched = wait.await?;
+                    report(&switched);
                     Ok(Some(json!({"text": switched.text, "cancelled": false})))
                 });
             }
             "clone" => {
                 let wait = host.clone_session();
                 self.answer(id, name, async move {
-                    wait.await.map(|_| Some(json!({"cancelled": false})))
+                    wait.await.map(|s| {
+                        report(&s);
+                        Some(json!({"cancelled": false}))
+                    })
                 });
             }
             "get_fork_messages" => {
@@ -492,6 +504,22 @@ impl Commands {
             .filter(|m| m.has_credentials && m.unsupported.is_none())
             .filter_map(|m| registry.resolve(&m.full_name).ok())
             .collect()
+    }
+}
+
+/// Whether `data` can be base64 (the alphabet, padding and line breaks), so a client's
+/// garbage is refused here rather than by the provider.
+fn is_base64(data: &str) -> bool {
+    !data.is_empty()
+        && data
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'\n' | b'\r'))
+}
+
+/// Say on stderr what a session switch noted (lines it skipped, …).
+fn report(switched: &cadre_host::Switched) {
+    for warning in &switched.warnings {
+        errln!("cadre: {warning}");
     }
 }
 

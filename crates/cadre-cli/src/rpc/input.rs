@@ -1,7 +1,13 @@
 //! RPC input framing: records end at LF only (a `U+2028` inside a JSON string is not a line
 //! break), a trailing CR is dropped, and a line has a size cap.
+//!
+//! stdin is read on a plain thread of its own, not on the async runtime: a read that blocks
+//! until the client writes must not keep the process from exiting on a signal (the runtime
+//! waits for its blocking reads when it shuts down).
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
+
+use tokio::sync::mpsc;
 
 /// The longest command line read (images arrive base64-encoded inside `prompt`).
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
@@ -19,7 +25,23 @@ pub struct LineReader<R> {
     limit: usize,
 }
 
-impl<R: AsyncRead + Unpin> LineReader<R> {
+/// Read `input`'s lines on a thread of its own; the receiver ends after `End` or `Failed`.
+pub fn spawn_reader<R: Read + Send + 'static>(input: R) -> mpsc::UnboundedReceiver<Line> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        let mut reader = LineReader::new(input);
+        loop {
+            let line = reader.next_line();
+            let last = matches!(line, Line::End | Line::Failed(_));
+            if tx.send(line).is_err() || last {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+impl<R: Read> LineReader<R> {
     pub fn new(reader: R) -> Self {
         Self::with_limit(reader, MAX_LINE_BYTES)
     }
@@ -31,13 +53,12 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         }
     }
 
-    /// The next line, without its LF (and CR). Cancel-safe between lines only: call it from
-    /// one loop.
-    pub async fn next_line(&mut self) -> Line {
+    /// The next line, without its LF (and CR).
+    pub fn next_line(&mut self) -> Line {
         let mut line: Vec<u8> = Vec::new();
         let mut too_long = false;
         loop {
-            let available = match self.reader.fill_buf().await {
+            let available = match self.reader.fill_buf() {
                 Ok(buf) => buf,
                 Err(e) => return Line::Failed(e),
             };
@@ -87,11 +108,11 @@ fn finish(mut line: Vec<u8>) -> Line {
 mod tests {
     use super::*;
 
-    async fn lines(input: &[u8], limit: usize) -> Vec<String> {
+    fn lines(input: &[u8], limit: usize) -> Vec<String> {
         let mut reader = LineReader::with_limit(input, limit);
         let mut out = Vec::new();
         loop {
-            match reader.next_line().await {
+            match reader.next_line() {
                 Line::Text(t) => out.push(format!("T:{t}")),
                 Line::TooLong(_) => out.push("LONG".into()),
                 Line::End => return out,
@@ -100,24 +121,24 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn splits_on_lf_only_and_drops_a_trailing_cr() {
+    #[test]
+    fn splits_on_lf_only_and_drops_a_trailing_cr() {
         let input = "{\"a\":\"x\u{2028}y\"}\r\n{}\nlast".as_bytes();
         assert_eq!(
-            lines(input, 1024).await,
+            lines(input, 1024),
             vec!["T:{\"a\":\"x\u{2028}y\"}", "T:{}", "T:last"]
         );
     }
 
-    #[tokio::test]
-    async fn a_line_over_the_cap_is_skipped_and_reading_goes_on() {
+    #[test]
+    fn a_line_over_the_cap_is_skipped_and_reading_goes_on() {
         let mut input = vec![b'x'; 100];
         input.extend_from_slice(b"\nok\n");
-        assert_eq!(lines(&input, 10).await, vec!["LONG", "T:ok"]);
+        assert_eq!(lines(&input, 10), vec!["LONG", "T:ok"]);
     }
 
-    #[tokio::test]
-    async fn blank_lines_are_lines() {
-        assert_eq!(lines(b"\n\n", 10).await, vec!["T:", "T:"]);
+    #[test]
+    fn blank_lines_are_lines() {
+        assert_eq!(lines(b"\n\n", 10), vec!["T:", "T:"]);
     }
 }

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::args::RunArgs;
-use input::{Line, LineReader};
+use input::Line;
 
 /// Where every output line goes.
 #[derive(Clone)]
@@ -68,10 +68,9 @@ pub fn error(id: Option<&Value>, command: &str, message: &str) -> Value {
     with_id(response, id)
 }
 
-impl Out {
-}
+impl Out {}
 
-/// Pi puts the request's `id` first in a response.
+/// The request's `id`, echoed in its response.
 fn with_id(response: Value, id: Option<&Value>) -> Value {
     match (id, response) {
         (Some(id), Value::Object(fields)) => {
@@ -86,7 +85,11 @@ fn with_id(response: Value, id: Option<&Value>) -> Value {
 
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let ctx = Arc::new(HostContext::load(&cwd, args.trust, crate::run::runtime_key(&args))?);
+    let ctx = Arc::new(HostContext::load(
+        &cwd,
+        args.trust,
+        crate::run::runtime_key(&args),
+    )?);
     for note in &ctx.notes {
         errln!("cadre: {note}");
     }
@@ -108,13 +111,13 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let writer = tokio::spawn(write_lines(rx));
     let events = tokio::spawn(forward_events(started.events, after_rx, out.clone()));
-    let (interrupted, signals) = cadre_host::interrupt_on_signal(host.clone());
+    let (interrupted, signals) = cadre_host::interrupt_on_signal(host.interrupt_handle());
 
-    let mut reader = LineReader::new(tokio::io::stdin());
+    let mut lines = input::spawn_reader(std::io::stdin());
     let mut commands = commands::Commands::new(host.clone(), out.clone());
     loop {
         tokio::select! {
-            line = reader.next_line() => match line {
+            line = lines.recv() => match line.unwrap_or(Line::End) {
                 Line::Text(text) => commands.handle_line(&text),
                 Line::TooLong(limit) => out.error(
                     None,
@@ -130,16 +133,19 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
             () = wait_signal(&interrupted) => break,
         }
     }
-    // Input closed (or a signal): as Pi, the session ends — the run is aborted, the tasks are
-    // stopped (L6) and the session file is written out.
+    // Input closed (or a signal): as Pi, the session ends — the run and a running bash command
+    // are aborted, queued prompts dropped, the tasks stopped (L6) and the session file written
+    // out. A second signal still exits at once.
     host.interrupt();
-    signals.abort();
     let closed = host.shutdown().await;
     drop(commands);
     drop(host);
     let _ = events.await;
     drop(out);
-    let _ = writer.await;
+    // Answers still waiting (a blocking task_output) hold the writer open; what is written by
+    // now is what the client gets.
+    let _ = tokio::time::timeout(WRITER_DRAIN, writer).await;
+    signals.abort();
     if let Err(e) = closed {
         errln!("cadre: error: {e}");
         return Ok(ExitCode::FAILURE);
@@ -149,6 +155,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         n => Ok(ExitCode::from(u8::try_from(128 + n).unwrap_or(1))),
     }
 }
+
+/// How long the output is drained at exit.
+const WRITER_DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Completes once a signal has been received.
 async fn wait_signal(cell: &std::sync::atomic::AtomicI32) {

@@ -300,5 +300,9 @@ fn pis_settings_and_stored_keys_stand_in_for_missing_ones() {
         "{}",
         out.stderr
     );
-    assert!(lines[1].starts_with("cadre: error: no model configured"), "{}", out.stderr);
+    assert!(
+        lines[1].starts_with("cadre: error: no model configured"),
+        "{}",
+        out.stderr
+    );
 }

@@ -108,6 +108,25 @@ impl RpcClient {
         self.wait_for(kind, |v| v["type"] == kind)
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Wait for the exit with stdin left open.
+    pub fn wait_exit(&mut self) -> Option<i32> {
+        let deadline = Instant::now() + HANG_GUARD;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("poll") {
+                return status.code();
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                panic!("cadre --mode rpc did not exit");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Close stdin and wait for the exit.
     pub fn finish(mut self) -> (Option<i32>, String) {
         drop(self.stdin.take());
@@ -175,7 +194,10 @@ fn bad_input_gets_error_responses_and_the_session_goes_on() {
         json!({"type": "set_thinking_level", "level": "extreme"}),
     );
     assert!(error_of(&r).contains("unknown level"), "{r}");
-    let r = rpc.call("m5", json!({"type": "set_model", "provider": "no", "modelId": "pe"}));
+    let r = rpc.call(
+        "m5",
+        json!({"type": "set_model", "provider": "no", "modelId": "pe"}),
+    );
     assert_eq!(error_of(&r), "Model not found: no/pe");
     let r = rpc.call("m6", json!({"type": "set_session_name", "name": "  "}));
     assert_eq!(error_of(&r), "Session name cannot be empty");
@@ -206,19 +228,35 @@ fn a_prompt_streams_pi_events_and_the_state_follows() {
     assert_eq!(data["messageCount"], 0);
     assert_eq!(data["steeringMode"], "all");
     assert_eq!(data["followUpMode"], "one-at-a-time");
-    let session_file = data["sessionFile"].as_str().expect("a session file").to_string();
+    let session_file = data["sessionFile"]
+        .as_str()
+        .expect("a session file")
+        .to_string();
 
     let r = rpc.call("p1", json!({"type": "prompt", "message": "HELLO"}));
-    assert_eq!(r, json!({"id": "p1", "type": "response", "command": "prompt", "success": true}));
+    assert_eq!(
+        r,
+        json!({"id": "p1", "type": "response", "command": "prompt", "success": true})
+    );
     let end = rpc.wait_event("agent_end");
     let kinds: Vec<&str> = rpc.seen.iter().filter_map(|v| v["type"].as_str()).collect();
-    for kind in ["agent_start", "turn_start", "message_start", "message_update", "message_end", "turn_end"] {
+    for kind in [
+        "agent_start",
+        "turn_start",
+        "message_start",
+        "message_update",
+        "message_end",
+        "turn_end",
+    ] {
         assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
     }
     assert_eq!(text_of(&end["messages"][1]), "Hi there.");
 
     let msgs = rpc.call("g", json!({"type": "get_messages"}));
-    let messages = ok_data(&msgs)["messages"].as_array().expect("messages").clone();
+    let messages = ok_data(&msgs)["messages"]
+        .as_array()
+        .expect("messages")
+        .clone();
     assert_eq!(messages.len(), 2, "{messages:?}");
     assert_eq!(messages[0]["role"], "user");
     assert_eq!(messages[1]["role"], "assistant");
@@ -245,9 +283,8 @@ fn prompts_while_streaming_are_refused_steered_or_queued() {
     let f = Fixture::new();
     // The first reply is slow, so the agent is still streaming while the others arrive.
     f.server.script(
-        Rule::new(Match::last_user("SLOW")).reply(
-            Reply::text("slow answer").latency(Duration::from_millis(1500)),
-        ),
+        Rule::new(Match::last_user("SLOW"))
+            .reply(Reply::text("slow answer").latency(Duration::from_millis(1500))),
     );
     f.server
         .script(Rule::new(Match::last_user("STEERED")).reply(Reply::text("saw the steer")));
@@ -290,9 +327,8 @@ fn prompts_while_streaming_are_refused_steered_or_queued() {
 fn abort_ends_the_run_and_the_next_prompt_works() {
     let f = Fixture::new();
     f.server.script(
-        Rule::new(Match::last_user("HANG")).reply(
-            Reply::text("never seen").latency(Duration::from_secs(30)),
-        ),
+        Rule::new(Match::last_user("HANG"))
+            .reply(Reply::text("never seen").latency(Duration::from_secs(30))),
     );
     f.server
         .script(Rule::new(Match::last_user("AFTER")).reply(Reply::text("fine again")));
@@ -302,7 +338,11 @@ fn abort_ends_the_run_and_the_next_prompt_works() {
     let r = rpc.call("a", json!({"type": "abort"}));
     ok_data(&r);
     let end = rpc.wait_event("agent_end");
-    let last = end["messages"].as_array().and_then(|m| m.last()).cloned().unwrap();
+    let last = end["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap();
     assert_eq!(last["stopReason"], "aborted", "{last}");
     rpc.call("p2", json!({"type": "prompt", "message": "AFTER"}));
     rpc.wait_for("the answer", |v| {
@@ -327,14 +367,23 @@ fn model_and_thinking_commands() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| format!("{}/{}", m["provider"].as_str().unwrap(), m["id"].as_str().unwrap()))
+        .map(|m| {
+            format!(
+                "{}/{}",
+                m["provider"].as_str().unwrap(),
+                m["id"].as_str().unwrap()
+            )
+        })
         .collect();
     assert!(ids.contains(&"fake/m2".to_string()), "{ids:?}");
     // m1 does not reason: no thinking levels to cycle.
     let r = rpc.call("ct0", json!({"type": "cycle_thinking_level"}));
     assert_eq!(ok_data(&r), &Value::Null);
 
-    let r = rpc.call("sm", json!({"type": "set_model", "provider": "fake", "modelId": "m2"}));
+    let r = rpc.call(
+        "sm",
+        json!({"type": "set_model", "provider": "fake", "modelId": "m2"}),
+    );
     assert_eq!(ok_data(&r)["id"], "m2");
     assert_eq!(ok_data(&r)["reasoning"], true);
     let r = rpc.call("st", json!({"type": "set_thinking_level", "level": "high"}));
@@ -402,7 +451,11 @@ fn sessions_can_be_named_renewed_switched_forked_and_cloned() {
     assert_ne!(forked, original);
     assert_eq!(ok_data(&state)["messageCount"], 2);
     let header: Value = serde_json::from_str(
-        std::fs::read_to_string(&forked).unwrap().lines().next().unwrap(),
+        std::fs::read_to_string(&forked)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
     )
     .unwrap();
     assert_eq!(header["parentSession"], original.as_str());
@@ -421,7 +474,10 @@ fn sessions_can_be_named_renewed_switched_forked_and_cloned() {
     assert_eq!(ok_data(&state)["messageCount"], 0);
 
     // Switch back to the original: its four messages again.
-    let r = rpc.call("sw", json!({"type": "switch_session", "sessionPath": original}));
+    let r = rpc.call(
+        "sw",
+        json!({"type": "switch_session", "sessionPath": original}),
+    );
     ok_data(&r);
     let state = rpc.call("s5", json!({"type": "get_state"}));
     assert_eq!(ok_data(&state)["messageCount"], 4);
@@ -439,9 +495,8 @@ fn sessions_can_be_named_renewed_switched_forked_and_cloned() {
 fn agent_calls_default_to_background_and_task_commands_see_them() {
     let f = Fixture::new();
     let child = Match::first_user("[child]");
-    f.server.script(
-        Rule::new(child.clone()).reply(Reply::text("child report: all good")),
-    );
+    f.server
+        .script(Rule::new(child.clone()).reply(Reply::text("child report: all good")));
     f.server.script(
         Rule::new(Match::last_user("<task-notification")).reply(Reply::text("Got the report.")),
     );
@@ -481,7 +536,10 @@ fn agent_calls_default_to_background_and_task_commands_see_them() {
         json!({"type": "task_output", "task": task_id, "block": true, "timeoutMs": 1000}),
     );
     assert!(
-        ok_data(&out)["output"].as_str().unwrap().contains("all good"),
+        ok_data(&out)["output"]
+            .as_str()
+            .unwrap()
+            .contains("all good"),
         "{out}"
     );
     let stop = rpc.call("tstop", json!({"type": "task_stop", "task": "checker"}));
@@ -496,19 +554,18 @@ fn agent_calls_default_to_background_and_task_commands_see_them() {
 fn end_of_input_stops_live_tasks_and_exits() {
     let f = Fixture::new();
     f.server.script(
-        Rule::new(Match::first_user("[child]")).reply(
-            Reply::text("too late").latency(Duration::from_secs(30)),
-        ),
+        Rule::new(Match::first_user("[child]"))
+            .reply(Reply::text("too late").latency(Duration::from_secs(30))),
     );
-    f.server.script(
-        Rule::new(Match::AssistantTurns(0)).reply(Reply::tool_call(
+    f.server
+        .script(Rule::new(Match::AssistantTurns(0)).reply(Reply::tool_call(
             "call_a",
             "Agent",
             json!({"subagent_type": "Explore", "description": "Slow", "name": "slow",
                    "prompt": "[child] take forever"}),
-        )),
-    );
-    f.server.script(Rule::always().reply(Reply::text("Launched.")));
+        )));
+    f.server
+        .script(Rule::always().reply(Reply::text("Launched.")));
     let mut rpc = RpcClient::start(&f, &[]);
     rpc.call("p", json!({"type": "prompt", "message": "go"}));
     rpc.wait_event("task_start");
@@ -556,7 +613,11 @@ fn retries_can_be_switched_off_and_a_retry_wait_aborted() {
         !rpc.seen.iter().any(|v| v["type"] == "auto_retry_start"),
         "no retry with auto-retry off"
     );
-    let last = end["messages"].as_array().and_then(|m| m.last()).cloned().unwrap();
+    let last = end["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap();
     assert_eq!(last["stopReason"], "error", "{last}");
     assert_eq!(
         f.server.requests().len(),
@@ -570,7 +631,11 @@ fn retries_can_be_switched_off_and_a_retry_wait_aborted() {
     rpc.wait_event("auto_retry_start");
     ok_data(&rpc.call("ar", json!({"type": "abort_retry"})));
     let end = rpc.wait_event("agent_end");
-    let last = end["messages"].as_array().and_then(|m| m.last()).cloned().unwrap();
+    let last = end["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap();
     assert_eq!(last["stopReason"], "error", "{last}");
     rpc.finish();
 }
@@ -578,21 +643,34 @@ fn retries_can_be_switched_off_and_a_retry_wait_aborted() {
 #[test]
 fn export_html_writes_a_self_contained_escaped_page() {
     let f = Fixture::new();
-    f.server.script(Rule::always().reply(Reply::text("answer <b>bold</b>")));
+    f.server
+        .script(Rule::always().reply(Reply::text("answer <b>bold</b>")));
     let mut rpc = RpcClient::start(&f, &[]);
-    rpc.call("p", json!({"type": "prompt", "message": "show <script>x</script>"}));
+    rpc.call(
+        "p",
+        json!({"type": "prompt", "message": "show <script>x</script>"}),
+    );
     rpc.wait_event("agent_end");
-    let r = rpc.call("e", json!({"type": "export_html", "outputPath": "out.html"}));
+    let r = rpc.call(
+        "e",
+        json!({"type": "export_html", "outputPath": "out.html"}),
+    );
     let path = ok_data(&r)["path"].as_str().unwrap().to_string();
     assert_eq!(path, f.project.join("out.html").to_string_lossy());
     let page = std::fs::read_to_string(&path).unwrap();
     assert!(page.starts_with("<!doctype html>"), "{page}");
-    assert!(page.contains("show &lt;script&gt;x&lt;/script&gt;"), "{page}");
+    assert!(
+        page.contains("show &lt;script&gt;x&lt;/script&gt;"),
+        "{page}"
+    );
     assert!(page.contains("answer &lt;b&gt;bold&lt;/b&gt;"), "{page}");
     assert!(!page.contains("<script"), "{page}");
     let r = rpc.call("d", json!({"type": "export_html"}));
     let default = ok_data(&r)["path"].as_str().unwrap().to_string();
-    assert!(default.ends_with(".html") && default.contains("cadre-session-"), "{default}");
+    assert!(
+        default.ends_with(".html") && default.contains("cadre-session-"),
+        "{default}"
+    );
     rpc.finish();
 }
 
@@ -606,12 +684,17 @@ fn compact_on_request_with_instructions_and_auto_compaction_switch() {
     )
     .unwrap();
     f.server.script(
-        Rule::new(Match::SystemContains("context summarization assistant".into()))
-            .reply(Reply::text("## Goal\nSUMMARY-OF-EARLIER-TURNS")),
+        Rule::new(Match::SystemContains(
+            "context summarization assistant".into(),
+        ))
+        .reply(Reply::text("## Goal\nSUMMARY-OF-EARLIER-TURNS")),
     );
     f.server.script(Rule::always().reply(Reply::text("noted")));
     let mut rpc = RpcClient::start(&f, &[]);
-    for (i, text) in ["FIRST fact", "SECOND fact", "THIRD fact"].iter().enumerate() {
+    for (i, text) in ["FIRST fact", "SECOND fact", "THIRD fact"]
+        .iter()
+        .enumerate()
+    {
         rpc.call(&format!("p{i}"), json!({"type": "prompt", "message": text}));
         rpc.wait_event("agent_end");
     }
@@ -620,7 +703,13 @@ fn compact_on_request_with_instructions_and_auto_compaction_switch() {
         json!({"type": "compact", "customInstructions": "FOCUS-ON-FACTS"}),
     );
     let data = ok_data(&r);
-    assert!(data["summary"].as_str().unwrap().contains("SUMMARY-OF-EARLIER-TURNS"), "{r}");
+    assert!(
+        data["summary"]
+            .as_str()
+            .unwrap()
+            .contains("SUMMARY-OF-EARLIER-TURNS"),
+        "{r}"
+    );
     assert!(data["firstKeptEntryId"].is_string(), "{r}");
     assert!(data["tokensBefore"].is_u64(), "{r}");
     // The events travel on their own path and may trail the response.
@@ -647,7 +736,10 @@ fn compact_on_request_with_instructions_and_auto_compaction_switch() {
         "custom instructions reach the summary request: {summarising:?}"
     );
     // The next prompt goes out with the summary in place of the earlier turns.
-    rpc.call("p", json!({"type": "prompt", "message": "AFTER compaction"}));
+    rpc.call(
+        "p",
+        json!({"type": "prompt", "message": "AFTER compaction"}),
+    );
     rpc.wait_event("agent_end");
     let last = f.last_request().body.to_string();
     assert!(last.contains("SUMMARY-OF-EARLIER-TURNS"), "{last}");
@@ -655,10 +747,16 @@ fn compact_on_request_with_instructions_and_auto_compaction_switch() {
 
     let state = rpc.call("s", json!({"type": "get_state"}));
     assert_eq!(ok_data(&state)["autoCompactionEnabled"], true);
-    ok_data(&rpc.call("off", json!({"type": "set_auto_compaction", "enabled": false})));
+    ok_data(&rpc.call(
+        "off",
+        json!({"type": "set_auto_compaction", "enabled": false}),
+    ));
     let state = rpc.call("s2", json!({"type": "get_state"}));
     assert_eq!(ok_data(&state)["autoCompactionEnabled"], false);
-    let r = rpc.call("bad", json!({"type": "set_auto_compaction", "enabled": "yes"}));
+    let r = rpc.call(
+        "bad",
+        json!({"type": "set_auto_compaction", "enabled": "yes"}),
+    );
     assert!(error_of(&r).contains("true or false"), "{r}");
     let file = ok_data(&state)["sessionFile"].as_str().unwrap().to_string();
     rpc.finish();
@@ -671,7 +769,10 @@ fn bash_output_reaches_the_model_with_the_next_prompt_and_abort_bash_ends_it() {
     let f = Fixture::new();
     f.server.script(Rule::always().reply(Reply::text("seen")));
     let mut rpc = RpcClient::start(&f, &[]);
-    let r = rpc.call("b", json!({"type": "bash", "command": "echo out-$((6*7)); exit 3"}));
+    let r = rpc.call(
+        "b",
+        json!({"type": "bash", "command": "echo out-$((6*7)); exit 3"}),
+    );
     let data = ok_data(&r);
     assert_eq!(data["output"], "out-42", "{r}");
     assert_eq!(data["exitCode"], 3);
@@ -680,8 +781,15 @@ fn bash_output_reaches_the_model_with_the_next_prompt_and_abort_bash_ends_it() {
     // No event for the message itself, as in Pi; it is in the conversation.
     let msgs = rpc.call("m", json!({"type": "get_messages"}));
     let messages = ok_data(&msgs)["messages"].as_array().unwrap().clone();
-    assert_eq!(messages.last().unwrap()["role"], "bashExecution", "{messages:?}");
-    rpc.call("p", json!({"type": "prompt", "message": "what did it print?"}));
+    assert_eq!(
+        messages.last().unwrap()["role"],
+        "bashExecution",
+        "{messages:?}"
+    );
+    rpc.call(
+        "p",
+        json!({"type": "prompt", "message": "what did it print?"}),
+    );
     rpc.wait_event("agent_end");
     let sent = f.last_request().body.to_string();
     assert!(sent.contains("Ran `echo out-$((6*7)); exit 3`"), "{sent}");
@@ -710,9 +818,13 @@ fn steer_commands_are_delivered_one_at_a_time_when_asked() {
                 .latency(Duration::from_millis(1200)),
         ),
     );
-    f.server.script(Rule::always().reply(Reply::text("turn answered")));
+    f.server
+        .script(Rule::always().reply(Reply::text("turn answered")));
     let mut rpc = RpcClient::start(&f, &["--no-session"]);
-    ok_data(&rpc.call("m", json!({"type": "set_steering_mode", "mode": "one-at-a-time"})));
+    ok_data(&rpc.call(
+        "m",
+        json!({"type": "set_steering_mode", "mode": "one-at-a-time"}),
+    ));
     let r = rpc.call("bad", json!({"type": "set_follow_up_mode", "mode": "some"}));
     assert!(error_of(&r).contains("one-at-a-time"), "{r}");
     rpc.call("p", json!({"type": "prompt", "message": "SLOW"}));
@@ -729,4 +841,80 @@ fn steer_commands_are_delivered_one_at_a_time_when_asked() {
     // One steer per turn: A with the tool result's turn, B in a turn of its own.
     assert_eq!(lasts, vec!["SLOW", "STEER-A", "STEER-B"], "{lasts:?}");
     rpc.finish();
+}
+
+#[test]
+fn sigterm_ends_the_session_while_stdin_stays_open() {
+    let f = Fixture::new();
+    f.server
+        .script(Rule::always().reply(Reply::text("never").latency(Duration::from_secs(60))));
+    let mut rpc = RpcClient::start(&f, &[]);
+    rpc.call("p", json!({"type": "prompt", "message": "hang"}));
+    rpc.wait_event("agent_start");
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &rpc.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(rpc.wait_exit(), Some(143));
+}
+
+#[test]
+fn end_of_input_drops_a_prompt_that_has_not_started() {
+    let f = Fixture::new();
+    f.server
+        .script(Rule::always().reply(Reply::text("never").latency(Duration::from_secs(60))));
+    let mut rpc = RpcClient::start(&f, &["--no-session"]);
+    rpc.send(json!({"type": "prompt", "message": "queued then dropped"}));
+    // Closing stdin right away: the prompt is accepted but must not hold the exit for a
+    // whole run (the reply is a minute away; the hang guard is shorter).
+    let (code, stderr) = rpc.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn hostile_paths_are_refused_not_read_or_replaced() {
+    let f = Fixture::new();
+    let fifo = f.project.join("fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut rpc = RpcClient::start(&f, &[]);
+    for path in [fifo.to_string_lossy().into_owned(), "/dev/zero".into()] {
+        let r = rpc.call("sw", json!({"type": "switch_session", "sessionPath": path}));
+        assert!(error_of(&r).contains("not a regular file"), "{r}");
+    }
+    // Still serving: the FIFO was never opened.
+    ok_data(&rpc.call("s", json!({"type": "get_state"})));
+    for path in [
+        fifo.to_string_lossy().into_owned(),
+        f.project.join("src").to_string_lossy().into_owned(),
+    ] {
+        let r = rpc.call("x", json!({"type": "export_html", "outputPath": path}));
+        assert!(error_of(&r).contains("not a regular file"), "{r}");
+    }
+    assert!(fifo.exists() && !fifo.is_file(), "the FIFO is still a FIFO");
+    let r = rpc.call(
+        "x2",
+        json!({"type": "export_html", "outputPath": "no/such/dir/x.html"}),
+    );
+    assert!(error_of(&r).contains("does not exist"), "{r}");
+    let r = rpc.call(
+        "img",
+        json!({"type": "prompt", "message": "x", "images": [{"type": "image", "data": "!!!", "mimeType": "image/png"}]}),
+    );
+    assert!(error_of(&r).contains("images[0]"), "{r}");
+
+    rpc.send(json!({"id": "b1", "type": "bash", "command": "sleep 30"}));
+    std::thread::sleep(Duration::from_millis(200));
+    let r = rpc.call("b2", json!({"type": "bash", "command": "echo second"}));
+    assert!(error_of(&r).contains("already running"), "{r}");
+    ok_data(&rpc.call("ab", json!({"type": "abort_bash"})));
+    assert_eq!(ok_data(&rpc.response("b1"))["cancelled"], true);
+    let (code, stderr) = rpc.finish();
+    assert_eq!(code, Some(0), "{stderr}");
 }

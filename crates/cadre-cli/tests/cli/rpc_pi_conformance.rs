@@ -87,8 +87,10 @@ fn keep_little(fixture: &Fixture) {
 
 fn script(server: &FakeServer) {
     server.script(
-        Rule::new(Match::SystemContains("context summarization assistant".into()))
-            .reply(Reply::text("## Goal\nSay hello.")),
+        Rule::new(Match::SystemContains(
+            "context summarization assistant".into(),
+        ))
+        .reply(Reply::text("## Goal\nSay hello.")),
     );
     server.script(Rule::new(Match::last_user("HELLO")).reply(Reply::text("Hi there.")));
     server.script(Rule::always().reply(Reply::text("Something else.")));
@@ -106,33 +108,59 @@ fn conversation(mut rpc: RpcClient) -> Vec<Value> {
     rpc.call("st", json!({"type": "get_session_stats"}));
     let points = rpc.call("fm", json!({"type": "get_fork_messages"}));
     let entry = points["data"]["messages"][0]["entryId"].clone();
-    rpc.call("n", json!({"type": "set_session_name", "name": "conformance"}));
-    rpc.call("sm", json!({"type": "set_steering_mode", "mode": "one-at-a-time"}));
+    rpc.call(
+        "n",
+        json!({"type": "set_session_name", "name": "conformance"}),
+    );
+    rpc.call(
+        "sm",
+        json!({"type": "set_steering_mode", "mode": "one-at-a-time"}),
+    );
     rpc.call("fu", json!({"type": "set_follow_up_mode", "mode": "all"}));
     rpc.call("av", json!({"type": "get_available_models"}));
-    rpc.call("mo", json!({"type": "set_model", "provider": "fake", "modelId": "m1"}));
+    rpc.call(
+        "mo",
+        json!({"type": "set_model", "provider": "fake", "modelId": "m1"}),
+    );
     rpc.call("th", json!({"type": "set_thinking_level", "level": "off"}));
     rpc.call("s1", json!({"type": "get_state"}));
     rpc.call("gc", json!({"type": "get_commands"}));
     rpc.call("sh", json!({"type": "bash", "command": "echo from-bash"}));
     rpc.call("sha", json!({"type": "abort_bash"}));
-    rpc.call("co", json!({"type": "compact", "customInstructions": "keep it short"}));
-    rpc.call("ac", json!({"type": "set_auto_compaction", "enabled": false}));
+    rpc.call(
+        "co",
+        json!({"type": "compact", "customInstructions": "keep it short"}),
+    );
+    rpc.call(
+        "ac",
+        json!({"type": "set_auto_compaction", "enabled": false}),
+    );
     rpc.call("ct", json!({"type": "cycle_thinking_level"}));
     rpc.call("cm", json!({"type": "cycle_model"}));
     rpc.call("ar", json!({"type": "set_auto_retry", "enabled": false}));
     rpc.call("ab", json!({"type": "abort_retry"}));
-    rpc.call("x", json!({"type": "export_html", "outputPath": "export.html"}));
+    rpc.call(
+        "x",
+        json!({"type": "export_html", "outputPath": "export.html"}),
+    );
     rpc.call("cl", json!({"type": "clone"}));
     rpc.call("fk", json!({"type": "fork", "entryId": entry}));
     rpc.call("nw", json!({"type": "new_session"}));
-    rpc.call("sw", json!({"type": "switch_session", "sessionPath": first_file}));
+    rpc.call(
+        "sw",
+        json!({"type": "switch_session", "sessionPath": first_file}),
+    );
     rpc.call("s2", json!({"type": "get_state"}));
     rpc.call("a", json!({"type": "abort"}));
     // Pi answers an unknown command without its id; cadre echoes it (see ALLOW).
     rpc.send(json!({"id": "u", "type": "no_such_command"}));
-    rpc.wait_for("the unknown command's error", |v| v["command"] == "no_such_command");
-    rpc.call("e", json!({"type": "set_model", "provider": "no", "modelId": "pe"}));
+    rpc.wait_for("the unknown command's error", |v| {
+        v["command"] == "no_such_command"
+    });
+    rpc.call(
+        "e",
+        json!({"type": "set_model", "provider": "no", "modelId": "pe"}),
+    );
     let lines = rpc.seen.clone();
     rpc.finish();
     lines

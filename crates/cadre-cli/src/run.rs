@@ -25,14 +25,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         return crate::rpc::run(args).await;
     }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let ctx = Arc::new(HostContext::load(
-        &cwd,
-        args.trust,
-        crate::run::runtime_key(&args),
-    )?);
-    for note in &ctx.notes {
-        errln!("cadre: {note}");
-    }
+    let ctx = load_context(&args, &cwd)?;
     if args.list_models {
         print_models(&ctx.registry);
         return Ok(ExitCode::SUCCESS);
@@ -86,6 +79,15 @@ async fn run_prompts(
         outcome = host.settle().await?;
     }
     Ok(outcome)
+}
+
+/// The host context of a run in `cwd`, with its notes said on stderr.
+pub(crate) fn load_context(args: &RunArgs, cwd: &Path) -> Result<Arc<HostContext>> {
+    let ctx = HostContext::load(cwd, args.trust, runtime_key(args))?;
+    for note in &ctx.notes {
+        errln!("cadre: {note}");
+    }
+    Ok(Arc::new(ctx))
 }
 
 /// `--api-key` with the model it is for (`pi_compat::prepare_run` checked that one is given).

@@ -10,10 +10,9 @@ mod commands;
 mod input;
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use cadre_host::{Host, HostContext, HostEvent};
+use cadre_host::{Host, HostEvent};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -85,14 +84,7 @@ fn with_id(response: Value, id: Option<&Value>) -> Value {
 
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let ctx = Arc::new(HostContext::load(
-        &cwd,
-        args.trust,
-        crate::run::runtime_key(&args),
-    )?);
-    for note in &ctx.notes {
-        errln!("cadre: {note}");
-    }
+    let ctx = crate::run::load_context(&args, &cwd)?;
     let mut options = crate::run::host_options(&args);
     // As the Pi subagent packages do in their interactive modes: the client keeps working
     // while tasks run, and their results arrive as notifications.

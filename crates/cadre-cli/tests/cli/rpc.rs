@@ -153,6 +153,15 @@ impl Drop for RpcClient {
     }
 }
 
+/// The last user text of every request the server got, in order.
+fn last_user_texts(f: &Fixture) -> Vec<String> {
+    f.server
+        .requests()
+        .iter()
+        .filter_map(|r| r.last_user_text())
+        .collect()
+}
+
 fn ok_data(response: &Value) -> &Value {
     assert_eq!(response["success"], true, "{response}");
     &response["data"]
@@ -313,12 +322,7 @@ fn prompts_while_streaming_are_refused_steered_or_queued() {
     rpc.wait_for("the follow-up's answer", |v| {
         v["type"] == "message_end" && text_of(&v["message"]) == "did the follow-up"
     });
-    let texts: Vec<String> = f
-        .server
-        .requests()
-        .iter()
-        .filter_map(|r| r.last_user_text())
-        .collect();
+    let texts = last_user_texts(&f);
     assert_eq!(texts, vec!["SLOW", "STEERED", "LATER"], "{texts:?}");
     rpc.finish();
 }
@@ -832,12 +836,7 @@ fn steer_commands_are_delivered_one_at_a_time_when_asked() {
     ok_data(&rpc.call("a", json!({"type": "steer", "message": "STEER-A"})));
     ok_data(&rpc.call("b", json!({"type": "steer", "message": "STEER-B"})));
     rpc.wait_event("agent_end");
-    let lasts: Vec<String> = f
-        .server
-        .requests()
-        .iter()
-        .filter_map(|r| r.last_user_text())
-        .collect();
+    let lasts = last_user_texts(&f);
     // One steer per turn: A with the tool result's turn, B in a turn of its own.
     assert_eq!(lasts, vec!["SLOW", "STEER-A", "STEER-B"], "{lasts:?}");
     rpc.finish();

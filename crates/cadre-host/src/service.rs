@@ -119,7 +119,8 @@ enum Op {
 }
 
 enum SwitchTo {
-    New,
+    /// A new session, naming `parent` as its parent session when given.
+    New(Option<PathBuf>),
     Path(PathBuf),
     Fork(String),
     Clone,
@@ -439,11 +440,13 @@ impl Host {
         self.ask(move |r| Op::SetThinking(level, r))
     }
 
-    /// Start a new session (the current one's live tasks are stopped first, L6).
+    /// Start a new session (the current one's live tasks are stopped first, L6); `parent` is
+    /// recorded as its parent session (Pi's `parentSession`).
     pub fn new_session(
         &self,
+        parent: Option<PathBuf>,
     ) -> impl Future<Output = Result<Switched, HostError>> + Send + 'static + use<> {
-        self.ask(move |r| Op::Switch(SwitchTo::New, r))
+        self.ask(move |r| Op::Switch(SwitchTo::New(parent), r))
     }
 
     /// Continue the session in `path`.
@@ -934,17 +937,26 @@ impl Actor {
     async fn switch(&mut self, to: SwitchTo) -> Result<Switched, HostError> {
         let current = self.root.agent.session_path().map(PathBuf::from);
         let (opened, text): (OpenedSession, Option<String>) = match to {
-            SwitchTo::New => {
-                let choice = match self.options.session {
-                    SessionChoice::None => SessionChoice::None,
-                    _ => SessionChoice::New,
-                };
-                (
-                    session_open::open_session(&choice, &self.session_dir, &self.ctx.cwd)
+            SwitchTo::New(parent) => {
+                let opened = match (&self.options.session, parent) {
+                    (SessionChoice::None, _) => {
+                        session_open::open_session(
+                            &SessionChoice::None,
+                            &self.session_dir,
+                            &self.ctx.cwd,
+                        )
                         .await
-                        .map_err(HostError::from_any)?,
-                    None,
-                )
+                    }
+                    (_, parent) => {
+                        session_open::new_session(
+                            &self.session_dir,
+                            &self.ctx.cwd,
+                            parent.as_deref(),
+                        )
+                        .await
+                    }
+                };
+                (opened.map_err(HostError::from_any)?, None)
             }
             SwitchTo::Path(path) => (
                 session_open::continue_session(&path)

@@ -68,6 +68,13 @@ pub async fn open_session(choice: &SessionChoice, dir: &Path, cwd: &Path) -> Res
     }
 }
 
+/// A new session in `dir`, naming `parent` as its parent session when given.
+pub async fn new_session(dir: &Path, cwd: &Path, parent: Option<&Path>) -> Result<OpenedSession> {
+    Ok(OpenedSession::fresh(Some(
+        SessionWriter::create(dir, cwd, parent).await?,
+    )))
+}
+
 /// The model and thinking level last selected in the session `choice` would continue, if it
 /// continues one: read before anything is created, so a run that cannot start (no model)
 /// leaves no new session file behind.

@@ -261,7 +261,8 @@ impl Commands {
                 ok(None);
             }
             "new_session" => {
-                let wait = host.new_session();
+                let parent = f.opt_str("parentSession")?.map(PathBuf::from);
+                let wait = host.new_session(parent);
                 self.answer(id, name, async move {
                     wait.await.map(|s| {
                         report(&s);

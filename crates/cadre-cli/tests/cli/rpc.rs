@@ -471,11 +471,28 @@ fn sessions_can_be_named_renewed_switched_forked_and_cloned() {
     assert_ne!(cloned, forked);
     assert_eq!(ok_data(&state)["messageCount"], 2);
 
-    // New: empty.
-    let r = rpc.call("new", json!({"type": "new_session"}));
+    // New: empty, naming a parent session when asked to.
+    let r = rpc.call(
+        "new",
+        json!({"type": "new_session", "parentSession": original}),
+    );
     assert_eq!(ok_data(&r), &json!({"cancelled": false}));
     let state = rpc.call("s4", json!({"type": "get_state"}));
     assert_eq!(ok_data(&state)["messageCount"], 0);
+    let fresh = ok_data(&state)["sessionFile"].as_str().unwrap().to_string();
+    rpc.call("p3", json!({"type": "prompt", "message": "FIRST"}));
+    rpc.wait_event("agent_end");
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(&fresh)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(header["parentSession"], original.as_str());
+    let r = rpc.call("new2", json!({"type": "new_session", "parentSession": 5}));
+    assert!(error_of(&r).contains("parentSession"), "{r}");
 
     // Switch back to the original: its four messages again.
     let r = rpc.call(

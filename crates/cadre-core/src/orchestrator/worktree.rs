@@ -116,6 +116,10 @@ pub fn short_id(task_id: &str) -> String {
     hex[hex.len().saturating_sub(8)..].iter().collect()
 }
 
+/// Held while this process changes a repository's worktree list (`git worktree add`/`remove`):
+/// git does not make those safe against each other.
+static WORKTREE_ADMIN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 impl Worktree {
     /// Create the worktree for task `task_id` from the repository containing `cwd`: `git worktree
     /// add -b cadre-<id8>` of `HEAD`, then replay the parent's uncommitted changes (tracked and
@@ -162,6 +166,9 @@ impl Worktree {
         // Snapshot the parent before anything else so the child sees the state at launch.
         let parent_tree = snapshot_tree(&repo_root).await?;
 
+        // Concurrent `git worktree add`s in one repository race on `.git/worktrees` ("failed to
+        // read .git/worktrees/<id>/commondir"), so a fan-out's adds take turns.
+        let admin = WORKTREE_ADMIN.lock().await;
         let added = git_out(
             &repo_root,
             [
@@ -178,6 +185,7 @@ impl Worktree {
             None,
         )
         .await;
+        drop(admin);
         let mut worktree = Worktree {
             cwd: path.join(&relative),
             repo_root,
@@ -331,6 +339,7 @@ impl Worktree {
     /// Remove the worktree, its branch and its baseline ref. Best effort: each step runs even if an
     /// earlier one failed, so a half-created worktree is cleaned up as far as possible.
     pub async fn remove(&self) {
+        let _admin = WORKTREE_ADMIN.lock().await;
         let _ = git_out(
             &self.repo_root,
             [

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use cadre_protocol::BashExecutionMessage;
-use cadre_tools::{ToolContext, ToolOutput};
+use cadre_tools::{BashTool, Tool, ToolContext, ToolOutput};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -16,22 +16,17 @@ pub async fn run_bash(
     artifacts_dir: &Path,
     cancel: CancellationToken,
 ) -> BashExecutionMessage {
-    let tools = cadre_tools::builtin_tools();
-    let output = match tools.get("bash") {
-        Some(bash) => {
-            bash.execute(
-                json!({"command": command}),
-                ToolContext {
-                    cwd: cwd.to_path_buf(),
-                    cancel: cancel.clone(),
-                    updates: None,
-                    artifacts_dir: artifacts_dir.to_path_buf(),
-                },
-            )
-            .await
-        }
-        None => ToolOutput::error("the bash tool is not available"),
-    };
+    let output = BashTool::new()
+        .execute(
+            json!({"command": command}),
+            ToolContext {
+                cwd: cwd.to_path_buf(),
+                cancel: cancel.clone(),
+                updates: None,
+                artifacts_dir: artifacts_dir.to_path_buf(),
+            },
+        )
+        .await;
     message_of(command, &output, cancel.is_cancelled())
 }
 

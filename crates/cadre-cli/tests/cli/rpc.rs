@@ -153,6 +153,15 @@ impl Drop for RpcClient {
     }
 }
 
+/// The last message an `agent_end` lists.
+fn last_message(end: &Value) -> Value {
+    end["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .expect("agent_end lists its messages")
+}
+
 /// The last user text of every request the server got, in order.
 fn last_user_texts(f: &Fixture) -> Vec<String> {
     f.server
@@ -342,11 +351,7 @@ fn abort_ends_the_run_and_the_next_prompt_works() {
     let r = rpc.call("a", json!({"type": "abort"}));
     ok_data(&r);
     let end = rpc.wait_event("agent_end");
-    let last = end["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .cloned()
-        .unwrap();
+    let last = last_message(&end);
     assert_eq!(last["stopReason"], "aborted", "{last}");
     rpc.call("p2", json!({"type": "prompt", "message": "AFTER"}));
     rpc.wait_for("the answer", |v| {
@@ -634,11 +639,7 @@ fn retries_can_be_switched_off_and_a_retry_wait_aborted() {
         !rpc.seen.iter().any(|v| v["type"] == "auto_retry_start"),
         "no retry with auto-retry off"
     );
-    let last = end["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .cloned()
-        .unwrap();
+    let last = last_message(&end);
     assert_eq!(last["stopReason"], "error", "{last}");
     assert_eq!(
         f.server.requests().len(),
@@ -652,11 +653,7 @@ fn retries_can_be_switched_off_and_a_retry_wait_aborted() {
     rpc.wait_event("auto_retry_start");
     ok_data(&rpc.call("ar", json!({"type": "abort_retry"})));
     let end = rpc.wait_event("agent_end");
-    let last = end["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .cloned()
-        .unwrap();
+    let last = last_message(&end);
     assert_eq!(last["stopReason"], "error", "{last}");
     rpc.finish();
 }

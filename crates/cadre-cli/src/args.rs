@@ -184,6 +184,61 @@ pub enum Command {
     Task(crate::commands::task::TaskArgs),
     /// Trust a project so its agents, skills and settings load (`--list`, `--revoke PATH`).
     Trust(crate::commands::trust::TrustArgs),
+    /// Serve cadre's subagents to an MCP client (Claude Code, Codex, Cursor) over stdio, or
+    /// streamable HTTP with `--http ADDR`.
+    Mcp(McpArgs),
+    /// Serve cadre as an Agent Client Protocol agent over stdio (Zed, JetBrains, Neovim).
+    Acp(AcpArgs),
+}
+
+/// The run flags the server front ends (`cadre mcp`, `cadre acp`) share with `-p`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Model as provider/model-id (e.g. anthropic/claude-sonnet-4-5), or a model id with
+    /// --provider.
+    #[arg(long)]
+    pub model: Option<String>,
+
+    /// Provider of --model.
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+
+    /// API key for the provider of --model, for this process only. It is redacted from output
+    /// and sessions and no command sees it.
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<Secret>,
+
+    /// Thinking level: off, minimal, low, medium, high, xhigh, max.
+    #[arg(long)]
+    pub thinking: Option<String>,
+
+    /// Trust this project (loads its agents, .cadre/settings.json and .mcp.json).
+    #[arg(long)]
+    pub trust: bool,
+
+    /// Plan mode: subagents may only be planning roles, and nothing gets edit/write tools.
+    #[arg(long)]
+    pub plan: bool,
+
+    /// Directory where sessions are stored, instead of CADRE_HOME/sessions/--<cwd>--.
+    #[arg(long, value_name = "DIR")]
+    pub session_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct McpArgs {
+    /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8765) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AcpArgs {
+    #[command(flatten)]
+    pub serve: ServeArgs,
 }
 
 #[derive(Debug, clap::Args)]

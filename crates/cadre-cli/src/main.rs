@@ -18,12 +18,14 @@ macro_rules! errln {
 }
 
 mod args;
+mod acp;
 mod argv;
 mod commands;
 mod demo;
 mod demo_script;
 mod fake_server;
 mod harden;
+mod mcp;
 mod pi_compat;
 mod render;
 mod rpc;
@@ -80,7 +82,12 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     // Parsed: the key's bytes can leave the process's command line (S5).
-    if let Some(key) = &cli.run.api_key {
+    let api_key = match &cli.command {
+        Some(Command::Mcp(args)) => args.serve.api_key.as_ref(),
+        Some(Command::Acp(args)) => args.serve.api_key.as_ref(),
+        _ => cli.run.api_key.as_ref(),
+    };
+    if let Some(key) = api_key {
         argv::hide_in_cmdline(key.expose());
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -103,6 +110,8 @@ fn main() -> ExitCode {
             Some(Command::Tasks(args)) => commands::tasks::run(&args),
             Some(Command::Task(args)) => commands::task::run(args).await,
             Some(Command::Trust(args)) => commands::trust::run(&args),
+            Some(Command::Mcp(args)) => mcp::run(args).await,
+            Some(Command::Acp(args)) => acp::run(args).await,
             None => run::run(cli.run).await,
         }
     });

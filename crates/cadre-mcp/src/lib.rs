@@ -1,0 +1,2 @@
+//! The MCP client (SPEC I7): the tools of configured MCP servers, as cadre tools named
+//! `mcp__<server>__<tool>`.

@@ -17,8 +17,8 @@ macro_rules! errln {
     }};
 }
 
-mod args;
 mod acp;
+mod args;
 mod argv;
 mod commands;
 mod demo;

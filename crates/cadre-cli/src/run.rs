@@ -121,6 +121,7 @@ pub(crate) fn host_options(args: &RunArgs) -> HostOptions {
         plan: args.plan,
         background_by_default: false,
         stream_updates: args.mode == Mode::Json,
+        ..HostOptions::default()
     }
 }
 

@@ -1,6 +1,9 @@
 //! What a front end asks of the host: the options of a root session (the run flags).
 
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use cadre_core::orchestrator::manager::LaunchConfirmer;
 
 /// Which session file a root session writes to.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -45,4 +48,17 @@ pub struct HostOptions {
     /// Whether `message_update` events (one per streamed delta) are built. Front ends that
     /// only show whole messages turn them off: each copies the reply so far.
     pub stream_updates: bool,
+    /// Who confirms launches under `subagents.authorization: ask` (D3): a front end that can
+    /// ask the person (an ACP editor). `None`: such launches are refused.
+    pub confirm: Option<Confirmer>,
+}
+
+/// A [`LaunchConfirmer`] in [`HostOptions`] (which are `Debug`).
+#[derive(Clone)]
+pub struct Confirmer(pub Arc<dyn LaunchConfirmer>);
+
+impl std::fmt::Debug for Confirmer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Confirmer")
+    }
 }

@@ -55,6 +55,8 @@ pub struct Setup<'a> {
     pub root_session_file: Option<PathBuf>,
     pub history: Vec<cadre_protocol::Message>,
     pub artifacts_dir: PathBuf,
+    /// Who confirms launches under `subagents.authorization: ask` (D3).
+    pub confirm: Option<Arc<dyn cadre_core::orchestrator::manager::LaunchConfirmer>>,
 }
 
 impl Orchestration {
@@ -115,7 +117,10 @@ impl Orchestration {
                 artifacts_dir: setup.artifacts_dir,
                 root_notices: notice_tx,
             },
-            ManagerOptions::default(),
+            ManagerOptions {
+                confirm: setup.confirm,
+                ..ManagerOptions::default()
+            },
         );
         Ok(Orchestration {
             manager,

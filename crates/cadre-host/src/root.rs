@@ -163,6 +163,7 @@ impl Root {
             root_session_file: session.writer.as_ref().map(|s| s.path().to_path_buf()),
             history: session.history.clone(),
             artifacts_dir: artifacts_dir.clone(),
+            confirm: options.confirm.as_ref().map(|c| c.0.clone()),
         })?;
         warnings.extend(orchestration.warnings.iter().cloned());
         // Plan mode (S6) is checked by the manager at every launch, before anything is

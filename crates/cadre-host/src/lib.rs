@@ -21,6 +21,7 @@ pub mod views;
 pub use context::{
     HostContext, IDLE_TIMEOUT_VAR, RETRY_BASE_VAR, RuntimeKey, parse_thinking, pick_model,
 };
+pub use cadre_mcp::{McpServerConfig, McpTransport};
 pub use options::{Confirmer, HostOptions, SessionChoice};
 pub use orchestration::ORCHESTRATION_TOOLS;
 pub use service::{

@@ -48,6 +48,13 @@ pub struct HostOptions {
     /// Whether `message_update` events (one per streamed delta) are built. Front ends that
     /// only show whole messages turn them off: each copies the reply so far.
     pub stream_updates: bool,
+    /// The front end's client is the parent (`cadre mcp`): it calls the orchestration tools
+    /// itself and reads its tasks' results, so a task notice is recorded in the session rather
+    /// than answered by a run of the root model.
+    pub client_is_parent: bool,
+    /// MCP servers the front end adds (e.g. an ACP editor's), started with the configured
+    /// ones; a name that is also configured replaces the configured server.
+    pub mcp_servers: Vec<cadre_mcp::McpServerConfig>,
     /// Who confirms launches under `subagents.authorization: ask` (D3): a front end that can
     /// ask the person (an ACP editor). `None`: such launches are refused.
     pub confirm: Option<Confirmer>,

@@ -1,0 +1,330 @@
+//! MCP server configuration: Claude Code's `mcpServers` shape (`.mcp.json` and settings).
+//!
+//! An entry is either a child process (`{"command", "args", "env"}`, `"type": "stdio"`
+//! optional) or a streamable HTTP endpoint (`{"type": "http", "url", "headers"}`). Entries
+//! are parsed one by one so that a bad entry costs only itself.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One MCP server: its name (the `<server>` of `mcp__<server>__<tool>`) and how to reach it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct McpServerConfig {
+    pub name: String,
+    pub transport: McpTransport,
+}
+
+/// How an MCP server is reached.
+#[derive(Clone, PartialEq, Eq)]
+pub enum McpTransport {
+    /// A child process speaking MCP on its stdin/stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        /// Added to the child's environment (which otherwise holds no credentials).
+        env: BTreeMap<String, String>,
+        /// The child's working directory; `None`: the project directory.
+        cwd: Option<PathBuf>,
+    },
+    /// A streamable HTTP endpoint.
+    Http {
+        url: String,
+        /// Sent with every request (e.g. `Authorization`).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl McpTransport {
+    /// `stdio` or `http`, as `cadre doctor` shows it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            McpTransport::Stdio { .. } => "stdio",
+            McpTransport::Http { .. } => "http",
+        }
+    }
+
+    /// What it runs or where it connects, without argument, environment or header values
+    /// (they may hold secrets).
+    pub fn target(&self) -> String {
+        match self {
+            McpTransport::Stdio { command, .. } => command.clone(),
+            McpTransport::Http { url, .. } => url_without_secrets(url),
+        }
+    }
+}
+
+/// A URL's scheme, host and path: no user info, query or fragment.
+fn url_without_secrets(url: &str) -> String {
+    let cut = url.find(['?', '#']).unwrap_or(url.len());
+    let url = &url[..cut];
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+            format!("{scheme}://{rest}")
+        }
+        None => url.to_string(),
+    }
+}
+
+// Environment values, arguments and headers can carry tokens: Debug shows their keys only.
+impl fmt::Debug for McpTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            McpTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", &format_args!("[{} argument(s)]", args.len()))
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .field("cwd", cwd)
+                .finish(),
+            McpTransport::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", &url_without_secrets(url))
+                .field("headers", &headers.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
+}
+
+impl fmt::Debug for McpServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServerConfig")
+            .field("name", &self.name)
+            .field("transport", &self.transport)
+            .finish()
+    }
+}
+
+/// A `mcpServers` entry as written (Claude Code's shape).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    args: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    env: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cwd: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    headers: BTreeMap<String, String>,
+    /// Claude Code's OAuth settings for HTTP servers; accepted so that such a file parses,
+    /// and unused (cadre sends only the configured headers).
+    #[serde(default, skip_serializing)]
+    #[allow(dead_code)]
+    oauth: Option<Value>,
+}
+
+impl McpTransport {
+    /// The transport of one entry's JSON value.
+    pub fn from_entry(value: &Value) -> Result<McpTransport, String> {
+        let entry: Entry = serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
+        let kind =
+            entry
+                .kind
+                .as_deref()
+                .unwrap_or(if entry.url.is_some() { "http" } else { "stdio" });
+        match kind {
+            "stdio" => {
+                if entry.url.is_some() || !entry.headers.is_empty() {
+                    return Err("a stdio server takes no `url` or `headers`".into());
+                }
+                let command = entry
+                    .command
+                    .filter(|c| !c.trim().is_empty())
+                    .ok_or("a stdio server needs a `command`")?;
+                Ok(McpTransport::Stdio {
+                    command,
+                    args: entry.args,
+                    env: entry.env,
+                    cwd: entry.cwd,
+                })
+            }
+            "http" | "streamable-http" => {
+                if entry.command.is_some() || !entry.args.is_empty() || !entry.env.is_empty() {
+                    return Err("an http server takes no `command`, `args` or `env`".into());
+                }
+                let url = entry
+                    .url
+                    .filter(|u| !u.trim().is_empty())
+                    .ok_or("an http server needs a `url`")?;
+                Ok(McpTransport::Http {
+                    url,
+                    headers: entry.headers,
+                })
+            }
+            "sse" => Err(
+                "the legacy SSE transport is not supported; use the server's streamable HTTP \
+                 endpoint with \"type\": \"http\""
+                    .into(),
+            ),
+            other => Err(format!(
+                "unknown server type {other:?} (expected \"stdio\" or \"http\")"
+            )),
+        }
+    }
+
+    /// The entry's JSON value (Claude Code's shape).
+    pub fn to_entry(&self) -> Value {
+        let entry = match self.clone() {
+            McpTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => Entry {
+                command: Some(command),
+                args,
+                env,
+                cwd,
+                ..Entry::default()
+            },
+            McpTransport::Http { url, headers } => Entry {
+                kind: Some("http".into()),
+                url: Some(url),
+                headers,
+                ..Entry::default()
+            },
+        };
+        serde_json::to_value(entry).unwrap_or(Value::Null)
+    }
+}
+
+/// The servers of one `mcpServers` object, and a message for each entry that could not be
+/// used (`"<name>": <why>`). Names are not checked here (see `names`).
+pub fn parse_servers(map: &serde_json::Map<String, Value>) -> (Vec<McpServerConfig>, Vec<String>) {
+    let mut servers = Vec::new();
+    let mut problems = Vec::new();
+    for (name, value) in map {
+        match McpTransport::from_entry(value) {
+            Ok(transport) => servers.push(McpServerConfig {
+                name: name.clone(),
+                transport,
+            }),
+            Err(why) => problems.push(format!("{name:?}: {why}")),
+        }
+    }
+    (servers, problems)
+}
+
+/// The servers of a `.mcp.json` file's text (`{"mcpServers": {...}}`), with the messages of
+/// [`parse_servers`]; a file that is not such an object is an error.
+pub fn parse_mcp_json(text: &str) -> Result<(Vec<McpServerConfig>, Vec<String>), String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    let Value::Object(top) = value else {
+        return Err("expected an object with `mcpServers`".into());
+    };
+    match top.get("mcpServers") {
+        None => Ok((Vec::new(), Vec::new())),
+        Some(Value::Object(map)) => Ok(parse_servers(map)),
+        Some(_) => Err("`mcpServers` must be an object".into()),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn claude_code_shapes_parse() {
+        let text = r#"{"mcpServers": {
+            "fs": {"command": "npx", "args": ["-y", "server"], "env": {"K": "v"}},
+            "typed": {"type": "stdio", "command": "x"},
+            "web": {"type": "http", "url": "https://h/mcp", "headers": {"Authorization": "Bearer t"}},
+            "bare": {"url": "http://127.0.0.1:1/mcp"}
+        }}"#;
+        let (servers, problems) = parse_mcp_json(text).unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["bare", "fs", "typed", "web"]);
+        assert_eq!(servers[0].transport.kind(), "http");
+        let McpTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } = &servers[1].transport
+        else {
+            panic!("{:?}", servers[1]);
+        };
+        assert_eq!(
+            (command.as_str(), args.len(), env["K"].as_str(), cwd),
+            ("npx", 2, "v", &None)
+        );
+        let McpTransport::Http { url, headers } = &servers[3].transport else {
+            panic!("{:?}", servers[3]);
+        };
+        assert_eq!(
+            (url.as_str(), headers["Authorization"].as_str()),
+            ("https://h/mcp", "Bearer t")
+        );
+    }
+
+    #[test]
+    fn bad_entries_cost_only_themselves() {
+        let text = r#"{"mcpServers": {
+            "ok": {"command": "x"},
+            "none": {},
+            "sse": {"type": "sse", "url": "http://h/sse"},
+            "odd": {"type": "ws", "url": "ws://h"},
+            "mixed": {"command": "x", "url": "http://h"},
+            "typo": {"comand": "x"},
+            "num": 3
+        }}"#;
+        let (servers, problems) = parse_mcp_json(text).unwrap();
+        assert_eq!(servers.len(), 1);
+        assert_eq!(problems.len(), 6, "{problems:?}");
+        let all = problems.join("\n");
+        assert!(
+            all.contains("\"none\": a stdio server needs a `command`"),
+            "{all}"
+        );
+        assert!(
+            all.contains("\"sse\": the legacy SSE transport is not supported"),
+            "{all}"
+        );
+        assert!(all.contains("unknown server type \"ws\""), "{all}");
+        assert!(all.contains("unknown field `comand`"), "{all}");
+        assert!(parse_mcp_json("[]").is_err());
+        assert!(parse_mcp_json(r#"{"mcpServers": []}"#).is_err());
+        assert!(
+            parse_mcp_json("{")
+                .unwrap_err()
+                .starts_with("not valid JSON")
+        );
+        assert_eq!(parse_mcp_json("{}").unwrap().0.len(), 0);
+    }
+
+    #[test]
+    fn entries_round_trip_and_debug_hides_values() {
+        for value in [
+            json!({"command": "c", "args": ["a"], "env": {"TOKEN": "secret"}}),
+            json!({"type": "http", "url": "https://h/mcp", "headers": {"Authorization": "secret"}}),
+        ] {
+            let transport = McpTransport::from_entry(&value).unwrap();
+            assert_eq!(transport.to_entry(), value);
+            let debug = format!("{transport:?}");
+            assert!(!debug.contains("secret"), "{debug}");
+        }
+        assert_eq!(
+            url_without_secrets("https://u:p@h:1/m?k=secret#f"),
+            "https://h:1/m"
+        );
+    }
+}

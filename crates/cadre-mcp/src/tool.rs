@@ -1,0 +1,202 @@
+//! An MCP server's tool as a cadre tool (`mcp__<server>__<tool>`).
+
+use std::sync::Arc;
+
+use cadre_protocol::ToolSpec;
+use cadre_tools::{Tool, ToolContext, ToolOutput};
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use crate::names;
+use crate::result::map_result;
+use crate::server::{CallFailure, Server};
+
+/// The longest description passed on (a server's descriptions go into every request).
+pub const MAX_DESCRIPTION: usize = 4096;
+
+/// One tool of one server.
+pub struct McpTool {
+    name: String,
+    remote: String,
+    description: String,
+    schema: Value,
+    read_only: bool,
+    server: Arc<Server>,
+}
+
+impl McpTool {
+    /// `server`'s tool `tool` under `name` (see [`names::tool_name`]).
+    pub fn new(server: Arc<Server>, tool: &rmcp::model::Tool, name: String) -> McpTool {
+        let read_only = tool
+            .annotations
+            .as_ref()
+            .and_then(|a| a.read_only_hint)
+            .unwrap_or(false);
+        let description = tool
+            .description
+            .as_deref()
+            .or(tool.title.as_deref())
+            .unwrap_or("");
+        let description =
+            cadre_tools::truncate::head_on_char_boundary(description, MAX_DESCRIPTION);
+        McpTool {
+            name,
+            remote: tool.name.to_string(),
+            description: format!(
+                "{description}{}(MCP tool `{}` of server `{}`)",
+                if description.is_empty() { "" } else { "\n\n" },
+                tool.name,
+                server.name
+            ),
+            schema: object_schema(Value::Object((*tool.input_schema).clone())),
+            read_only,
+            server,
+        }
+    }
+
+    /// Whether the server annotates it `readOnlyHint: true`.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    pub fn server_name(&self) -> &str {
+        &self.server.name
+    }
+}
+
+/// Providers take only object schemas for parameters: one without a type gets `object`, and
+/// anything else is replaced by an empty object schema.
+fn object_schema(schema: Value) -> Value {
+    match schema {
+        Value::Object(mut map) => match map.get("type") {
+            None => {
+                map.insert("type".into(), json!("object"));
+                Value::Object(map)
+            }
+            Some(t) if t == "object" => Value::Object(map),
+            Some(_) => json!({"type": "object"}),
+        },
+        _ => json!({"type": "object"}),
+    }
+}
+
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            parameters: self.schema.clone(),
+        }
+    }
+
+    fn is_mutating(&self) -> bool {
+        !self.read_only
+    }
+
+    fn execute<'a>(&'a self, args: Value, ctx: ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let server = &self.server.name;
+            let arguments = match args {
+                Value::Object(map) => Some(map),
+                Value::Null => None,
+                other => {
+                    return ToolOutput::error(format!(
+                        "the arguments of {} must be a JSON object, not {other}",
+                        self.name
+                    ));
+                }
+            };
+            if self.server.is_closed() {
+                return ToolOutput::error(self.closed_message("it is no longer running"));
+            }
+            match self.server.call(&self.remote, arguments, &ctx.cancel).await {
+                Ok(result) => map_result(server, &self.remote, &result),
+                Err(CallFailure::Cancelled) => ToolOutput::error("Operation aborted"),
+                Err(CallFailure::TimedOut(after)) => ToolOutput::error(format!(
+                    "MCP server `{server}` did not answer the call of `{}` within {}s; the call \
+                     was cancelled",
+                    self.remote,
+                    after.as_secs_f64()
+                )),
+                Err(CallFailure::Error(message)) => ToolOutput::error(format!(
+                    "MCP server `{server}` refused the call of `{}`: {}",
+                    self.remote,
+                    names_safe(&message)
+                )),
+                Err(CallFailure::Closed(why)) => ToolOutput::error(self.closed_message(&why)),
+            }
+        })
+    }
+}
+
+impl McpTool {
+    fn closed_message(&self, why: &str) -> String {
+        let log = self
+            .server
+            .log
+            .as_ref()
+            .map(|p| format!("; its stderr is in {}", p.display()))
+            .unwrap_or_default();
+        format!(
+            "MCP server `{}` cannot run `{}`: {why} (the server has exited or its session \
+             ended, so its tools fail for the rest of this session{log})",
+            self.server.name, self.remote
+        )
+    }
+}
+
+/// A server's error message, cut to a sane length.
+fn names_safe(message: &str) -> String {
+    const MAX: usize = 8 * 1024;
+    let head = cadre_tools::truncate::head_on_char_boundary(message, MAX);
+    if head.len() < message.len() {
+        format!("{head}… [cut]")
+    } else {
+        head.to_string()
+    }
+}
+
+/// The model-facing tools of `server`, and a note for each tool left out (a name that
+/// collides after it was made to fit).
+pub fn tools_of(server: &Arc<Server>) -> (Vec<Arc<McpTool>>, Vec<String>) {
+    let mut tools: Vec<Arc<McpTool>> = Vec::new();
+    let mut notes = Vec::new();
+    for tool in &server.tools {
+        let name = names::tool_name(&server.name, &tool.name);
+        if tools.iter().any(|t| t.name == name) {
+            notes.push(format!(
+                "tool {:?} of MCP server `{}` is left out: its name {name} is taken",
+                tool.name, server.name
+            ));
+            continue;
+        }
+        tools.push(Arc::new(McpTool::new(server.clone(), tool, name)));
+    }
+    (tools, notes)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameter_schemas_are_objects() {
+        let props = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        assert_eq!(object_schema(props.clone()), props);
+        assert_eq!(
+            object_schema(json!({"properties": {}})),
+            json!({"properties": {}, "type": "object"})
+        );
+        assert_eq!(
+            object_schema(json!({"type": "string"})),
+            json!({"type": "object"})
+        );
+        assert_eq!(object_schema(json!([1])), json!({"type": "object"}));
+        assert!(names_safe(&"e".repeat(20_000)).ends_with("… [cut]"));
+    }
+}

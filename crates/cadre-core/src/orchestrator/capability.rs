@@ -1,7 +1,8 @@
 //! The child's tool set (SPEC S1, O8).
 //!
 //! A child's tools are the parent's active tools ∩ the role's `tools` (`*` = all) −
-//! `disallowedTools` − the child denylist − `edit`/`write` when read-only. Every step can only
+//! `disallowedTools` − the child denylist − `edit`/`write` and MCP tools not annotated
+//! read-only (`mcp__…` without `readOnlyHint: true`) when read-only. Every step can only
 //! remove tools, so an allowlist can never widen what the parent has. Tools a role or a denylist
 //! names that do not exist at all are a configuration error: the launch fails before any model
 //! call, because a typo in an allowlist silently yields a weaker child and a typo in a denylist
@@ -21,6 +22,9 @@ pub const ROOT_ONLY_TOOLS: [&str; 3] = ["SendMessage", "TaskOutput", "TaskStop"]
 
 /// Tools removed from read-only children. Bash stays: the sandbox makes it read-only (S2).
 pub const WRITE_TOOLS: [&str; 2] = ["edit", "write"];
+
+/// The prefix of MCP servers' tools (`mcp__<server>__<tool>`, SPEC I7).
+pub const MCP_TOOL_PREFIX: &str = "mcp__";
 
 /// The wildcard that means "every tool the parent has".
 pub const ALL_TOOLS: &str = "*";
@@ -46,6 +50,9 @@ pub struct CapabilityInput<'a> {
     pub tool_policy_no_tools: bool,
     /// Every tool that exists in this runtime, whether or not the parent has it.
     pub known_tools: &'a [String],
+    /// The MCP tools their servers annotate `readOnlyHint: true`: the only MCP tools a
+    /// read-only role gets.
+    pub mcp_read_only: &'a [String],
 }
 
 /// Why a tool that was asked for (or inherited) is not in the child's set.
@@ -65,6 +72,8 @@ pub enum DropReason {
     DepthLimit { max_depth: u32 },
     /// `edit`/`write` for a read-only role.
     ReadOnly,
+    /// An MCP tool not annotated read-only, for a read-only role.
+    McpNotReadOnly,
 }
 
 impl fmt::Display for DropReason {
@@ -86,6 +95,9 @@ impl fmt::Display for DropReason {
                 "the maximum subagent nesting depth ({max_depth}) is reached"
             ),
             DropReason::ReadOnly => f.write_str("the role is read-only"),
+            DropReason::McpNotReadOnly => {
+                f.write_str("the role is read-only and the MCP tool is not annotated read-only")
+            }
         }
     }
 }
@@ -131,7 +143,13 @@ pub enum CapabilityError {
 /// Resolve a child's tool set (S1). Fails only for names that exist nowhere.
 pub fn resolve_capabilities(input: CapabilityInput<'_>) -> Result<CapabilitySet, CapabilityError> {
     let known: BTreeSet<&str> = input.known_tools.iter().map(String::as_str).collect();
-    let is_unknown = |name: &&String| name.as_str() != ALL_TOOLS && !known.contains(name.as_str());
+    // An MCP tool's existence depends on its server starting, so naming one that is absent is
+    // not a typo to fail on: it is left out like any tool the parent lacks.
+    let is_unknown = |name: &&String| {
+        name.as_str() != ALL_TOOLS
+            && !name.starts_with(MCP_TOOL_PREFIX)
+            && !known.contains(name.as_str())
+    };
 
     let explicit: Option<&[String]> = input
         .role_tools
@@ -225,6 +243,13 @@ fn drop_reason(
     if input.readonly && WRITE_TOOLS.contains(&name) {
         return Some(DropReason::ReadOnly);
     }
+    // `readOnlyHint` is the server's claim; without it an MCP tool may change anything.
+    if input.readonly
+        && name.starts_with(MCP_TOOL_PREFIX)
+        && !input.mcp_read_only.iter().any(|t| t == name)
+    {
+        return Some(DropReason::McpNotReadOnly);
+    }
     None
 }
 
@@ -281,6 +306,18 @@ mod tests {
         "TaskOutput",
         "TaskStop",
         "workflow",
+        "mcp__fs__read_file",
+        "mcp__fs__write_file",
+        "mcp__web__fetch",
+    ];
+    /// The MCP tools annotated read-only.
+    const MCP_READ_ONLY: &[&str] = &["mcp__fs__read_file"];
+    const MCP_PARENT: &[&str] = &[
+        "read",
+        "edit",
+        "mcp__fs__read_file",
+        "mcp__fs__write_file",
+        "mcp__web__fetch",
     ];
     const ROOT_PARENT: &[&str] = &[
         "read",
@@ -328,6 +365,7 @@ mod tests {
         let role = c.role.map(names);
         let disallowed = names(c.disallowed);
         let known = names(KNOWN);
+        let mcp_read_only = names(MCP_READ_ONLY);
         resolve_capabilities(CapabilityInput {
             parent_active: &parent,
             role_tools: role.as_deref(),
@@ -338,6 +376,7 @@ mod tests {
             role_allows_agent: c.allows_agent,
             tool_policy_no_tools: c.no_tools,
             known_tools: &known,
+            mcp_read_only: &mcp_read_only,
         })
     }
 
@@ -503,6 +542,57 @@ mod tests {
                 ..BASE
             },
             Case {
+                name: "MCP tools are inherited like any other",
+                parent: MCP_PARENT,
+                tools: MCP_PARENT,
+                ..BASE
+            },
+            Case {
+                name: "an allowlist may name MCP tools",
+                parent: MCP_PARENT,
+                role: Some(&["read", "mcp__web__fetch"]),
+                tools: &["read", "mcp__web__fetch"],
+                ..BASE
+            },
+            Case {
+                name: "read-only keeps only MCP tools annotated read-only",
+                parent: MCP_PARENT,
+                readonly: true,
+                tools: &["read", "mcp__fs__read_file"],
+                dropped: &[
+                    ("edit", ReadOnly),
+                    ("mcp__fs__write_file", McpNotReadOnly),
+                    ("mcp__web__fetch", McpNotReadOnly),
+                ],
+                ..BASE
+            },
+            Case {
+                name: "read-only drops a named MCP tool not annotated read-only",
+                parent: MCP_PARENT,
+                readonly: true,
+                role: Some(&["mcp__fs__read_file", "mcp__fs__write_file"]),
+                tools: &["mcp__fs__read_file"],
+                dropped: &[("mcp__fs__write_file", McpNotReadOnly)],
+                ..BASE
+            },
+            Case {
+                name: "an MCP tool the parent lacks is not in the set",
+                parent: &["read"],
+                role: Some(&["read", "mcp__fs__read_file"]),
+                readonly: true,
+                tools: &["read"],
+                dropped: &[("mcp__fs__read_file", NotInParent)],
+                ..BASE
+            },
+            Case {
+                name: "disallowedTools can remove an MCP tool",
+                parent: MCP_PARENT,
+                disallowed: &["mcp__web__fetch"],
+                tools: &["read", "edit", "mcp__fs__read_file", "mcp__fs__write_file"],
+                dropped: &[("mcp__web__fetch", Disallowed)],
+                ..BASE
+            },
+            Case {
                 name: "known tool absent from parent and not listed is silent",
                 parent: &["read"],
                 tools: &["read"],
@@ -539,6 +629,16 @@ mod tests {
         })
         .unwrap_err();
         assert_eq!(err, CapabilityError::UnknownDisallowed(names(&["bahs"])));
+
+        // An MCP tool whose server is absent is left out, not an error.
+        let set = run(&Case {
+            role: Some(&["read", "mcp__gone__tool"]),
+            disallowed: &["mcp__gone__other"],
+            ..BASE
+        })
+        .unwrap();
+        assert_eq!(set.tools, names(&["read"]));
+        assert_eq!(set.dropped[0].reason, DropReason::NotInParent);
 
         // Names are case-sensitive: `Read` is not `read`.
         let err = run(&Case {
@@ -585,6 +685,18 @@ mod tests {
         assert!(edit.contains("read-only"), "{edit}");
         let other = check_dispatch(&set, "bash").unwrap_err();
         assert!(other.contains("Tools available: read, grep."), "{other}");
+        let set = CapabilitySet {
+            tools: names(&["read"]),
+            dropped: vec![DroppedTool {
+                name: "mcp__fs__write_file".into(),
+                reason: DropReason::McpNotReadOnly,
+            }],
+        };
+        let mcp = check_dispatch(&set, "mcp__fs__write_file").unwrap_err();
+        assert!(
+            mcp.contains("the role is read-only and the MCP tool is not annotated read-only"),
+            "{mcp}"
+        );
         let empty = check_dispatch(&CapabilitySet::default(), "read").unwrap_err();
         assert!(empty.contains("Tools available: none."), "{empty}");
     }

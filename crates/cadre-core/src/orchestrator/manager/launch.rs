@@ -530,6 +530,7 @@ impl TaskManager {
             ToolList::Named(names) => Some(names.clone()),
         };
         let known = inner.known_tools();
+        let mcp_read_only = inner.mcp_read_only_tools();
         let caps = resolve_capabilities(CapabilityInput {
             parent_active: &parent.active_tools,
             role_tools: role_tools.as_deref(),
@@ -541,6 +542,7 @@ impl TaskManager {
                 && matches!(&def.tools, ToolList::Named(n) if n.iter().any(|t| t == AGENT_TOOL)),
             tool_policy_no_tools: false,
             known_tools: &known,
+            mcp_read_only: &mcp_read_only,
         })?;
         Ok(caps.tools)
     }

@@ -585,6 +585,16 @@ impl Inner {
         names
     }
 
+    /// The MCP tools children may get that their servers annotate read-only (an MCP tool
+    /// reports itself as not mutating exactly then).
+    pub(crate) fn mcp_read_only_tools(&self) -> Vec<String> {
+        let mcp = self.tools.names();
+        mcp.into_iter()
+            .filter(|n| n.starts_with(super::capability::MCP_TOOL_PREFIX))
+            .filter(|n| self.tools.get(n).is_some_and(|t| !t.is_mutating()))
+            .collect()
+    }
+
     /// Where child sessions are created: a `subagents` directory inside the session catalogue.
     /// Kept out of the catalogue's top level because `--continue` resumes the newest file
     /// there, and a child that finishes after its root (a background task at exit, or a root

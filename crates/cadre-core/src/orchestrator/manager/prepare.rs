@@ -210,6 +210,7 @@ pub(crate) async fn prepare(
     let role_allows_agent = inner.settings.enable_nested_agents
         && matches!(&role.tools, ToolList::Named(n) if n.iter().any(|t| t == AGENT_TOOL));
     let known = inner.known_tools();
+    let mcp_read_only = inner.mcp_read_only_tools();
     let mut caps = resolve_capabilities(CapabilityInput {
         parent_active: &parent.active_tools,
         role_tools: role_tools.as_deref(),
@@ -220,6 +221,7 @@ pub(crate) async fn prepare(
         role_allows_agent,
         tool_policy_no_tools: spec.packet.as_ref().is_some_and(|p| p.no_tools()),
         known_tools: &known,
+        mcp_read_only: &mcp_read_only,
     })?;
 
     // Structured output (V8): a schema the validator cannot fully enforce is refused.

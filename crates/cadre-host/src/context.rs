@@ -40,6 +40,8 @@ pub struct HostContext {
     pub provider: Arc<dyn Provider>,
     /// The provider's retry switches (RPC `set_auto_retry`, `abort_retry`).
     pub retry: Arc<RetryControl>,
+    /// The configured MCP servers (SPEC I7), started by each root session.
+    pub mcp: cadre_mcp::Configured,
     /// What the person should be told about the files read (`note: …`): Pi's settings keys
     /// left out, stored OAuth entries skipped.
     pub notes: Vec<String>,
@@ -78,6 +80,7 @@ impl HostContext {
         let loaded = load_settings(&home, Some(&root), trusted)?;
         let mut notes: Vec<String> = loaded.notes.iter().map(|n| format!("note: {n}")).collect();
         let settings = loaded.settings;
+        let mcp = crate::mcp::configured(&home, &root, trusted);
         let mut registry = ModelRegistry::load(home.root(), &ProcessEnv)?;
         notes.extend(registry.auth_notes().iter().map(|n| format!("note: {n}")));
         // Every stored key is a secret of this process, not only the one in use: a tool can
@@ -100,6 +103,7 @@ impl HostContext {
             registry: Arc::new(registry),
             provider: Arc::new(provider),
             retry,
+            mcp,
             notes,
         })
     }

@@ -9,6 +9,7 @@
 pub mod bash;
 mod context;
 pub mod export;
+pub mod mcp;
 mod options;
 mod orchestration;
 mod root;

@@ -35,6 +35,8 @@ pub struct Root {
 pub struct ToolChoice {
     builtin: Option<Vec<String>>,
     orchestration: Vec<String>,
+    /// The MCP tools `--tools` names (`None`: all of them). Checked once the servers run.
+    mcp: Option<Vec<String>>,
 }
 
 impl ToolChoice {
@@ -46,16 +48,20 @@ impl ToolChoice {
             return Ok(ToolChoice {
                 builtin: None,
                 orchestration: ORCHESTRATION_TOOLS.iter().map(|s| s.to_string()).collect(),
+                mcp: None,
             });
         };
         let mut builtin = Vec::new();
         let mut orchestration = Vec::new();
+        let mut mcp = Vec::new();
         let mut unknown = Vec::new();
         for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
             if cadre_tools::BUILTIN_TOOL_NAMES.contains(&name) {
                 builtin.push(name.to_string());
             } else if ORCHESTRATION_TOOLS.contains(&name) {
                 orchestration.push(name.to_string());
+            } else if cadre_mcp::is_mcp_tool(name) {
+                mcp.push(name.to_string());
             } else {
                 unknown.push(name.to_string());
             }
@@ -74,6 +80,7 @@ impl ToolChoice {
         Ok(ToolChoice {
             builtin: Some(builtin),
             orchestration,
+            mcp: Some(mcp),
         })
     }
 }
@@ -95,12 +102,13 @@ fn refuse_write_tools(builtin: Option<&[String]>) -> Result<()> {
     Ok(())
 }
 
-/// `tools` without the write tools.
+/// `tools` without the write tools, and without the MCP tools not annotated read-only.
 fn without_write_tools(mut tools: ToolRegistry) -> ToolRegistry {
     let keep: Vec<String> = tools
         .names()
         .into_iter()
         .filter(|n| !WRITE_TOOLS.contains(&n.as_str()))
+        .filter(|n| !cadre_mcp::is_mcp_tool(n) || tools.get(n).is_some_and(|t| !t.is_mutating()))
         .collect();
     // Every name comes from the registry itself, so none is unknown.
     let _ = tools.retain_named(&keep);
@@ -112,6 +120,8 @@ pub struct RootInputs<'a> {
     pub ctx: &'a HostContext,
     pub options: &'a HostOptions,
     pub tools: &'a ToolChoice,
+    /// The tools of the session's MCP servers (all of them; `tools` chooses).
+    pub mcp: &'a [std::sync::Arc<cadre_mcp::McpTool>],
     pub session: OpenedSession,
     pub model: Model,
     pub thinking: ThinkingLevel,
@@ -125,6 +135,7 @@ impl Root {
             ctx,
             options,
             tools: choice,
+            mcp,
             session,
             model,
             thinking: requested,
@@ -144,6 +155,9 @@ impl Root {
         if let Some(names) = &choice.builtin {
             // ToolChoice checked every name, so this keeps exactly the ones asked for.
             let _ = tools.retain_named(names);
+        }
+        for tool in crate::mcp::root_tools_of(mcp, choice.mcp.as_deref(), &mut warnings) {
+            tools.register(tool);
         }
         let artifacts_dir = ctx.home.root().join("artifacts");
         let root_session_id = session

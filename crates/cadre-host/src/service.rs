@@ -226,10 +226,15 @@ impl Host {
         let (events_tx, events) = mpsc::unbounded_channel();
         let (agent_tx, agent_rx) = mpsc::unbounded_channel();
         let name = opened.name.clone();
+        // Started once for this root session, before its tools are chosen; shared by its
+        // children and stopped when the session ends (the actor drops the set).
+        let mcp = crate::mcp::start(&ctx, &options).await;
+        notes.extend(mcp.warnings.iter().cloned());
         let root = Root::build(RootInputs {
             ctx: &ctx,
             options: &options,
             tools: &tools,
+            mcp: mcp.tools(),
             session: opened,
             model,
             thinking,
@@ -256,6 +261,7 @@ impl Host {
             ctx: ctx.clone(),
             options,
             tools,
+            mcp,
             task_events: spawn_task_events(&root.orchestration.manager, events_tx.clone()),
             stop_requests: root.orchestration.watch_stop_requests(),
             barrier,
@@ -681,6 +687,8 @@ struct Actor {
     ctx: Arc<HostContext>,
     options: HostOptions,
     tools: ToolChoice,
+    /// The root session's MCP servers.
+    mcp: cadre_mcp::McpSet,
     root: Root,
     ops: mpsc::UnboundedReceiver<Op>,
     events: mpsc::UnboundedSender<HostEvent>,
@@ -997,6 +1005,7 @@ impl Actor {
             ctx: &self.ctx,
             options: &self.options,
             tools: &self.tools,
+            mcp: self.mcp.tools(),
             session: opened,
             model,
             thinking,

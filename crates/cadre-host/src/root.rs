@@ -26,6 +26,9 @@ pub struct Root {
     builtin: ToolRegistry,
     /// The orchestration tools it has.
     orchestration_names: Vec<String>,
+    /// Those tools as the agent has them (a front end whose client is the parent calls them
+    /// directly).
+    pub orchestration_tools: Vec<std::sync::Arc<dyn cadre_tools::Tool>>,
     /// Notes for the person running cadre (thinking clamped, role files broken…), each
     /// starting with its kind (`note: …`, `warning: …`).
     pub warnings: Vec<String>,
@@ -215,6 +218,7 @@ impl Root {
             orchestration,
             builtin,
             orchestration_names: choice.orchestration.clone(),
+            orchestration_tools: Vec::new(),
             warnings,
         };
         if !options.stream_updates {
@@ -283,14 +287,15 @@ impl Root {
             &append,
         );
         let mut all = self.builtin.clone();
-        for tool in self.orchestration.tools(
+        self.orchestration_tools = self.orchestration.tools(
             model,
             thinking,
             &system_prompt,
             active,
             &self.orchestration_names,
-        ) {
-            all.register(tool);
+        );
+        for tool in &self.orchestration_tools {
+            all.register(tool.clone());
         }
         self.agent.set_tools(all);
         self.agent.set_system_prompt(system_prompt);

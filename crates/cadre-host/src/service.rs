@@ -115,6 +115,8 @@ enum Op {
     SetAutoCompaction(bool, Reply<()>),
     /// Boxed: a message is far larger than the other operations.
     Append(Box<Message>, Reply<()>),
+    /// Several messages, recorded next to each other.
+    AppendAll(Vec<Message>, Reply<()>),
     Shutdown(Reply<Option<PathBuf>>),
 }
 
@@ -131,6 +133,7 @@ enum SwitchTo {
 struct Live {
     controller: AgentController,
     manager: TaskManager,
+    orchestration_tools: Vec<Arc<dyn cadre_tools::Tool>>,
     mirror: Arc<ConversationMirror>,
     model: Model,
     thinking: ThinkingLevel,
@@ -563,6 +566,31 @@ impl Host {
         self.ask(move |r| Op::Append(Box::new(message), r))
     }
 
+    /// Add several messages to the context without a run, next to each other (a tool call its
+    /// client made and its result).
+    pub fn append_messages(
+        &self,
+        messages: Vec<Message>,
+    ) -> impl Future<Output = Result<(), HostError>> + Send + 'static + use<> {
+        self.ask(move |r| Op::AppendAll(messages, r))
+    }
+
+    /// The root's orchestration tool `name` (`Agent`, `SendMessage`, `TaskOutput`,
+    /// `TaskStop`), for a client that calls it without a model turn; `None` when the session
+    /// does not have it.
+    pub fn orchestration_tool(&self, name: &str) -> Option<Arc<dyn cadre_tools::Tool>> {
+        lock(&self.shared.live)
+            .orchestration_tools
+            .iter()
+            .find(|t| t.name() == name)
+            .cloned()
+    }
+
+    /// The root's orchestration tools.
+    pub fn orchestration_tools(&self) -> Vec<Arc<dyn cadre_tools::Tool>> {
+        lock(&self.shared.live).orchestration_tools.clone()
+    }
+
     /// The user messages a fork can start from.
     pub fn fork_points(&self) -> Result<Vec<session_open::ForkPoint>, HostError> {
         // A session with no message yet may not have its header on disk either.
@@ -608,6 +636,7 @@ fn live_of(root: &Root, session_name: Option<String>) -> Live {
     Live {
         controller: agent.controller(),
         manager: root.orchestration.manager.clone(),
+        orchestration_tools: root.orchestration_tools.clone(),
         mirror: root.orchestration.mirror.clone(),
         model: agent.config().model.clone(),
         thinking: agent.config().thinking,
@@ -817,6 +846,13 @@ impl Actor {
                 self.sync_mirror();
                 let _ = reply.send(Ok(()));
             }
+            Op::AppendAll(messages, reply) => {
+                for message in messages {
+                    self.root.agent.append_silently(message);
+                }
+                self.sync_mirror();
+                let _ = reply.send(Ok(()));
+            }
             Op::Shutdown(_) => {}
         }
     }
@@ -827,6 +863,13 @@ impl Actor {
             return;
         }
         let message = notice.message();
+        if self.options.client_is_parent {
+            // The client reads results itself (TaskOutput, the task resources); the notice is
+            // kept in the session as a run would have kept it.
+            self.root.agent.append_silently(message);
+            self.sync_mirror();
+            return;
+        }
         // Taken once the run has started: the notice is in the conversation then.
         self.run_holding(vec![message], Some(notice)).await;
     }
@@ -926,6 +969,7 @@ impl Actor {
         self.root.agent.set_thinking(thinking);
         self.root.equip(&self.ctx, &self.options, &model, thinking);
         let mut live = lock(&self.shared.live);
+        live.orchestration_tools = self.root.orchestration_tools.clone();
         live.model = model.clone();
         live.thinking = thinking;
         Ok(model)
@@ -936,7 +980,10 @@ impl Actor {
         let effective = resolve_thinking(&model, requested).effective;
         self.root.agent.set_thinking(effective);
         self.root.equip(&self.ctx, &self.options, &model, effective);
-        lock(&self.shared.live).thinking = effective;
+        let mut live = lock(&self.shared.live);
+        live.orchestration_tools = self.root.orchestration_tools.clone();
+        live.thinking = effective;
+        drop(live);
         effective
     }
 

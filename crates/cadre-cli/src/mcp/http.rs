@@ -1,0 +1,174 @@
+//! `cadre mcp --http ADDR`: streamable HTTP (rmcp's `StreamableHttpService`) on hyper, HTTP/1.
+//!
+//! Loopback only: anyone who can reach the port can run agents in this project with its
+//! credentials, so a non-loopback address is refused. `Host` is checked against the loopback
+//! names (DNS rebinding) and a browser's `Origin` must be a loopback origin; request bodies are
+//! capped by rmcp. Each MCP session (an initialised client) gets its own root session;
+//! stateless requests (protocol 2026-07-28, no session) share the process's root session.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+};
+use tokio::sync::OnceCell;
+
+use super::config::Setup;
+use super::handler::CadreMcp;
+use super::session::Served;
+
+/// The largest request body accepted.
+const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+pub async fn serve(setup: Setup, addr: &str) -> Result<ExitCode> {
+    let addr = parse_loopback(addr)?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let bound = listener
+        .local_addr()
+        .context("cannot read the bound address")?;
+    let setup = Arc::new(setup);
+    let process: Arc<OnceCell<Served>> = Arc::new(OnceCell::new());
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let port = bound.port();
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts([
+            "localhost".to_string(),
+            "127.0.0.1".to_string(),
+            "[::1]".to_string(),
+            "::1".to_string(),
+            format!("localhost:{port}"),
+            format!("127.0.0.1:{port}"),
+            format!("[::1]:{port}"),
+        ])
+        .with_allowed_origins([
+            format!("http://localhost:{port}"),
+            format!("http://127.0.0.1:{port}"),
+            format!("http://[::1]:{port}"),
+        ])
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_cancellation_token(shutdown.child_token());
+    let factory_setup = setup.clone();
+    let factory_process = process.clone();
+    let service = StreamableHttpService::new(
+        move || {
+            Ok(CadreMcp::lazy(
+                factory_setup.clone(),
+                factory_process.clone(),
+            ))
+        },
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    errln!("cadre: mcp: serving streamable HTTP on http://{bound}/mcp");
+    let (interrupted, signals) = signal_flag();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = wait_flag(&interrupted) => break,
+        };
+        let (stream, _) = match accepted {
+            Ok(pair) => pair,
+            Err(e) => {
+                errln!("cadre: mcp: accept failed: {e}");
+                continue;
+            }
+        };
+        let service = service.clone();
+        tokio::spawn(async move {
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let hyper_service = hyper_util::service::TowerToHyperService::new(service);
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, hyper_service)
+                .await;
+        });
+    }
+    shutdown.cancel();
+    signals.abort();
+    if let Some(served) = process.get()
+        && let Err(e) = served.close().await
+    {
+        errln!("cadre: error: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
+    match interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+        0 => Ok(ExitCode::SUCCESS),
+        n => Ok(ExitCode::from(u8::try_from(128 + n).unwrap_or(1))),
+    }
+}
+
+/// `ADDR` as a loopback socket address; any other address is refused.
+fn parse_loopback(addr: &str) -> Result<SocketAddr> {
+    let trimmed = addr.trim();
+    let with_host = match trimmed.strip_prefix("localhost:") {
+        Some(port) => format!("127.0.0.1:{port}"),
+        None => trimmed.to_string(),
+    };
+    let parsed: SocketAddr = with_host.parse().with_context(|| {
+        format!("--http needs HOST:PORT with a loopback host (e.g. 127.0.0.1:8765), got `{addr}`")
+    })?;
+    if !parsed.ip().is_loopback() {
+        bail!(
+            "--http refuses {addr}: cadre mcp serves on loopback only (127.0.0.1, ::1, localhost), \
+             since anyone who reaches the port can run agents with your credentials; \
+             to serve other machines, put an authenticating proxy or an SSH tunnel in front"
+        );
+    }
+    Ok(parsed)
+}
+
+/// SIGINT/SIGTERM as a flag (the first one ends the server).
+fn signal_flag() -> (
+    Arc<std::sync::atomic::AtomicI32>,
+    tokio::task::JoinHandle<()>,
+) {
+    let flag = Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let set = flag.clone();
+    let handle = tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return;
+        };
+        let n = tokio::select! {
+            _ = int.recv() => 2,
+            _ = term.recv() => 15,
+        };
+        set.store(n, std::sync::atomic::Ordering::SeqCst);
+    });
+    (flag, handle)
+}
+
+async fn wait_flag(flag: &std::sync::atomic::AtomicI32) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+    loop {
+        tick.tick().await;
+        if flag.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_addresses_are_served() {
+        assert!(parse_loopback("127.0.0.1:8765").is_ok());
+        assert!(parse_loopback("[::1]:0").is_ok());
+        assert_eq!(parse_loopback("localhost:9").unwrap().port(), 9);
+        let err = parse_loopback("0.0.0.0:8765").unwrap_err().to_string();
+        assert!(err.contains("loopback only"), "{err}");
+        assert!(parse_loopback("192.168.1.2:80").is_err());
+        let err = parse_loopback("example.com:80").unwrap_err().to_string();
+        assert!(err.contains("HOST:PORT"), "{err}");
+    }
+}

@@ -1,0 +1,513 @@
+//! `cadre mcp` driven by the official MCP Python SDK (`tests/peers/mcp_client_*.py`), as an MCP
+//! host would drive it: tools and their schemas, foreground calls with progress, background
+//! calls and TaskOutput, cancellation, resources, bad arguments, the session record; raw
+//! garbage on stdin; streamable HTTP and its loopback rule.
+//!
+//! The client scripts print one JSON report; the checks are here.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use cadre_testkit::{Match, Reply, Rule};
+use serde_json::{Value, json};
+
+use crate::harness::{Fixture, HANG_GUARD, Running, assert_valid_session, messages};
+
+const CHILD: &str = "[child]";
+const HANG: &str = "[hang]";
+const VENV_PYTHON: &str = "/tmp/cadre-py-mcp2.3.0-acp0.12.1/bin/python";
+
+/// The interpreter with the MCP SDK: `CADRE_TEST_PYTHON`, else the venv `.ci/run` makes. Under
+/// CI a missing one fails the test; elsewhere the test is skipped with a note.
+fn python() -> Option<PathBuf> {
+    let path = std::env::var_os("CADRE_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(VENV_PYTHON));
+    let works = Command::new(&path)
+        .args(["-c", "import mcp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if works {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("CI").is_err(),
+        "no Python with the MCP SDK at {} (set CADRE_TEST_PYTHON)",
+        path.display()
+    );
+    eprintln!(
+        "note: skipped: no Python with the MCP SDK at {} (set CADRE_TEST_PYTHON)",
+        path.display()
+    );
+    None
+}
+
+fn peer(script: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/peers")
+        .join(script)
+}
+
+/// `python SCRIPT ARGS…` in the fixture's project with the fixture's environment (the
+/// stdio client passes it on to the server it starts).
+fn client_command(f: &Fixture, python: &Path, script: &str, args: &[&str]) -> Command {
+    let mut client = Command::new(python);
+    client
+        .arg(peer(script))
+        .args(args)
+        .current_dir(&f.project)
+        .env_clear()
+        .env("HOME", &f.user_home)
+        .env("CADRE_HOME", &f.home)
+        .env("CADRE_RETRY_BASE_MS", "10");
+    if let Some(path) = std::env::var_os("PATH") {
+        client.env("PATH", path);
+    }
+    client
+}
+
+/// Run a stdio scenario; the report it printed.
+fn run_stdio(f: &Fixture, python: &Path, scenario: &str) -> Value {
+    let cmd = client_command(
+        f,
+        python,
+        "mcp_client_stdio.py",
+        &[scenario, env!("CARGO_BIN_EXE_cadre"), "--model", "fake/m1"],
+    );
+    let out = Running::spawn(cmd, None).wait(HANG_GUARD * 2);
+    assert!(out.success(), "the client failed: {out:#?}");
+    assert!(!out.stderr.contains("panicked"), "{out:#?}");
+    let last = out.stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("no report ({e}): {out:#?}"))
+}
+
+/// A child reads notes.txt, then answers; a `[hang]` child never gets an answer.
+fn script_children(f: &Fixture) {
+    let s = &f.server;
+    s.script(
+        Rule::new(Match::first_user(HANG))
+            .reply(Reply::text("too late").latency(Duration::from_secs(600))),
+    );
+    s.script(
+        Rule::new(Match::first_user("Count the lines")).reply(Reply::tool_call(
+            "call_so",
+            "structured_output",
+            json!({"lines": 3}),
+        )),
+    );
+    s.script(
+        Rule::new(Match::first_user(CHILD).and(Match::AssistantTurns(0))).reply(
+            Reply::tool_call("call_read", "read", json!({"path": "notes.txt"})).usage(40, 7),
+        ),
+    );
+    s.script(
+        Rule::new(Match::first_user(CHILD))
+            .reply(Reply::text("The first line is `alpha line`.").usage(60, 9)),
+    );
+}
+
+/// The root session file's messages (there is one session: the root's; children's are
+/// elsewhere).
+fn root_messages(f: &Fixture) -> Vec<Value> {
+    messages(&root_entries(f)).into_iter().cloned().collect()
+}
+
+/// The root session's entries, checked to be a valid session.
+fn root_entries(f: &Fixture) -> Vec<Value> {
+    assert_valid_session(&f.only_session())
+}
+
+fn task_records(f: &Fixture) -> Vec<Value> {
+    crate::orchestration::task_records(f)
+}
+
+#[test]
+fn tools_are_the_built_in_orchestration_tools_with_their_schemas() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    let report = run_stdio(&f, &python, "tools");
+    let tools = report["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["Agent", "SendMessage", "TaskOutput", "TaskStop"]);
+    let agent = &tools[0]["inputSchema"];
+    for key in [
+        "description",
+        "prompt",
+        "subagent_type",
+        "run_in_background",
+        "tasks",
+        "review",
+        "output_schema",
+        "scope",
+    ] {
+        assert!(
+            agent["properties"].get(key).is_some(),
+            "Agent lacks {key}: {agent}"
+        );
+    }
+    assert_eq!(tools[2]["inputSchema"]["required"], json!(["task_id"]));
+    assert!(
+        tools[2]["inputSchema"]["properties"]
+            .get("timeout_ms")
+            .is_some()
+    );
+    assert!(
+        tools[0]["description"]
+            .as_str()
+            .unwrap()
+            .contains("Explore")
+    );
+}
+
+#[test]
+fn a_foreground_agent_call_reports_progress_and_returns_the_result_with_its_receipt() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    script_children(&f);
+    let report = run_stdio(&f, &python, "foreground");
+    let result = &report["result"];
+    assert_eq!(result["isError"], false, "{report:#}");
+    let text = result["text"].as_str().unwrap();
+    assert!(text.contains("completed"), "{text}");
+    assert!(text.contains("alpha line"), "{text}");
+    assert!(text.contains("<execution-receipt>"), "{text}");
+    let progress = report["progress"].as_array().unwrap();
+    assert!(!progress.is_empty(), "no progress notification: {report:#}");
+    let messages: Vec<&str> = progress
+        .iter()
+        .filter_map(|p| p["message"].as_str())
+        .collect();
+    assert!(
+        messages.iter().any(|m| m.contains("started Explore")),
+        "{messages:?}"
+    );
+    assert!(
+        messages.iter().any(|m| m.contains("turns 1, tool calls 1")),
+        "{messages:?}"
+    );
+    let values: Vec<f64> = progress
+        .iter()
+        .map(|p| p["progress"].as_f64().unwrap())
+        .collect();
+    assert!(values.windows(2).all(|w| w[0] < w[1]), "{values:?}");
+
+    // Recorded in the root session as the model's calls are: a valid session whose tool call
+    // has its result.
+    let messages = root_messages(&f);
+    let call = messages
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .expect("the call is recorded");
+    assert_eq!(call["content"][0]["name"], "Agent");
+    let result = messages
+        .iter()
+        .find(|m| m["role"] == "toolResult")
+        .expect("its result is recorded");
+    assert_eq!(result["toolCallId"], call["content"][0]["id"]);
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("alpha line")
+    );
+    let records = task_records(&f);
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["status"], "completed");
+}
+
+#[test]
+fn an_output_schema_gives_structured_content() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    script_children(&f);
+    let report = run_stdio(&f, &python, "structured");
+    assert_eq!(report["result"]["isError"], false, "{report:#}");
+    assert_eq!(
+        report["result"]["structuredContent"],
+        json!({"lines": 3}),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn a_background_call_returns_the_task_id_and_task_output_blocks_for_the_result() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    script_children(&f);
+    let report = run_stdio(&f, &python, "background");
+    let launched = report["launched"]["text"].as_str().unwrap();
+    assert!(
+        launched.contains("in the background: task_id="),
+        "{launched}"
+    );
+    let id = report["task_id"].as_str().expect("a task id");
+    let output = report["output"]["text"].as_str().unwrap();
+    assert_eq!(report["output"]["isError"], false, "{report:#}");
+    assert!(output.contains(&format!("Task {id}")), "{output}");
+    assert!(output.contains("status completed"), "{output}");
+    assert!(output.contains("alpha line"), "{output}");
+    // The finished task's notice is kept in the session (no model run answers it), and each
+    // call says who made it.
+    let entries = root_entries(&f);
+    let custom = |kind: &str| {
+        entries
+            .iter()
+            .filter(|e| e["type"] == "custom_message" && e["customType"] == kind)
+            .count()
+    };
+    assert_eq!(custom("task-notification"), 1, "{entries:#?}");
+    assert_eq!(custom("mcp-client-call"), 2, "{entries:#?}");
+    let messages = root_messages(&f);
+    let calls = messages
+        .iter()
+        .filter(|m| m["role"] == "toolResult")
+        .count();
+    assert_eq!(calls, 2, "{messages:#?}");
+}
+
+#[test]
+fn a_cancelled_call_stops_its_task() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    script_children(&f);
+    let report = run_stdio(&f, &python, "cancel");
+    assert_eq!(report["completed"], false, "{report:#}");
+    let records = report["records"].as_array().unwrap();
+    assert_eq!(records.len(), 1, "{report:#}");
+    assert_eq!(records[0]["status"], "stopped", "{report:#}");
+    let on_disk = task_records(&f);
+    assert_eq!(on_disk[0]["status"], "stopped");
+    // The call is recorded with its (aborted) result, so the session stays valid.
+    let messages = root_messages(&f);
+    crate::harness::assert_every_tool_call_answered(&messages.iter().collect::<Vec<_>>());
+}
+
+#[test]
+fn resources_list_the_roster_and_each_tasks_record_output_and_session() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    script_children(&f);
+    let report = run_stdio(&f, &python, "resources");
+    let uris: Vec<&str> = report["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(uris[0], "cadre://roster");
+    assert_eq!(uris.len(), 4, "{uris:?}");
+    let task = uris[1];
+    assert_eq!(uris[2], format!("{task}/output"));
+    assert_eq!(uris[3], format!("{task}/session"));
+    let contents = &report["contents"];
+    assert!(
+        contents["cadre://roster"]
+            .as_str()
+            .unwrap()
+            .contains("Explore")
+    );
+    let record: Value = serde_json::from_str(contents[task].as_str().unwrap()).unwrap();
+    assert_eq!(record["status"], "completed");
+    assert!(
+        contents[&format!("{task}/output")]
+            .as_str()
+            .unwrap()
+            .contains("alpha line")
+    );
+    let session = contents[&format!("{task}/session")].as_str().unwrap();
+    assert!(
+        session
+            .lines()
+            .all(|l| serde_json::from_str::<Value>(l).is_ok()),
+        "{session}"
+    );
+    assert!(session.contains("notes.txt"), "{session}");
+    let missing = report["missing"].as_str().unwrap();
+    assert!(
+        missing.contains("no resource cadre://tasks/no-such-task"),
+        "{missing}"
+    );
+}
+
+#[test]
+fn bad_arguments_are_tool_errors_with_a_clear_message() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    let report = run_stdio(&f, &python, "bad-args");
+    let results = &report["results"];
+    for key in [
+        "prompt_not_a_string",
+        "unknown_role",
+        "output_without_task",
+        "stop_unknown",
+    ] {
+        assert_eq!(results[key]["isError"], true, "{key}: {report:#}");
+    }
+    let text = |k: &str| results[k]["text"].as_str().unwrap().to_string();
+    assert!(
+        text("prompt_not_a_string").contains("invalid Agent arguments"),
+        "{report:#}"
+    );
+    assert!(text("unknown_role").contains("no-such-role"), "{report:#}");
+    assert!(
+        text("output_without_task").contains("invalid TaskOutput arguments"),
+        "{report:#}"
+    );
+    assert!(text("stop_unknown").contains("nope"), "{report:#}");
+    let unknown = report["unknown_tool"].as_str().unwrap();
+    assert!(unknown.contains("unknown tool `NoSuchTool`"), "{unknown}");
+    assert_eq!(report["tools_after"], 4);
+    assert!(task_records(&f).is_empty());
+}
+
+/// Raw lines on stdin: garbage, a huge line and a request for an unknown method do not end
+/// the server; the next valid request is answered; end of input ends it with 0.
+#[test]
+fn malformed_input_does_not_end_the_server() {
+    let f = Fixture::new();
+    let mut cmd = f.command(&["mcp", "--model", "fake/m1"]);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let lines = std::thread::spawn(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<String>>()
+    });
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    let send = |stdin: &mut std::process::ChildStdin, line: &str| {
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+    };
+    send(&mut stdin, "this is not json");
+    send(&mut stdin, "{\"jsonrpc\": \"2.0\", \"id\": ");
+    send(&mut stdin, &init.to_string());
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+    );
+    send(&mut stdin, "[1, 2, 3]");
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "no/such"}).to_string(),
+    );
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).to_string(),
+    );
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "TaskOutput", "arguments": {"task_id": 7}}})
+        .to_string(),
+    );
+    drop(stdin);
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "cadre mcp did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let lines = lines.join().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(0), "{lines:#?}\n{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // Nothing but JSON-RPC on stdout.
+    let frames: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a frame {l:?}: {e}")))
+        .collect();
+    assert!(frames.iter().all(|f| f["jsonrpc"] == "2.0"), "{frames:#?}");
+    let by_id = |id: i64| frames.iter().find(|f| f["id"] == id);
+    assert!(
+        by_id(1).is_some_and(|f| f["result"]["serverInfo"]["name"] == "cadre"),
+        "{frames:#?}"
+    );
+    assert!(
+        by_id(2).is_some_and(|f| f.get("error").is_some()),
+        "{frames:#?}"
+    );
+    let tools = &by_id(3).expect("tools/list answered")["result"]["tools"];
+    assert_eq!(tools.as_array().map(Vec::len), Some(4), "{frames:#?}");
+    let call = &by_id(4).expect("tools/call answered")["result"];
+    assert_eq!(call["isError"], true, "{frames:#?}");
+    assert!(
+        call["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("invalid TaskOutput arguments")
+    );
+}
+
+#[test]
+fn streamable_http_serves_the_sdk_client() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    script_children(&f);
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let server = Running::spawn(
+        f.command(&["mcp", "--http", &addr, "--model", "fake/m1"]),
+        None,
+    );
+    let url = format!("http://{addr}/mcp");
+    let client = client_command(&f, &python, "mcp_client_http.py", &[&url]);
+    let out = Running::spawn(client, None).wait(HANG_GUARD * 2);
+    server.signal("TERM");
+    let served = server.wait(HANG_GUARD);
+    assert!(out.success(), "{out:#?}\nserver: {served:#?}");
+    let report: Value = serde_json::from_str(out.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        report["tools"],
+        json!(["Agent", "SendMessage", "TaskOutput", "TaskStop"]),
+        "{report:#}"
+    );
+    let text = report["result"]["text"].as_str().unwrap();
+    assert!(text.contains("alpha line"), "{report:#}");
+    assert!(
+        !report["progress"].as_array().unwrap().is_empty(),
+        "{report:#}"
+    );
+    // A page from another site (DNS rebinding, a browser's Origin) is refused.
+    assert!(
+        report["foreign_host_status"].as_i64().unwrap() >= 400,
+        "{report:#}"
+    );
+    assert!(
+        report["foreign_origin_status"].as_i64().unwrap() >= 400,
+        "{report:#}"
+    );
+    assert!(!served.stdout.contains("panicked") && !served.stderr.contains("panicked"));
+}
+
+#[test]
+fn a_non_loopback_http_address_is_refused() {
+    let f = Fixture::new();
+    let out = f.run(&["mcp", "--http", "0.0.0.0:8765", "--model", "fake/m1"]);
+    let line = out.assert_one_line_error();
+    assert!(line.contains("loopback only"), "{line}");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

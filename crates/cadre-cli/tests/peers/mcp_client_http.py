@@ -1,0 +1,80 @@
+"""Drives `cadre mcp --http` with the official MCP Python SDK's streamable HTTP client.
+
+usage: mcp_client_http.py URL
+
+Lists the tools, makes a foreground Agent call with progress, then sends two raw requests a
+hostile web page could cause (a foreign Host header, as after DNS rebinding, and a foreign
+Origin) and reports their HTTP status. Prints one JSON report; the Rust test checks it.
+"""
+
+import json
+import sys
+
+import anyio
+import httpx2 as httpx
+from mcp import Client
+
+TIMEOUT = 60
+
+
+async def wait_for_server(url):
+    async with httpx.AsyncClient() as http:
+        with anyio.fail_after(TIMEOUT):
+            while True:
+                try:
+                    await http.get(url)
+                    return
+                except httpx.TransportError:
+                    await anyio.sleep(0.05)
+
+
+async def main():
+    url = sys.argv[1]
+    report = {}
+    await wait_for_server(url)
+    with anyio.fail_after(TIMEOUT * 2):
+        async with Client(url, read_timeout_seconds=TIMEOUT) as client:
+            report["protocol"] = client.protocol_version
+            listed = await client.list_tools()
+            report["tools"] = [t.name for t in listed.tools]
+            progress = []
+
+            async def on_progress(value, total, message):
+                progress.append(message)
+
+            result = await client.call_tool(
+                "Agent",
+                {
+                    "subagent_type": "Explore",
+                    "description": "Read the notes",
+                    "prompt": "[child] Read notes.txt and report its first line.",
+                },
+                read_timeout_seconds=TIMEOUT,
+                progress_callback=on_progress,
+            )
+            report["result"] = {
+                "text": "\n".join(getattr(b, "text", "") for b in result.content),
+                "isError": bool(result.is_error),
+            }
+            report["progress"] = progress
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "evil", "version": "0"},
+        },
+    }
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    async with httpx.AsyncClient() as http:
+        r = await http.post(url, json=body, headers={**headers, "Host": "attacker.example"})
+        report["foreign_host_status"] = r.status_code
+        r = await http.post(url, json=body, headers={**headers, "Origin": "http://attacker.example"})
+        report["foreign_origin_status"] = r.status_code
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    anyio.run(main)

@@ -212,6 +212,7 @@ async fn start(
                 .current_dir(cwd.as_deref().unwrap_or(&place.cwd))
                 .process_group(0)
                 .kill_on_drop(true);
+            die_with_parent(&mut cmd);
             let (transport, stderr) = TokioChildProcess::builder(cmd)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
@@ -279,6 +280,22 @@ async fn start(
         _service: service,
         group: std::sync::Mutex::new(group),
     })
+}
+
+/// The server gets SIGKILL when the thread that started it ends: with cadre's single-threaded
+/// runtime that is cadre itself, so a server does not outlive a cadre killed with SIGKILL
+/// (which runs no cleanup).
+#[allow(unsafe_code)]
+fn die_with_parent(cmd: &mut tokio::process::Command) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: the closure runs between fork and exec and calls only prctl, which is
+    // async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
 }
 
 fn log_hint(log: Option<&Path>) -> String {

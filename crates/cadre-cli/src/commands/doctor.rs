@@ -109,6 +109,7 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode> {
     providers_section(&mut r, &place, default_model);
     sandbox_section(&mut r);
     roles_section(&mut r, &place, &trust, &short);
+    mcp_section(&mut r, &place, &trust, &short);
     tasks_section(&mut r, &place);
 
     print_out(&r.finish());
@@ -220,6 +221,83 @@ fn config_section(
         Err(e) => {
             r.error(e.to_string());
             None
+        }
+    }
+}
+
+/// The configured MCP servers (SPEC I7): where each comes from, and whether it starts (each
+/// within the start-up timeout, all at once) with how many tools.
+fn mcp_section(
+    r: &mut Report,
+    place: &Place,
+    trust: &ProjectTrust,
+    short: &dyn Fn(&Path) -> String,
+) {
+    r.section("MCP servers");
+    let configured = cadre_host::mcp::configured(&place.home, &place.root, trust.is_trusted());
+    for note in &configured.notes {
+        if let Some(warning) = note.strip_prefix("warning: ") {
+            r.warn(warning);
+        }
+    }
+    if let Some(ignored) = &configured.ignored_untrusted {
+        r.line(format!(
+            ".mcp.json: {} (not read: the project is not trusted; `cadre trust` trusts it)",
+            short(ignored)
+        ));
+    }
+    if configured.servers.is_empty() {
+        r.line("none configured");
+        return;
+    }
+    let configs = configured.configs();
+    let server_place = cadre_mcp::ServerPlace {
+        cwd: place.root.clone(),
+        log_dir: Some(place.home.root().join("logs").join("mcp")),
+    };
+    let limits = cadre_host::mcp::limits();
+    // The command runs inside the process's runtime, which cannot be blocked on: the servers
+    // start on a thread of their own.
+    let statuses = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| format!("cannot start a runtime: {e}"))?;
+                Ok::<_, String>(runtime.block_on(async {
+                    let set = cadre_mcp::McpSet::start(&configs, &server_place, &limits).await;
+                    set.statuses.clone()
+                }))
+            })
+            .join()
+            .unwrap_or_else(|_| Err("the check stopped unexpectedly".into()))
+    });
+    let statuses = match statuses {
+        Ok(statuses) => statuses,
+        Err(e) => {
+            r.error(format!("MCP servers could not be checked: {e}"));
+            return;
+        }
+    };
+    for (server, status) in configured.servers.iter().zip(statuses) {
+        let from = server
+            .source
+            .as_deref()
+            .map(|p| format!(", from {}", short(p)))
+            .unwrap_or_default();
+        let what = format!(
+            "{}: {} {}{from}",
+            server.config.name,
+            status.transport,
+            server.config.transport.target()
+        );
+        match status.outcome {
+            Ok((tools, read_only)) => r.line(format!(
+                "{what}: started, {} ({read_only} read-only)",
+                plural(tools, "tool")
+            )),
+            Err(why) => r.warn(format!("{what}: did not start: {why}")),
         }
     }
 }
@@ -463,6 +541,8 @@ fn role_problems(def: &RoleDef, models: Option<&[ModelInfo]>) -> Vec<RoleProblem
     let mut out = Vec::new();
     let known = |name: &str| {
         name == ALL_TOOLS
+            // MCP tools exist when their servers run; naming an absent one is no error.
+            || cadre_mcp::is_mcp_tool(name)
             || cadre_tools::BUILTIN_TOOL_NAMES.contains(&name)
             || cadre_host::ORCHESTRATION_TOOLS.contains(&name)
     };

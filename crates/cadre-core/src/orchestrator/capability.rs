@@ -26,6 +26,36 @@ pub const WRITE_TOOLS: [&str; 2] = ["edit", "write"];
 /// The prefix of MCP servers' tools (`mcp__<server>__<tool>`, SPEC I7).
 pub const MCP_TOOL_PREFIX: &str = "mcp__";
 
+/// In a role's `tools` or `disallowedTools`: every MCP tool. `mcp__<server>` (Claude Code's
+/// form) names every tool of one server.
+pub const ALL_MCP_TOOLS: &str = "mcp__*";
+
+/// Whether `entry` of a role's list names tool `name`: itself, or an MCP pattern matching it.
+pub fn names_tool(entry: &str, name: &str) -> bool {
+    if entry == name {
+        return true;
+    }
+    let Some(tool) = name.strip_prefix(MCP_TOOL_PREFIX) else {
+        return false;
+    };
+    if entry == ALL_MCP_TOOLS {
+        return true;
+    }
+    match entry.strip_prefix(MCP_TOOL_PREFIX) {
+        Some(server) if !server.is_empty() && !server.contains("__") => tool
+            .strip_prefix(server)
+            .is_some_and(|rest| rest.starts_with("__")),
+        _ => false,
+    }
+}
+
+/// Whether `entry` is an MCP pattern rather than a tool's name.
+fn is_mcp_pattern(entry: &str) -> bool {
+    entry
+        .strip_prefix(MCP_TOOL_PREFIX)
+        .is_some_and(|rest| rest == "*" || !rest.contains("__"))
+}
+
 /// The wildcard that means "every tool the parent has".
 pub const ALL_TOOLS: &str = "*";
 
@@ -167,24 +197,26 @@ pub fn resolve_capabilities(input: CapabilityInput<'_>) -> Result<CapabilitySet,
 
     let parent: BTreeSet<&str> = input.parent_active.iter().map(String::as_str).collect();
     let disallow_all = input.disallowed.iter().any(|t| t == ALL_TOOLS);
-    let disallowed: BTreeSet<&str> = input.disallowed.iter().map(String::as_str).collect();
 
     // Candidates: the role's explicit list, or everything the parent has. Kept in the parent's
     // order so the child's tool list is stable whatever order the role file uses.
     let mut candidates: Vec<&str> = Vec::new();
     match explicit {
         Some(tools) => {
-            let wanted: BTreeSet<&str> = tools.iter().map(String::as_str).collect();
             candidates.extend(
                 input
                     .parent_active
                     .iter()
                     .map(String::as_str)
-                    .filter(|t| wanted.contains(t)),
+                    .filter(|t| tools.iter().any(|entry| names_tool(entry, t))),
             );
-            // Listed tools the parent lacks come last, in the role's order.
+            // Listed tools the parent lacks come last, in the role's order (a pattern that
+            // matches nothing is no tool).
             for t in tools {
-                if !parent.contains(t.as_str()) && !candidates.contains(&t.as_str()) {
+                if !parent.contains(t.as_str())
+                    && !candidates.contains(&t.as_str())
+                    && !is_mcp_pattern(t)
+                {
                     candidates.push(t.as_str());
                 }
             }
@@ -198,7 +230,7 @@ pub fn resolve_capabilities(input: CapabilityInput<'_>) -> Result<CapabilitySet,
         if !seen.insert(name) {
             continue;
         }
-        match drop_reason(name, &input, &parent, disallow_all, &disallowed) {
+        match drop_reason(name, &input, &parent, disallow_all) {
             Some(reason) => set.dropped.push(DroppedTool {
                 name: name.to_string(),
                 reason,
@@ -215,7 +247,6 @@ fn drop_reason(
     input: &CapabilityInput<'_>,
     parent: &BTreeSet<&str>,
     disallow_all: bool,
-    disallowed: &BTreeSet<&str>,
 ) -> Option<DropReason> {
     if !parent.contains(name) {
         return Some(DropReason::NotInParent);
@@ -223,7 +254,7 @@ fn drop_reason(
     if input.tool_policy_no_tools {
         return Some(DropReason::NoToolsPolicy);
     }
-    if disallow_all || disallowed.contains(name) {
+    if disallow_all || input.disallowed.iter().any(|entry| names_tool(entry, name)) {
         return Some(DropReason::Disallowed);
     }
     if ROOT_ONLY_TOOLS.contains(&name) {
@@ -585,6 +616,43 @@ mod tests {
                 ..BASE
             },
             Case {
+                name: "mcp__* names every MCP tool, mcp__<server> one server's",
+                parent: MCP_PARENT,
+                role: Some(&["read", "mcp__web"]),
+                tools: &["read", "mcp__web__fetch"],
+                ..BASE
+            },
+            Case {
+                name: "a read-only role with mcp__* gets the read-only MCP tools",
+                parent: MCP_PARENT,
+                role: Some(&["read", "mcp__*"]),
+                readonly: true,
+                tools: &["read", "mcp__fs__read_file"],
+                dropped: &[
+                    ("mcp__fs__write_file", McpNotReadOnly),
+                    ("mcp__web__fetch", McpNotReadOnly),
+                ],
+                ..BASE
+            },
+            Case {
+                name: "an MCP pattern that matches nothing adds nothing",
+                parent: &["read"],
+                role: Some(&["read", "mcp__*", "mcp__fs"]),
+                tools: &["read"],
+                ..BASE
+            },
+            Case {
+                name: "disallowedTools may name a server",
+                parent: MCP_PARENT,
+                disallowed: &["mcp__fs"],
+                tools: &["read", "edit", "mcp__web__fetch"],
+                dropped: &[
+                    ("mcp__fs__read_file", Disallowed),
+                    ("mcp__fs__write_file", Disallowed),
+                ],
+                ..BASE
+            },
+            Case {
                 name: "disallowedTools can remove an MCP tool",
                 parent: MCP_PARENT,
                 disallowed: &["mcp__web__fetch"],
@@ -657,6 +725,23 @@ mod tests {
             ..BASE
         });
         assert!(matches!(r, Err(CapabilityError::UnknownTools(_))));
+    }
+
+    #[test]
+    fn mcp_patterns() {
+        for (entry, name, want) in [
+            ("mcp__*", "mcp__fs__read", true),
+            ("mcp__*", "read", false),
+            ("mcp__fs", "mcp__fs__read", true),
+            ("mcp__fs", "mcp__fsx__read", false),
+            ("mcp__f", "mcp__fs__read", false),
+            ("mcp__fs__read", "mcp__fs__read", true),
+            ("mcp__fs__read", "mcp__fs__reader", false),
+            ("mcp__", "mcp__fs__read", false),
+            ("read", "read", true),
+        ] {
+            assert_eq!(names_tool(entry, name), want, "{entry} names {name}");
+        }
     }
 
     #[test]

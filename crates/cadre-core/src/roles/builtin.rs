@@ -53,11 +53,16 @@ pub fn canonical_key(name: &str) -> String {
 
 const READ_TOOLS: &[&str] = &["read", "grep", "find", "ls"];
 
+/// Every built-in role with a tool list also gets the parent's MCP tools (`mcp__*`, SPEC I7),
+/// as Claude Code's built-in agents do: a read-only one only those annotated read-only.
+const MCP_TOOLS: &str = crate::orchestrator::capability::ALL_MCP_TOOLS;
+
 fn tools(extra: &[&str]) -> ToolList {
     ToolList::Named(
         READ_TOOLS
             .iter()
             .chain(extra)
+            .chain(&[MCP_TOOLS])
             .map(|s| (*s).to_string())
             .collect(),
     )
@@ -410,7 +415,7 @@ mod tests {
 
         for n in ["Explore", "Plan"] {
             let r = get(n);
-            assert_eq!(names(r), "read, grep, find, ls, bash");
+            assert_eq!(names(r), "read, grep, find, ls, bash, mcp__*");
             assert!(r.readonly && r.one_shot);
             assert_eq!(r.shell_policy, ShellPolicy::Inspect);
         }
@@ -420,10 +425,13 @@ mod tests {
         let research = get("research");
         assert!(research.readonly);
         assert_eq!(research.shell_policy, ShellPolicy::Unrestricted);
-        assert_eq!(names(research), "read, grep, find, ls, bash");
+        assert_eq!(names(research), "read, grep, find, ls, bash, mcp__*");
 
         let code = get("code");
-        assert_eq!(names(code), "read, grep, find, ls, bash, edit, write");
+        assert_eq!(
+            names(code),
+            "read, grep, find, ls, bash, edit, write, mcp__*"
+        );
         assert!(!code.readonly);
 
         let review = get("review");
@@ -448,7 +456,7 @@ mod tests {
         );
 
         let advisor = get("advisor");
-        assert_eq!(names(advisor), "read, grep, find, ls");
+        assert_eq!(names(advisor), "read, grep, find, ls, mcp__*");
         assert!(advisor.readonly);
 
         assert_eq!(get("fork").context, ContextMode::Fork);

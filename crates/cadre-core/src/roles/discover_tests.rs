@@ -630,7 +630,7 @@ fn summary_lists_roles_for_the_tool_description() {
         "{s}"
     );
     assert!(
-        s.contains("[tools: read, grep, find, ls, bash; read-only]"),
+        s.contains("[tools: read, grep, find, ls, bash, mcp__*; read-only]"),
         "{s}"
     );
     assert!(s.contains("- general-purpose (also: general): "), "{s}");

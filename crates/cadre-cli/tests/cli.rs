@@ -29,6 +29,8 @@ mod hostile_repo;
 mod json_mode;
 #[path = "cli/manage.rs"]
 mod manage;
+#[path = "cli/mcp_client.rs"]
+mod mcp_client;
 #[path = "cli/mcp_server.rs"]
 mod mcp_server;
 #[path = "cli/misc.rs"]

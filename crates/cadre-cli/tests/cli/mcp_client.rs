@@ -1,0 +1,488 @@
+//! SPEC I7 through the whole runtime: `mcpServers` (settings, a project's `.mcp.json`) give the
+//! root and its children `mcp__<server>__<tool>` tools served by a real MCP server written with
+//! the official MCP Python SDK (`tests/peers/mcp_server_tools.py`). Read-only children get only
+//! the tools annotated read-only; an untrusted project's `.mcp.json` is ignored; a server that
+//! fails to start, crashes mid-call or floods its stderr costs a warning or a tool error, never
+//! the run or cadre's output.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use cadre_testkit::{Match, RecordedRequest, Reply, Rule};
+use serde_json::{Value, json};
+
+use crate::harness::{Fixture, HANG_GUARD, Running, Wire, wait_until};
+use crate::orchestration::task_records;
+
+const VENV_PYTHON: &str = "/tmp/cadre-py-mcp2.3.0-acp0.12.1/bin/python";
+const CHILD: &str = "[mcp-child]";
+
+/// The interpreter with the MCP SDK: `CADRE_TEST_PYTHON`, else the venv `.ci/run` makes. Under
+/// CI a missing one fails the test; elsewhere the test is skipped with a note.
+fn python() -> Option<PathBuf> {
+    let path = std::env::var_os("CADRE_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(VENV_PYTHON));
+    let works = Command::new(&path)
+        .args(["-c", "import mcp.server.mcpserver"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if works {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("CI").is_err(),
+        "no Python with the MCP SDK at {} (set CADRE_TEST_PYTHON)",
+        path.display()
+    );
+    eprintln!(
+        "note: skipped: no Python with the MCP SDK at {} (set CADRE_TEST_PYTHON)",
+        path.display()
+    );
+    None
+}
+
+fn server_script() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/peers/mcp_server_tools.py")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A stdio server entry running the test server with `args`; `MCP_TEST_MARKER` is the file
+/// its destructive tool writes.
+fn stdio_entry(python: &Path, f: &Fixture, args: &[&str]) -> Value {
+    let mut all = vec![server_script()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    json!({
+        "command": python,
+        "args": all,
+        "env": {"MCP_TEST_MARKER": marker(f).to_string_lossy()}
+    })
+}
+
+fn marker(f: &Fixture) -> PathBuf {
+    f.home.join("deleted.marker")
+}
+
+fn write_settings(f: &Fixture, servers: Value) {
+    std::fs::write(
+        f.home.join("settings.json"),
+        json!({ "mcpServers": servers }).to_string(),
+    )
+    .unwrap();
+}
+
+/// The newest tool result of an Anthropic request: (is_error, text).
+fn last_result(r: &RecordedRequest) -> (bool, String) {
+    let messages = r.body["messages"].as_array().cloned().unwrap_or_default();
+    for m in messages.iter().rev() {
+        for b in m["content"].as_array().into_iter().flatten().rev() {
+            if b["type"] == "tool_result" {
+                return (b["is_error"] == json!(true), b["content"].to_string());
+            }
+        }
+    }
+    panic!("no tool result in {}", r.summary());
+}
+
+/// The root's requests (not a child's), in order.
+fn root_requests(f: &Fixture) -> Vec<RecordedRequest> {
+    f.server
+        .requests()
+        .into_iter()
+        .filter(|r| !r.first_user_text().is_some_and(|t| t.contains(CHILD)))
+        .collect()
+}
+
+/// Script the root to call `calls` in order, then answer "done".
+fn script_root_calls(f: &Fixture, calls: &[(&str, Value)]) {
+    for (i, (tool, args)) in calls.iter().enumerate() {
+        f.server
+            .script(Rule::new(Match::AssistantTurns(i)).reply(Reply::tool_call(
+                format!("call_{i}"),
+                *tool,
+                args.clone(),
+            )));
+    }
+    f.server.script(Rule::always().reply(Reply::text("done")));
+}
+
+#[test]
+fn the_root_calls_an_mcp_tool_and_gets_its_result() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    write_settings(&f, json!({ "tools": stdio_entry(&python, &f, &[]) }));
+    script_root_calls(
+        &f,
+        &[
+            ("mcp__tools__lookup", json!({"key": "k1"})),
+            ("mcp__tools__env_has", json!({"name": "OPENAI_API_KEY"})),
+        ],
+    );
+    let mut cmd = f.command(&["-p", "--model", Wire::Anthropic.model(), "Look k1 up."]);
+    // A credential in cadre's environment never reaches a server that does not name it.
+    cmd.env("OPENAI_API_KEY", "sk-test-not-for-servers");
+    let out = Running::spawn(cmd, None).wait(HANG_GUARD);
+    out.assert_success();
+    assert_eq!(out.stdout.trim(), "done");
+    let requests = root_requests(&f);
+    assert_eq!(requests.len(), 3, "two calls, then the answer");
+    let tools = Wire::Anthropic.tool_names(&requests[0]);
+    for name in [
+        "read",
+        "Agent",
+        "mcp__tools__lookup",
+        "mcp__tools__delete_everything",
+        "mcp__tools__crash",
+    ] {
+        assert!(tools.iter().any(|t| t == name), "{name} in {tools:?}");
+    }
+    let spec = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__tools__lookup")
+        .unwrap()
+        .clone();
+    assert!(
+        spec["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Look a key up."),
+        "{spec}"
+    );
+    assert_eq!(spec["input_schema"]["properties"]["key"]["type"], "string");
+    let (is_error, text) = last_result(&requests[1]);
+    assert!(!is_error && text.contains("value of k1"), "{text}");
+    let (is_error, text) = last_result(&requests[2]);
+    assert!(
+        !is_error && text.contains("unset") && !text.contains("\"set"),
+        "{text}"
+    );
+}
+
+#[test]
+fn tools_limits_the_roots_mcp_tools_and_plan_mode_keeps_the_unannotated_ones() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    write_settings(&f, json!({ "tools": stdio_entry(&python, &f, &[]) }));
+    f.server.script(Rule::always().reply(Reply::text("ok")));
+    let out = f.run_print(
+        Wire::Anthropic,
+        &["--tools", "read,mcp__tools__lookup,mcp__tools__nope", "hi"],
+    );
+    out.assert_success();
+    let tools = Wire::Anthropic.tool_names(&f.last_request());
+    assert_eq!(tools, ["read", "mcp__tools__lookup"]);
+    assert!(
+        out.stderr
+            .contains("--tools names mcp__tools__nope, which no running MCP server provides"),
+        "{}",
+        out.stderr
+    );
+
+    f.run_print(Wire::Anthropic, &["--plan", "hi"])
+        .assert_success();
+    let tools = Wire::Anthropic.tool_names(&f.last_request());
+    assert!(tools.iter().any(|t| t == "mcp__tools__lookup"), "{tools:?}");
+    assert!(
+        tools.iter().any(|t| t == "mcp__tools__env_has"),
+        "{tools:?}"
+    );
+    for gone in [
+        "mcp__tools__delete_everything",
+        "mcp__tools__crash",
+        "write",
+    ] {
+        assert!(!tools.iter().any(|t| t == gone), "{gone} in {tools:?}");
+    }
+}
+
+#[test]
+fn a_read_only_child_gets_only_read_only_annotated_mcp_tools() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    write_settings(&f, json!({ "tools": stdio_entry(&python, &f, &[]) }));
+    let s = &f.server;
+    let child = || Match::first_user(CHILD);
+    let parent = || !Match::first_user(CHILD);
+    s.script(
+        Rule::new(parent().and(Match::AssistantTurns(0))).reply(Reply::tool_call(
+            "call_agent",
+            "Agent",
+            json!({"subagent_type": "Explore", "description": "Use the MCP tools",
+                   "prompt": format!("{CHILD} Look things up, then delete everything.")}),
+        )),
+    );
+    s.script(Rule::new(parent()).reply(Reply::text("The child reported.")));
+    s.script(
+        Rule::new(child().and(Match::AssistantTurns(0))).reply(Reply::tool_call(
+            "c1",
+            "mcp__tools__lookup",
+            json!({"key": "k2"}),
+        )),
+    );
+    s.script(
+        Rule::new(child().and(Match::AssistantTurns(1))).reply(Reply::tool_call(
+            "c2",
+            "mcp__tools__delete_everything",
+            json!({"path": "/"}),
+        )),
+    );
+    s.script(Rule::new(child()).reply(Reply::text("looked up; deleting was refused")));
+    f.run_print(Wire::Anthropic, &["Launch the child."])
+        .assert_success();
+
+    let children: Vec<RecordedRequest> = s
+        .requests()
+        .into_iter()
+        .filter(|r| r.first_user_text().is_some_and(|t| t.contains(CHILD)))
+        .collect();
+    assert_eq!(children.len(), 3, "two calls, then the answer");
+    let tools = Wire::Anthropic.tool_names(&children[0]);
+    assert!(tools.iter().any(|t| t == "mcp__tools__lookup"), "{tools:?}");
+    assert!(
+        tools.iter().any(|t| t == "mcp__tools__env_has"),
+        "{tools:?}"
+    );
+    for absent in [
+        "mcp__tools__delete_everything",
+        "mcp__tools__crash",
+        "write",
+    ] {
+        assert!(!tools.iter().any(|t| t == absent), "{absent} in {tools:?}");
+    }
+    let (is_error, text) = last_result(&children[1]);
+    assert!(!is_error && text.contains("value of k2"), "{text}");
+    let (is_error, text) = last_result(&children[2]);
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("the role is read-only and the MCP tool is not annotated read-only"),
+        "{text}"
+    );
+    assert!(!marker(&f).exists(), "the destructive tool ran");
+    let records = task_records(&f);
+    assert_eq!(records.len(), 1, "{records:#?}");
+    assert_eq!(records[0]["status"], "completed", "{:#}", records[0]);
+    assert_eq!(
+        records[0]["usage"]["toolCallsBlocked"],
+        json!(1),
+        "{:#}",
+        records[0]
+    );
+}
+
+#[test]
+fn a_writable_child_may_call_the_destructive_tool() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    write_settings(&f, json!({ "tools": stdio_entry(&python, &f, &[]) }));
+    let s = &f.server;
+    let child = || Match::first_user(CHILD);
+    let parent = || !Match::first_user(CHILD);
+    s.script(
+        Rule::new(parent().and(Match::AssistantTurns(0))).reply(Reply::tool_call(
+            "call_agent",
+            "Agent",
+            json!({"subagent_type": "general-purpose", "description": "Delete",
+                   "prompt": format!("{CHILD} Delete everything.")}),
+        )),
+    );
+    s.script(Rule::new(parent()).reply(Reply::text("The child reported.")));
+    s.script(
+        Rule::new(child().and(Match::AssistantTurns(0))).reply(Reply::tool_call(
+            "c1",
+            "mcp__tools__delete_everything",
+            json!({"path": "/tmp/x"}),
+        )),
+    );
+    s.script(Rule::new(child()).reply(Reply::text("deleted")));
+    f.run_print(Wire::Anthropic, &["Launch the child."])
+        .assert_success();
+    assert_eq!(
+        std::fs::read_to_string(marker(&f)).unwrap(),
+        "deleted /tmp/x\n"
+    );
+}
+
+#[test]
+fn an_untrusted_projects_mcp_json_is_ignored_until_trusted() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    std::fs::write(
+        f.project.join(".mcp.json"),
+        json!({"mcpServers": {"proj": stdio_entry(&python, &f, &[])}}).to_string(),
+    )
+    .unwrap();
+    f.server.script(Rule::always().reply(Reply::text("ok")));
+    let out = f.run_print(Wire::Anthropic, &["hi"]);
+    out.assert_success();
+    assert!(
+        out.stderr
+            .contains(".mcp.json is ignored: the project is not trusted"),
+        "{}",
+        out.stderr
+    );
+    let tools = Wire::Anthropic.tool_names(&f.last_request());
+    assert!(!tools.iter().any(|t| t.starts_with("mcp__")), "{tools:?}");
+
+    let out = f.run_print(Wire::Anthropic, &["--trust", "hi"]);
+    out.assert_success();
+    assert!(
+        !out.stderr.contains(".mcp.json is ignored"),
+        "{}",
+        out.stderr
+    );
+    let tools = Wire::Anthropic.tool_names(&f.last_request());
+    assert!(tools.iter().any(|t| t == "mcp__proj__lookup"), "{tools:?}");
+}
+
+#[test]
+fn a_server_that_crashes_mid_call_is_a_tool_error_and_the_run_goes_on() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    write_settings(&f, json!({ "tools": stdio_entry(&python, &f, &[]) }));
+    script_root_calls(
+        &f,
+        &[
+            ("mcp__tools__crash", json!({})),
+            ("mcp__tools__lookup", json!({"key": "after"})),
+            ("read", json!({"path": "notes.txt"})),
+        ],
+    );
+    let out = f.run_print(Wire::Anthropic, &["Crash it."]);
+    out.assert_success();
+    assert_eq!(out.stdout.trim(), "done");
+    let requests = root_requests(&f);
+    assert_eq!(requests.len(), 4);
+    let (is_error, text) = last_result(&requests[1]);
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("MCP server `tools` cannot run `crash`"),
+        "{text}"
+    );
+    let (is_error, text) = last_result(&requests[2]);
+    assert!(is_error, "{text}");
+    assert!(text.contains("cannot run `lookup`"), "{text}");
+    let (is_error, text) = last_result(&requests[3]);
+    assert!(!is_error && text.contains("alpha line"), "{text}");
+    // The server's stderr went to its log, not to cadre's output.
+    assert!(!out.stderr.contains("crashing now"), "{}", out.stderr);
+    let log = std::fs::read_to_string(f.home.join("logs/mcp/tools.log")).unwrap();
+    assert!(log.contains("crashing now"), "{log}");
+}
+
+#[test]
+fn a_server_that_fails_to_start_is_a_warning_and_the_others_work() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    write_settings(
+        &f,
+        json!({
+            "broken": stdio_entry(&python, &f, &["--fail-start"]),
+            "missing": {"command": "/nonexistent/mcp-server"},
+            "good": stdio_entry(&python, &f, &[]),
+        }),
+    );
+    script_root_calls(&f, &[("mcp__good__lookup", json!({"key": "k3"}))]);
+    let out = f.run_print(Wire::Anthropic, &["hi"]);
+    out.assert_success();
+    assert_eq!(out.stdout.trim(), "done");
+    assert!(
+        out.stderr.contains("warning: MCP server `broken` (stdio "),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("warning: MCP server `missing` (stdio /nonexistent/mcp-server) did not start: cannot run /nonexistent/mcp-server"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("refuses to start"), "{}", out.stderr);
+    let requests = root_requests(&f);
+    let tools = Wire::Anthropic.tool_names(&requests[0]);
+    assert!(tools.iter().any(|t| t == "mcp__good__lookup"), "{tools:?}");
+    assert!(
+        !tools.iter().any(|t| t.starts_with("mcp__broken")),
+        "{tools:?}"
+    );
+    let (is_error, text) = last_result(&requests[1]);
+    assert!(!is_error && text.contains("value of k3"), "{text}");
+}
+
+#[test]
+fn a_servers_stderr_flood_does_not_reach_cadres_output() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    write_settings(&f, json!({ "tools": stdio_entry(&python, &f, &[]) }));
+    script_root_calls(&f, &[("mcp__tools__flood", json!({}))]);
+    let out = f.run(&[
+        "-p",
+        "--mode",
+        "json",
+        "--model",
+        Wire::Anthropic.model(),
+        "Flood.",
+    ]);
+    out.assert_success();
+    assert!(!out.stdout.contains("FLOOD"));
+    assert!(!out.stderr.contains("FLOOD"));
+    for line in out.stdout.lines() {
+        serde_json::from_str::<Value>(line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:.200}"));
+    }
+    let (is_error, text) = last_result(&root_requests(&f)[1]);
+    assert!(!is_error && text.contains("flooded"), "{text}");
+    let log = f.home.join("logs/mcp/tools.log");
+    let size = std::fs::metadata(&log).unwrap().len();
+    assert!(size <= 1024 * 1024 + 200, "log is {size} bytes");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.ends_with("[log cut: the server wrote more than 1 MiB to stderr]\n"));
+}
+
+/// The test server over streamable HTTP on a free local port; killed on drop.
+struct HttpServer(Child);
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn an_http_server_works_like_a_stdio_one() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _server = HttpServer(
+        Command::new(&python)
+            .args([server_script(), "--http".into(), port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("the HTTP MCP server listens", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    write_settings(
+        &f,
+        json!({"web": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp"),
+                       "headers": {"X-Test": "${TEST_HEADER:-default}"}}}),
+    );
+    script_root_calls(&f, &[("mcp__web__lookup", json!({"key": "over http"}))]);
+    let out = f.run_print(Wire::Anthropic, &["hi"]);
+    out.assert_success();
+    let (is_error, text) = last_result(&root_requests(&f)[1]);
+    assert!(!is_error && text.contains("value of over http"), "{text}");
+}

@@ -13,11 +13,14 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::{Value, json};
 
-use super::progress::{Claims, Reporter};
+use super::progress::Reporter;
 use super::session::Served;
 
 /// How long a cancelled call waits for its tool to end (the tool stops its tasks first).
 const CANCEL_GRACE: Duration = Duration::from_secs(10);
+
+/// How long the result waits for the progress notifications still being sent.
+const PROGRESS_DRAIN: Duration = Duration::from_secs(2);
 
 /// A tool's MCP description: its name, description and parameters as the model sees them.
 pub fn tool_json(spec: &ToolSpec) -> Value {
@@ -37,7 +40,6 @@ pub async fn call(
     served: &Served,
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
-    claims: Claims,
 ) -> Result<CallToolResult, McpError> {
     let host = served.host();
     let name = request.name.to_string();
@@ -57,7 +59,7 @@ pub async fn call(
         context.meta.get_progress_token(),
         context.peer.clone(),
         host.manager(),
-        claims,
+        served.claims(),
     );
     let ctx = host.context();
     let tool_ctx = ToolContext {
@@ -68,7 +70,8 @@ pub async fn call(
     };
     let cancel = context.ct.clone();
     let client = client_name(&context);
-    let progress = tokio::spawn(reporter.run());
+    let done = tokio_util::sync::CancellationToken::new();
+    let mut progress = tokio::spawn(reporter.run(done.clone()));
     // The call runs on a task of its own: whatever happens to this request (cancelled, the
     // client gone), the tool ends its own way (a cancelled launch stops its tasks) and the
     // call is recorded.
@@ -86,7 +89,14 @@ pub async fn call(
             Err(_) => Ok(ToolOutput::error(format!("the {name} call was cancelled"))),
         },
     };
-    progress.abort();
+    // The last notifications (the tasks' ends) go out before the result.
+    done.cancel();
+    if tokio::time::timeout(PROGRESS_DRAIN, &mut progress)
+        .await
+        .is_err()
+    {
+        progress.abort();
+    }
     let output =
         joined.unwrap_or_else(|e| ToolOutput::error(format!("the {name} call failed: {e}")));
     Ok(result_of(&output, with_schema))

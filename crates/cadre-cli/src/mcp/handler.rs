@@ -16,7 +16,7 @@ use serde_json::json;
 use tokio::sync::OnceCell;
 
 use super::config::Setup;
-use super::session::Served;
+use super::session::{Served, Sessions};
 
 /// What a handler serves from: a root session, built when first needed.
 #[derive(Clone)]
@@ -30,8 +30,8 @@ pub struct CadreMcp {
     process: Arc<OnceCell<Served>>,
     /// Whether this handler serves an initialised MCP session.
     session_mode: Arc<AtomicBool>,
-    /// Tasks claimed by an in-flight `Agent` call, so concurrent calls report each their own.
-    claims: super::progress::Claims,
+    /// Where a session built here is listed, so the server can close it when it stops.
+    sessions: Option<Sessions>,
 }
 
 impl CadreMcp {
@@ -43,37 +43,43 @@ impl CadreMcp {
             own: cell.clone(),
             process: cell,
             session_mode: Arc::new(AtomicBool::new(false)),
-            claims: super::progress::Claims::default(),
+            sessions: None,
         }
     }
 
     /// A handler that builds its root session when first needed (an HTTP MCP session);
     /// `process` is shared by every handler of the server.
-    pub fn lazy(setup: Arc<Setup>, process: Arc<OnceCell<Served>>) -> CadreMcp {
+    pub fn lazy(setup: Arc<Setup>, process: Arc<OnceCell<Served>>, sessions: Sessions) -> CadreMcp {
         CadreMcp {
             setup: Some(setup),
             own: Arc::new(OnceCell::new()),
             process,
             session_mode: Arc::new(AtomicBool::new(false)),
-            claims: super::progress::Claims::default(),
+            sessions: Some(sessions),
         }
     }
 
     /// The root session this request is served by.
     async fn served(&self) -> Result<Served, McpError> {
-        let cell = if self.session_mode.load(Ordering::SeqCst) {
-            &self.own
-        } else {
-            &self.process
-        };
+        let own = self.session_mode.load(Ordering::SeqCst);
+        let cell = if own { &self.own } else { &self.process };
         let setup = self.setup.clone();
+        let sessions = self.sessions.clone();
         cell.get_or_try_init(|| async move {
             let Some(setup) = setup else {
                 return Err(McpError::internal_error("the session has ended", None));
             };
-            Served::start(&setup).await.map_err(|e| {
+            let served = Served::start(&setup).await.map_err(|e| {
                 McpError::internal_error(format!("cannot start a cadre session: {e:#}"), None)
-            })
+            })?;
+            if let Some(sessions) = sessions.filter(|_| own) {
+                let mut list = sessions
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                list.retain(|s| s.upgrade().is_some());
+                list.push(served.downgrade());
+            }
+            Ok(served)
         })
         .await
         .cloned()
@@ -125,7 +131,7 @@ impl ServerHandler for CadreMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let served = self.served().await?;
-        let result = super::call::call(&served, request, context, self.claims.clone()).await?;
+        let result = super::call::call(&served, request, context).await?;
         Ok(CallToolResponse::Complete(result))
     }
 

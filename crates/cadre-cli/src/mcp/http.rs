@@ -18,7 +18,7 @@ use tokio::sync::OnceCell;
 
 use super::config::Setup;
 use super::handler::CadreMcp;
-use super::session::Served;
+use super::session::{Served, Sessions};
 
 /// The largest request body accepted.
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -52,13 +52,16 @@ pub async fn serve(setup: Setup, addr: &str) -> Result<ExitCode> {
         ])
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(shutdown.child_token());
+    let sessions: Sessions = Arc::default();
     let factory_setup = setup.clone();
     let factory_process = process.clone();
+    let factory_sessions = sessions.clone();
     let service = StreamableHttpService::new(
         move || {
             Ok(CadreMcp::lazy(
                 factory_setup.clone(),
                 factory_process.clone(),
+                factory_sessions.clone(),
             ))
         },
         Arc::new(LocalSessionManager::default()),
@@ -89,10 +92,23 @@ pub async fn serve(setup: Setup, addr: &str) -> Result<ExitCode> {
     }
     shutdown.cancel();
     signals.abort();
-    if let Some(served) = process.get()
-        && let Err(e) = served.close().await
-    {
-        errln!("cadre: error: {e}");
+    // Every root session still open — the MCP sessions' and the stateless requests' — has
+    // its tasks stopped and its file written out before the process ends.
+    let mut open: Vec<Served> = sessions
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .filter_map(|s| s.upgrade())
+        .collect();
+    open.extend(process.get().cloned());
+    let mut failed = false;
+    for served in open {
+        if let Err(e) = served.close().await {
+            errln!("cadre: error: {e}");
+            failed = true;
+        }
+    }
+    if failed {
         return Ok(ExitCode::FAILURE);
     }
     match interrupted.load(std::sync::atomic::Ordering::SeqCst) {

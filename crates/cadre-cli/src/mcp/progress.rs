@@ -15,6 +15,7 @@ use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::Peer;
 use serde_json::Value;
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 /// Task ids claimed by the in-flight calls of one session.
 #[derive(Clone, Default)]
@@ -69,8 +70,9 @@ impl Reporter {
         }
     }
 
-    /// Report until the call ends (the caller aborts this task).
-    pub async fn run(mut self) {
+    /// Report until `done` is cancelled (the call has its result), then report the events
+    /// already sent (the tasks' ends) and return: progress must come before the response.
+    pub async fn run(mut self, done: CancellationToken) {
         let Some((token, peer)) = self.target.take() else {
             return;
         };
@@ -80,8 +82,27 @@ impl Reporter {
             ids: Vec::new(),
         };
         let mut sent = 0.0;
+        let mut ending = false;
         loop {
-            let event = match self.events.recv().await {
+            let received = if ending {
+                match self.events.try_recv() {
+                    Ok(event) => Ok(event),
+                    Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                        Err(broadcast::error::RecvError::Lagged(n))
+                    }
+                    Err(_) => return,
+                }
+            } else {
+                tokio::select! {
+                    biased;
+                    received = self.events.recv() => received,
+                    () = done.cancelled() => {
+                        ending = true;
+                        continue;
+                    }
+                }
+            };
+            let event = match received {
                 Ok(event) => event,
                 // A lagging listener misses events; the next turn carries the totals anyway.
                 Err(broadcast::error::RecvError::Lagged(_)) => continue,

@@ -15,6 +15,8 @@ pub struct Served {
 
 struct Inner {
     host: Host,
+    /// Tasks claimed by this session's in-flight `Agent` calls (see `progress`).
+    claims: super::progress::Claims,
     drain: tokio::task::JoinHandle<()>,
     /// Set once the session was closed on purpose (not left to `Drop`).
     closed: std::sync::atomic::AtomicBool,
@@ -34,6 +36,7 @@ impl Served {
         Ok(Served {
             inner: Arc::new(Inner {
                 host: started.host,
+                claims: super::progress::Claims::default(),
                 drain,
                 closed: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -44,17 +47,44 @@ impl Served {
         &self.inner.host
     }
 
+    pub fn claims(&self) -> super::progress::Claims {
+        self.inner.claims.clone()
+    }
+
     /// End the session: running tasks are stopped (L6, recorded `stopped`) and the session
-    /// file is written out.
+    /// file is written out. Later calls do nothing.
     pub async fn close(&self) -> Result<(), cadre_host::HostError> {
-        self.inner
+        // Closed once: the HTTP server may reach one session by two ways at exit.
+        if self
+            .inner
             .closed
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return Ok(());
+        }
         let host = &self.inner.host;
         host.interrupt();
         let closed = host.shutdown().await;
         self.inner.drain.abort();
         closed.map(|_| ())
+    }
+}
+
+/// A session that does not keep itself open (the HTTP server's list of live sessions).
+pub struct WeakServed(std::sync::Weak<Inner>);
+
+impl WeakServed {
+    pub fn upgrade(&self) -> Option<Served> {
+        self.0.upgrade().map(|inner| Served { inner })
+    }
+}
+
+/// The live MCP sessions of an HTTP server, closed in order when it stops.
+pub type Sessions = Arc<std::sync::Mutex<Vec<WeakServed>>>;
+
+impl Served {
+    pub fn downgrade(&self) -> WeakServed {
+        WeakServed(Arc::downgrade(&self.inner))
     }
 }
 

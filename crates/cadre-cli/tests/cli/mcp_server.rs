@@ -72,12 +72,19 @@ fn client_command(f: &Fixture, python: &Path, script: &str, args: &[&str]) -> Co
 
 /// Run a stdio scenario; the report it printed.
 fn run_stdio(f: &Fixture, python: &Path, scenario: &str) -> Value {
-    let cmd = client_command(
+    run_stdio_in(f, python, scenario, "auto")
+}
+
+/// Run a stdio scenario with the client's protocol negotiation `mode` (`auto`: the SDK's
+/// default, 2026-07-28 with this server; `legacy`: the initialize handshake).
+fn run_stdio_in(f: &Fixture, python: &Path, scenario: &str, mode: &str) -> Value {
+    let mut cmd = client_command(
         f,
         python,
         "mcp_client_stdio.py",
         &[scenario, env!("CARGO_BIN_EXE_cadre"), "--model", "fake/m1"],
     );
+    cmd.env("MCP_CLIENT_MODE", mode);
     let out = Running::spawn(cmd, None).wait(HANG_GUARD * 2);
     assert!(out.success(), "the client failed: {out:#?}");
     assert!(!out.stderr.contains("panicked"), "{out:#?}");
@@ -165,10 +172,25 @@ fn tools_are_the_built_in_orchestration_tools_with_their_schemas() {
 
 #[test]
 fn a_foreground_agent_call_reports_progress_and_returns_the_result_with_its_receipt() {
+    for mode in ["auto", "legacy"] {
+        foreground_call(mode);
+    }
+}
+
+fn foreground_call(mode: &str) {
     let Some(python) = python() else { return };
     let f = Fixture::new();
     script_children(&f);
-    let report = run_stdio(&f, &python, "foreground");
+    let report = run_stdio_in(&f, &python, "foreground", mode);
+    let expected = if mode == "legacy" {
+        "2025"
+    } else {
+        "2026-07-28"
+    };
+    assert!(
+        report["protocol"].as_str().unwrap().starts_with(expected),
+        "{report:#}"
+    );
     let result = &report["result"];
     assert_eq!(result["isError"], false, "{report:#}");
     let text = result["text"].as_str().unwrap();
@@ -189,6 +211,10 @@ fn a_foreground_agent_call_reports_progress_and_returns_the_result_with_its_rece
         messages.iter().any(|m| m.contains("turns 1, tool calls 1")),
         "{messages:?}"
     );
+    // The task's end comes before the result, with the tokens of both turns (40+7, 60+9).
+    let last = messages.last().unwrap();
+    assert!(last.contains("completed; tasks 1/1 done"), "{messages:?}");
+    assert!(last.contains("tokens 116"), "{messages:?}");
     let values: Vec<f64> = progress
         .iter()
         .map(|p| p["progress"].as_f64().unwrap())
@@ -271,10 +297,16 @@ fn a_background_call_returns_the_task_id_and_task_output_blocks_for_the_result()
 
 #[test]
 fn a_cancelled_call_stops_its_task() {
+    for mode in ["auto", "legacy"] {
+        cancelled_call(mode);
+    }
+}
+
+fn cancelled_call(mode: &str) {
     let Some(python) = python() else { return };
     let f = Fixture::new();
     script_children(&f);
-    let report = run_stdio(&f, &python, "cancel");
+    let report = run_stdio_in(&f, &python, "cancel", mode);
     assert_eq!(report["completed"], false, "{report:#}");
     let records = report["records"].as_array().unwrap();
     assert_eq!(records.len(), 1, "{report:#}");
@@ -457,6 +489,15 @@ fn malformed_input_does_not_end_the_server() {
 
 #[test]
 fn streamable_http_serves_the_sdk_client() {
+    for mode in ["auto", "legacy"] {
+        http_client(mode);
+    }
+}
+
+/// One client over HTTP: stateless 2026-07-28 requests (`auto`, served by the process's root
+/// session) or an MCP session (`legacy`, a root session of its own). Either way the calls end
+/// up in one valid session file once the server is stopped.
+fn http_client(mode: &str) {
     let Some(python) = python() else { return };
     let f = Fixture::new();
     script_children(&f);
@@ -467,12 +508,25 @@ fn streamable_http_serves_the_sdk_client() {
         None,
     );
     let url = format!("http://{addr}/mcp");
-    let client = client_command(&f, &python, "mcp_client_http.py", &[&url]);
+    let mut client = client_command(&f, &python, "mcp_client_http.py", &[&url]);
+    client.env("MCP_CLIENT_MODE", mode);
     let out = Running::spawn(client, None).wait(HANG_GUARD * 2);
     server.signal("TERM");
     let served = server.wait(HANG_GUARD);
     assert!(out.success(), "{out:#?}\nserver: {served:#?}");
+    assert_eq!(served.code, Some(143), "{served:#?}");
+    assert!(served.stdout.is_empty(), "{served:#?}");
+    assert!(!served.stderr.contains("panicked"), "{served:#?}");
     let report: Value = serde_json::from_str(out.stdout.lines().last().unwrap()).unwrap();
+    let expected = if mode == "legacy" {
+        "2025"
+    } else {
+        "2026-07-28"
+    };
+    assert!(
+        report["protocol"].as_str().unwrap().starts_with(expected),
+        "{report:#}"
+    );
     assert_eq!(
         report["tools"],
         json!(["Agent", "SendMessage", "TaskOutput", "TaskStop"]),
@@ -485,15 +539,19 @@ fn streamable_http_serves_the_sdk_client() {
         "{report:#}"
     );
     // A page from another site (DNS rebinding, a browser's Origin) is refused.
+    assert_eq!(report["foreign_host_status"], 403, "{report:#}");
+    assert_eq!(report["foreign_origin_status"], 403, "{report:#}");
+    let messages = root_messages(&f);
+    let result = messages
+        .iter()
+        .find(|m| m["role"] == "toolResult")
+        .unwrap_or_else(|| panic!("the call is recorded: {messages:#?}"));
     assert!(
-        report["foreign_host_status"].as_i64().unwrap() >= 400,
-        "{report:#}"
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("alpha line")
     );
-    assert!(
-        report["foreign_origin_status"].as_i64().unwrap() >= 400,
-        "{report:#}"
-    );
-    assert!(!served.stdout.contains("panicked") && !served.stderr.contains("panicked"));
 }
 
 #[test]

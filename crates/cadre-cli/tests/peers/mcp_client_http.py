@@ -2,12 +2,16 @@
 
 usage: mcp_client_http.py URL
 
+MCP_CLIENT_MODE=legacy makes the client use the initialize handshake (an MCP session with its
+Mcp-Session-Id) instead of the SDK's default negotiation (stateless 2026-07-28 requests).
+
 Lists the tools, makes a foreground Agent call with progress, then sends two raw requests a
 hostile web page could cause (a foreign Host header, as after DNS rebinding, and a foreign
 Origin) and reports their HTTP status. Prints one JSON report; the Rust test checks it.
 """
 
 import json
+import os
 import sys
 
 import anyio
@@ -33,7 +37,8 @@ async def main():
     report = {}
     await wait_for_server(url)
     with anyio.fail_after(TIMEOUT * 2):
-        async with Client(url, read_timeout_seconds=TIMEOUT) as client:
+        mode = os.environ.get("MCP_CLIENT_MODE", "auto")
+        async with Client(url, read_timeout_seconds=TIMEOUT, mode=mode) as client:
             report["protocol"] = client.protocol_version
             listed = await client.list_tools()
             report["tools"] = [t.name for t in listed.tools]

@@ -2,6 +2,9 @@
 
 usage: mcp_client_stdio.py SCENARIO CADRE_BINARY [SERVER_ARGS...]
 
+MCP_CLIENT_MODE=legacy makes the client use the initialize handshake (protocol versions up to
+2025-11-25, as most hosts do today) instead of the SDK's default negotiation.
+
 The server runs in the current directory with this process's environment. The script prints
 one JSON report on stdout; the Rust test that runs it checks the report, so a scenario only
 fails here when the protocol itself fails.
@@ -204,7 +207,8 @@ async def main():
     )
     report = {"scenario": scenario}
     with anyio.fail_after(TIMEOUT * 2):
-        async with Client(params, read_timeout_seconds=TIMEOUT) as client:
+        mode = os.environ.get("MCP_CLIENT_MODE", "auto")
+        async with Client(params, read_timeout_seconds=TIMEOUT, mode=mode) as client:
             report["protocol"] = client.protocol_version
             await SCENARIOS[scenario](client, report)
     print(json.dumps(report))

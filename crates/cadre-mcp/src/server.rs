@@ -140,7 +140,7 @@ impl Server {
         match tokio::time::timeout(limits.startup_timeout, start(config, place, limits)).await {
             Ok(result) => result,
             Err(_) => Err(format!(
-                "did not start within {}s",
+                "it was not ready within {}s",
                 limits.startup_timeout.as_secs_f64()
             )),
         }

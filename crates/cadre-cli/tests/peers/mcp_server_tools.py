@@ -1,6 +1,6 @@
 """An MCP server, written with the official MCP Python SDK, for cadre's MCP client tests.
 
-usage: mcp_server_tools.py [--fail-start | --http PORT]
+usage: mcp_server_tools.py [--fail-start | --hang-start | --http PORT]
 
 Tools:
   lookup(key)           read-only (readOnlyHint): "value of <key>"
@@ -9,13 +9,20 @@ Tools:
                         can tell whether it ran
   crash()               the process exits in the middle of the call
   flood()               writes 4 MiB to stderr, then answers "flooded"
+  slow(seconds)         sleeps (writing MCP_TEST_MARKER.started first); a cancelled call writes
+                        "cancelled" to MCP_TEST_MARKER
+  spawn_sleeper()       starts a long `sleep` in the background and answers its pid
 
---fail-start exits at once with an error, before speaking MCP. --http PORT serves streamable
+--fail-start exits at once with an error, before speaking MCP; --hang-start never answers. --http PORT serves streamable
 HTTP on 127.0.0.1:PORT/mcp instead of stdio.
 """
 
 import os
+import subprocess
 import sys
+import time
+
+import anyio
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
@@ -61,11 +68,41 @@ def flood() -> str:
     return "flooded"
 
 
+@server.tool(annotations=READ_ONLY, description="Sleep for a while.")
+async def slow(seconds: float) -> str:
+    marker = os.environ.get("MCP_TEST_MARKER")
+    if marker:
+        with open(marker + ".started", "w") as f:
+            f.write("started\n")
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        if marker:
+            with open(marker, "w") as f:
+                f.write("cancelled\n")
+        raise
+    return "slept"
+
+
+@server.tool(description="Start a long sleep in the background.")
+def spawn_sleeper() -> str:
+    child = subprocess.Popen(
+        ["sleep", "1000"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return str(child.pid)
+
+
 def main():
     args = sys.argv[1:]
     if args[:1] == ["--fail-start"]:
         sys.stderr.write("this server refuses to start\n")
         sys.exit(7)
+    if args[:1] == ["--hang-start"]:
+        while True:
+            time.sleep(1000)
     if args[:1] == ["--http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(args[1]))
         return

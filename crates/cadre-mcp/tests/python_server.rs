@@ -1,0 +1,275 @@
+//! The client against a real MCP server written with the official Python SDK
+//! (`crates/cadre-cli/tests/peers/mcp_server_tools.py`): tools and annotations, a call, a
+//! cancelled call (the server sees `notifications/cancelled`), a call that times out, a server
+//! that dies mid-call, one that never answers `initialize`, and stopping, which ends whatever
+//! the server started.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use cadre_mcp::{McpServerConfig, McpSet, McpTransport, ServerLimits, ServerPlace};
+use cadre_protocol::ContentBlock;
+use cadre_tools::{Tool, ToolContext, ToolOutput};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+const VENV_PYTHON: &str = "/tmp/cadre-py-mcp2.3.0-acp0.12.1/bin/python";
+/// Only a guard against a hung test; nothing asserts how fast anything is.
+const GUARD: Duration = Duration::from_secs(60);
+
+fn python() -> Option<PathBuf> {
+    let path = std::env::var_os("CADRE_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(VENV_PYTHON));
+    let works = Command::new(&path)
+        .args(["-c", "import mcp.server.mcpserver"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if works {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("CI").is_err(),
+        "no Python with the MCP SDK at {} (set CADRE_TEST_PYTHON)",
+        path.display()
+    );
+    eprintln!("note: skipped: no Python with the MCP SDK (set CADRE_TEST_PYTHON)");
+    None
+}
+
+fn config(python: &Path, name: &str, args: &[&str], marker: &Path) -> McpServerConfig {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../cadre-cli/tests/peers/mcp_server_tools.py")
+        .to_string_lossy()
+        .into_owned();
+    McpServerConfig {
+        name: name.into(),
+        transport: McpTransport::Stdio {
+            command: python.to_string_lossy().into_owned(),
+            args: std::iter::once(script)
+                .chain(args.iter().map(|a| a.to_string()))
+                .collect(),
+            env: [(
+                "MCP_TEST_MARKER".to_string(),
+                marker.to_string_lossy().into_owned(),
+            )]
+            .into(),
+            cwd: None,
+        },
+    }
+}
+
+struct World {
+    dir: tempfile::TempDir,
+    python: PathBuf,
+}
+
+impl World {
+    fn new() -> Option<World> {
+        Some(World {
+            dir: tempfile::tempdir().unwrap(),
+            python: python()?,
+        })
+    }
+
+    fn marker(&self) -> PathBuf {
+        self.dir.path().join("marker")
+    }
+
+    async fn start(&self, servers: &[(&str, &[&str])], limits: ServerLimits) -> McpSet {
+        let configs: Vec<McpServerConfig> = servers
+            .iter()
+            .map(|(name, args)| config(&self.python, name, args, &self.marker()))
+            .collect();
+        let place = ServerPlace {
+            cwd: self.dir.path().to_path_buf(),
+            log_dir: Some(self.dir.path().join("logs")),
+        };
+        tokio::time::timeout(GUARD, McpSet::start(&configs, &place, &limits))
+            .await
+            .expect("start hung")
+    }
+
+    fn ctx(&self, cancel: CancellationToken) -> ToolContext {
+        ToolContext {
+            cwd: self.dir.path().to_path_buf(),
+            cancel,
+            updates: None,
+            artifacts_dir: self.dir.path().join("artifacts"),
+        }
+    }
+}
+
+fn tool<'a>(set: &'a McpSet, name: &str) -> &'a cadre_mcp::McpTool {
+    set.tools()
+        .iter()
+        .find(|t| t.name() == name)
+        .unwrap_or_else(|| panic!("no {name}"))
+}
+
+fn text(out: &ToolOutput) -> String {
+    out.content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn call(w: &World, set: &McpSet, name: &str, args: Value) -> ToolOutput {
+    let t = tool(set, name);
+    tokio::time::timeout(GUARD, t.execute(args, w.ctx(CancellationToken::new())))
+        .await
+        .expect("call hung")
+}
+
+fn alive(pid: i32) -> bool {
+    // Signal 0 checks for existence; a zombie (exited, not reaped) counts as gone.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    !stat.is_empty() && !stat.contains(") Z ")
+}
+
+#[tokio::test]
+async fn tools_annotations_and_a_call() {
+    let Some(w) = World::new() else { return };
+    let set = w.start(&[("t", &[])], ServerLimits::default()).await;
+    assert!(set.warnings.is_empty(), "{:?}", set.warnings);
+    let names: Vec<&str> = set.tools().iter().map(|t| t.name()).collect();
+    for want in [
+        "mcp__t__lookup",
+        "mcp__t__delete_everything",
+        "mcp__t__slow",
+    ] {
+        assert!(names.contains(&want), "{names:?}");
+    }
+    assert!(tool(&set, "mcp__t__lookup").is_read_only());
+    assert!(!tool(&set, "mcp__t__lookup").is_mutating());
+    assert!(tool(&set, "mcp__t__delete_everything").is_mutating());
+    assert!(tool(&set, "mcp__t__crash").is_mutating(), "unannotated");
+    let status = &set.statuses[0];
+    assert_eq!(status.outcome, Ok((names.len(), 3)));
+
+    let out = call(&w, &set, "mcp__t__lookup", json!({"key": "a"})).await;
+    assert!(!out.is_error, "{out:?}");
+    assert_eq!(text(&out), "value of a");
+    // Arguments the server's schema refuses are its error, as a tool error.
+    let out = call(&w, &set, "mcp__t__lookup", json!({"nope": 1})).await;
+    assert!(out.is_error, "{out:?}");
+    let out = call(&w, &set, "mcp__t__lookup", json!([1])).await;
+    assert!(
+        out.is_error && text(&out).contains("must be a JSON object"),
+        "{out:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_cancelled_call_is_cancelled_at_the_server() {
+    let Some(w) = World::new() else { return };
+    let set = w.start(&[("t", &[])], ServerLimits::default()).await;
+    let cancel = CancellationToken::new();
+    let t = tool(&set, "mcp__t__slow");
+    let slow = t.execute(json!({"seconds": 600}), w.ctx(cancel.clone()));
+    let started = PathBuf::from(format!("{}.started", w.marker().display()));
+    let canceller = async {
+        // Cancel once the server runs the call.
+        while !started.exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        cancel.cancel();
+    };
+    let (out, ()) = tokio::time::timeout(GUARD, async { tokio::join!(slow, canceller) })
+        .await
+        .expect("cancel hung");
+    assert!(out.is_error);
+    assert_eq!(text(&out), "Operation aborted");
+    let marker = w.marker();
+    tokio::time::timeout(GUARD, async {
+        while !marker.exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the server never saw the cancellation");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "cancelled\n");
+    // The server still serves.
+    let out = call(&w, &set, "mcp__t__lookup", json!({"key": "b"})).await;
+    assert_eq!(text(&out), "value of b");
+}
+
+#[tokio::test]
+async fn a_call_that_outlives_its_timeout_is_a_tool_error() {
+    let Some(w) = World::new() else { return };
+    let limits = ServerLimits {
+        call_timeout: Duration::from_millis(500),
+        ..ServerLimits::default()
+    };
+    let set = w.start(&[("t", &[])], limits).await;
+    let out = call(&w, &set, "mcp__t__slow", json!({"seconds": 600})).await;
+    assert!(out.is_error);
+    assert!(
+        text(&out).contains("did not answer the call of `slow` within 0.5s"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_does_not_start() {
+    let Some(w) = World::new() else { return };
+    let limits = ServerLimits {
+        startup_timeout: Duration::from_secs(2),
+        ..ServerLimits::default()
+    };
+    let set = w.start(&[("silent", &["--hang-start"])], limits).await;
+    assert!(set.tools().is_empty());
+    assert_eq!(set.warnings.len(), 1, "{:?}", set.warnings);
+    assert!(
+        set.warnings[0].starts_with("warning: MCP server `silent` (stdio ")
+            && set.warnings[0].contains("did not start: it was not ready within 2s"),
+        "{:?}",
+        set.warnings
+    );
+    assert_eq!(
+        set.statuses[0].outcome,
+        Err("it was not ready within 2s".to_string())
+    );
+}
+
+#[tokio::test]
+async fn a_dead_server_fails_its_calls_at_once() {
+    let Some(w) = World::new() else { return };
+    let set = w.start(&[("t", &[])], ServerLimits::default()).await;
+    let out = call(&w, &set, "mcp__t__crash", json!({})).await;
+    assert!(out.is_error);
+    assert!(
+        text(&out).contains("MCP server `t` cannot run `crash`"),
+        "{}",
+        text(&out)
+    );
+    let out = call(&w, &set, "mcp__t__lookup", json!({"key": "c"})).await;
+    assert!(out.is_error);
+    assert!(text(&out).contains("cannot run `lookup`"), "{}", text(&out));
+}
+
+#[tokio::test]
+async fn dropping_the_set_ends_what_the_server_started() {
+    let Some(w) = World::new() else { return };
+    let set = w.start(&[("t", &[])], ServerLimits::default()).await;
+    let out = call(&w, &set, "mcp__t__spawn_sleeper", json!({})).await;
+    let pid: i32 = text(&out).trim().parse().unwrap();
+    assert!(alive(pid));
+    drop(set);
+    tokio::time::timeout(GUARD, async {
+        while alive(pid) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the server's child outlived the set");
+}

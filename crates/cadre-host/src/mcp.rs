@@ -104,3 +104,19 @@ pub fn root_tools_of(
         .map(|t| t.clone() as Arc<dyn Tool>)
         .collect()
 }
+
+/// Under `--plan`, a note for each MCP tool `--tools` names that plan mode keeps from the root
+/// (it is not annotated read-only).
+pub fn plan_notes(tools: &[Arc<McpTool>], named: Option<&[String]>) -> Vec<String> {
+    tools
+        .iter()
+        .filter(|t| t.is_mutating())
+        .filter(|t| named.is_some_and(|named| named.iter().any(|n| n == t.name())))
+        .map(|t| {
+            format!(
+                "note: --plan leaves out {}: its server does not annotate it read-only",
+                t.name()
+            )
+        })
+        .collect()
+}

@@ -162,6 +162,9 @@ impl Root {
         for tool in crate::mcp::root_tools_of(mcp, choice.mcp.as_deref(), &mut warnings) {
             tools.register(tool);
         }
+        if options.plan {
+            warnings.extend(crate::mcp::plan_notes(mcp, choice.mcp.as_deref()));
+        }
         let artifacts_dir = ctx.home.root().join("artifacts");
         let root_session_id = session
             .writer

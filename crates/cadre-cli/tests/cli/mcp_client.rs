@@ -200,6 +200,26 @@ fn tools_limits_the_roots_mcp_tools_and_plan_mode_keeps_the_unannotated_ones() {
     ] {
         assert!(!tools.iter().any(|t| t == gone), "{gone} in {tools:?}");
     }
+
+    let out = f.run_print(
+        Wire::Anthropic,
+        &[
+            "--plan",
+            "--tools",
+            "read,mcp__tools__delete_everything",
+            "hi",
+        ],
+    );
+    out.assert_success();
+    assert_eq!(Wire::Anthropic.tool_names(&f.last_request()), ["read"]);
+    assert!(
+        out.stderr.contains(
+            "note: --plan leaves out mcp__tools__delete_everything: its server does not \
+             annotate it read-only"
+        ),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -485,4 +505,54 @@ fn an_http_server_works_like_a_stdio_one() {
     out.assert_success();
     let (is_error, text) = last_result(&root_requests(&f)[1]);
     assert!(!is_error && text.contains("value of over http"), "{text}");
+}
+
+#[test]
+fn doctor_lists_the_servers_and_whether_they_start() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    write_settings(
+        &f,
+        json!({
+            "good": stdio_entry(&python, &f, &[]),
+            "broken": stdio_entry(&python, &f, &["--fail-start"]),
+            "bad name": {"command": "x"},
+        }),
+    );
+    std::fs::write(
+        f.project.join(".mcp.json"),
+        json!({"mcpServers": {"proj": {"command": "x"}}}).to_string(),
+    )
+    .unwrap();
+    let out = f.run(&["doctor"]);
+    out.assert_success();
+    let section = out
+        .stdout
+        .split("\nMCP servers\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap_or_else(|| panic!("no MCP section in {}", out.stdout));
+    let settings = f.home.join("settings.json");
+    for want in [
+        "warning: MCP server \"bad name\"".to_string(),
+        ".mcp.json: .mcp.json (not read: the project is not trusted; `cadre trust` trusts it)"
+            .to_string(),
+        format!(
+            "good: stdio {}, from {}: started, 7 tools (3 read-only)",
+            python.display(),
+            settings.display()
+        ),
+        "warning: broken: stdio ".to_string(),
+    ] {
+        assert!(section.contains(&want), "{want} in\n{section}");
+    }
+    assert!(section.contains(": did not start: "), "{section}");
+    assert!(!section.contains("proj: "), "{section}");
+
+    let out = f.run(&["doctor", "--trust"]);
+    assert!(
+        out.stdout.contains("proj: stdio x, from .mcp.json"),
+        "{}",
+        out.stdout
+    );
 }

@@ -556,3 +556,30 @@ fn doctor_lists_the_servers_and_whether_they_start() {
         out.stdout
     );
 }
+
+#[test]
+fn a_server_gets_the_credentials_its_configuration_names_and_no_others() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    let mut entry = stdio_entry(&python, &f, &[]);
+    entry["env"]["GITHUB_TOKEN"] = json!("${GITHUB_TOKEN}");
+    write_settings(&f, json!({ "tools": entry }));
+    script_root_calls(
+        &f,
+        &[
+            ("mcp__tools__env_has", json!({"name": "GITHUB_TOKEN"})),
+            ("mcp__tools__env_has", json!({"name": "OTHER_SECRET_TOKEN"})),
+        ],
+    );
+    let mut cmd = f.command(&["-p", "--model", Wire::Anthropic.model(), "Check."]);
+    // Both look like credentials, so cadre takes both out of its environment at start-up.
+    cmd.env("GITHUB_TOKEN", "ghp_named_in_the_config")
+        .env("OTHER_SECRET_TOKEN", "not-named-anywhere");
+    Running::spawn(cmd, None).wait(HANG_GUARD).assert_success();
+    let requests = root_requests(&f);
+    let (_, named) = last_result(&requests[1]);
+    assert!(named.contains("\"set") || named.contains(" set"), "{named}");
+    assert!(!named.contains("unset"), "{named}");
+    let (_, other) = last_result(&requests[2]);
+    assert!(other.contains("unset"), "{other}");
+}

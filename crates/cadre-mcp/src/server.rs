@@ -124,6 +124,11 @@ pub struct Server {
     pub notes: Vec<String>,
     peer: Peer<RoleClient>,
     limits: ServerLimits,
+    /// A child process's channel, which once closed stays closed (an HTTP request can fail
+    /// and the session go on).
+    stdio: bool,
+    /// Set when a call found the channel closed.
+    lost: std::sync::atomic::AtomicBool,
     // Dropped in this order: the service (closing the channel), then the group.
     _service: RunningService<RoleClient, ClientConfig>,
     group: std::sync::Mutex<Option<ProcessGroup>>,
@@ -168,9 +173,15 @@ impl Server {
                 .map_err(|e| CallFailure::Error(format!("unreadable result: {e}"))),
             Err(rmcp::ServiceError::McpError(e)) => Err(CallFailure::Error(e.message.to_string())),
             Err(rmcp::ServiceError::TransportClosed) => {
+                self.mark_lost();
                 Err(CallFailure::Closed("the connection closed".into()))
             }
-            Err(e) => Err(CallFailure::Closed(e.to_string())),
+            Err(e @ rmcp::ServiceError::TransportSend(_)) => {
+                self.mark_lost();
+                Err(CallFailure::Closed(e.to_string()))
+            }
+            // An answer of the wrong kind and the like: the channel itself is fine.
+            Err(e) => Err(CallFailure::Error(e.to_string())),
         }
     }
 
@@ -184,9 +195,15 @@ impl Server {
         drop(group);
     }
 
-    /// Whether the connection is closed (the server exited or the session ended).
+    fn mark_lost(&self) {
+        if self.stdio {
+            self.lost.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the connection is closed for good (the server exited or the session ended).
     pub fn is_closed(&self) -> bool {
-        self.peer.is_transport_closed()
+        self.lost.load(std::sync::atomic::Ordering::Relaxed) || self.peer.is_transport_closed()
     }
 }
 
@@ -277,6 +294,8 @@ async fn start(
         notes,
         peer,
         limits: limits.clone(),
+        stdio: matches!(config.transport, McpTransport::Stdio { .. }),
+        lost: std::sync::atomic::AtomicBool::new(false),
         _service: service,
         group: std::sync::Mutex::new(group),
     })

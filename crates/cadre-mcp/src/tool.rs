@@ -13,6 +13,9 @@ use crate::server::{CallFailure, Server};
 
 /// The longest description passed on (a server's descriptions go into every request).
 pub const MAX_DESCRIPTION: usize = 4096;
+/// The largest input schema passed on, serialized; a larger one is replaced by an empty object
+/// schema (the server still checks the arguments).
+pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
 
 /// One tool of one server.
 pub struct McpTool {
@@ -48,7 +51,7 @@ impl McpTool {
                 tool.name,
                 server.name
             ),
-            schema: object_schema(Value::Object((*tool.input_schema).clone())),
+            schema: bounded(object_schema(Value::Object((*tool.input_schema).clone()))),
             read_only,
             server,
         }
@@ -61,6 +64,16 @@ impl McpTool {
 
     pub fn server_name(&self) -> &str {
         &self.server.name
+    }
+}
+
+/// `schema`, or an empty object schema when it is over [`MAX_SCHEMA_BYTES`].
+fn bounded(schema: Value) -> Value {
+    let size = serde_json::to_string(&schema).map_or(usize::MAX, |s| s.len());
+    if size > MAX_SCHEMA_BYTES {
+        json!({"type": "object"})
+    } else {
+        schema
     }
 }
 
@@ -127,7 +140,16 @@ impl Tool for McpTool {
                     self.remote,
                     names_safe(&message)
                 )),
-                Err(CallFailure::Closed(why)) => ToolOutput::error(self.closed_message(&why)),
+                // Over HTTP a failed request can leave the session usable; a closed channel
+                // cannot be.
+                Err(CallFailure::Closed(why)) if self.server.is_closed() => {
+                    ToolOutput::error(self.closed_message(&why))
+                }
+                Err(CallFailure::Closed(why)) => ToolOutput::error(format!(
+                    "MCP server `{server}` could not run `{}`: {}",
+                    self.remote,
+                    names_safe(&why)
+                )),
             }
         })
     }
@@ -197,6 +219,9 @@ mod tests {
             json!({"type": "object"})
         );
         assert_eq!(object_schema(json!([1])), json!({"type": "object"}));
+        let huge = json!({"type": "object", "description": "x".repeat(MAX_SCHEMA_BYTES)});
+        assert_eq!(bounded(huge), json!({"type": "object"}));
+        assert_eq!(bounded(props.clone()), props);
         assert!(names_safe(&"e".repeat(20_000)).ends_with("… [cut]"));
     }
 }

@@ -129,6 +129,8 @@ pub struct Server {
     stdio: bool,
     /// Set when a call found the channel closed.
     lost: std::sync::atomic::AtomicBool,
+    /// An HTTP server's URL and what to show instead, for errors that quote it.
+    url: Option<(String, String)>,
     // Dropped in this order: the service (closing the channel), then the group.
     _service: RunningService<RoleClient, ClientConfig>,
     group: std::sync::Mutex<Option<ProcessGroup>>,
@@ -143,6 +145,11 @@ impl Server {
     ) -> Result<Server, String> {
         // Everything below drops on timeout, which kills a child that was started.
         match tokio::time::timeout(limits.startup_timeout, start(config, place, limits)).await {
+            // An error that quotes the URL must not show its query or user info (tokens).
+            Ok(Err(why)) => Err(match &config.transport {
+                McpTransport::Http { url, .. } => scrub_url(&why, url, &config.transport.target()),
+                McpTransport::Stdio { .. } => why,
+            }),
             Ok(result) => result,
             Err(_) => Err(format!(
                 "it was not ready within {}s",
@@ -178,10 +185,10 @@ impl Server {
             }
             Err(e @ rmcp::ServiceError::TransportSend(_)) => {
                 self.mark_lost();
-                Err(CallFailure::Closed(e.to_string()))
+                Err(CallFailure::Closed(self.clean(&e.to_string())))
             }
             // An answer of the wrong kind and the like: the channel itself is fine.
-            Err(e) => Err(CallFailure::Error(e.to_string())),
+            Err(e) => Err(CallFailure::Error(self.clean(&e.to_string()))),
         }
     }
 
@@ -193,6 +200,14 @@ impl Server {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         drop(group);
+    }
+
+    /// `text` without the secret parts of the server's URL.
+    fn clean(&self, text: &str) -> String {
+        match &self.url {
+            Some((url, safe)) => scrub_url(text, url, safe),
+            None => text.to_string(),
+        }
     }
 
     fn mark_lost(&self) {
@@ -295,6 +310,10 @@ async fn start(
         peer,
         limits: limits.clone(),
         stdio: matches!(config.transport, McpTransport::Stdio { .. }),
+        url: match &config.transport {
+            McpTransport::Http { url, .. } => Some((url.clone(), config.transport.target())),
+            McpTransport::Stdio { .. } => None,
+        },
         lost: std::sync::atomic::AtomicBool::new(false),
         _service: service,
         group: std::sync::Mutex::new(group),
@@ -315,6 +334,26 @@ fn die_with_parent(cmd: &mut tokio::process::Command) {
             Ok(())
         });
     }
+}
+
+/// `text` without the secret parts of `url`: the whole URL becomes `safe`, and its query,
+/// fragment and user info go wherever they appear (an HTTP client quotes the URL its own way).
+fn scrub_url(text: &str, url: &str, safe: &str) -> String {
+    let mut out = text.replace(url, safe);
+    if let Some(i) = url.find(['?', '#'])
+        && url.len() > i + 1
+    {
+        out = out.replace(&url[i..], "");
+    }
+    if let Some((_, rest)) = url.split_once("://") {
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        if let Some((userinfo, _)) = authority.rsplit_once('@')
+            && !userinfo.is_empty()
+        {
+            out = out.replace(&format!("{userinfo}@"), "");
+        }
+    }
+    out
 }
 
 fn log_hint(log: Option<&Path>) -> String {

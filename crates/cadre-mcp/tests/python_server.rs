@@ -273,3 +273,41 @@ async fn dropping_the_set_ends_what_the_server_started() {
     .await
     .expect("the server's child outlived the set");
 }
+
+#[tokio::test]
+async fn an_unreachable_http_server_is_a_warning_without_its_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port nothing listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = McpServerConfig {
+        name: "web".into(),
+        transport: McpTransport::Http {
+            url: format!("http://user:pw-secret@127.0.0.1:{port}/mcp?token=q-secret"),
+            headers: [("Authorization".to_string(), "Bearer h-secret".to_string())].into(),
+        },
+    };
+    let place = ServerPlace {
+        cwd: dir.path().to_path_buf(),
+        log_dir: None,
+    };
+    let set = tokio::time::timeout(
+        GUARD,
+        McpSet::start(&[config], &place, &ServerLimits::default()),
+    )
+    .await
+    .expect("start hung");
+    assert!(set.tools().is_empty());
+    assert_eq!(set.warnings.len(), 1, "{:?}", set.warnings);
+    let warning = &set.warnings[0];
+    assert!(
+        warning.starts_with(&format!(
+            "warning: MCP server `web` (http http://127.0.0.1:{port}/mcp) did not start: "
+        )),
+        "{warning}"
+    );
+    assert!(!warning.contains("secret"), "{warning}");
+}

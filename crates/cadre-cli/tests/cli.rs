@@ -9,6 +9,8 @@
 #[path = "cli/harness.rs"]
 mod harness;
 
+#[path = "cli/acp.rs"]
+mod acp;
 #[path = "cli/abort.rs"]
 mod abort;
 #[path = "cli/compaction_pi.rs"]

@@ -1,9 +1,208 @@
-//! `cadre acp`: cadre as an Agent Client Protocol agent (SPEC I6).
+//! `cadre acp`: cadre as an Agent Client Protocol agent over stdio (SPEC I6, `docs/acp.md`).
+//!
+//! A thin adapter over the host: each ACP session is one cadre root session, a prompt is a
+//! host prompt settled to its end, the host's events are `session/update`s. The SDK
+//! (`agent-client-protocol`) does the JSON-RPC: malformed frames, unknown methods and bad
+//! parameters get JSON-RPC errors from it. Requests that take time (starting a session, a
+//! prompt turn) run on tasks of their own, so the dispatch loop keeps reading: a
+//! `session/cancel` is seen while the turn it cancels runs.
 
+mod content;
+mod permission;
+mod replay;
+mod session;
+mod tools;
+mod transport;
+mod view;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, AuthenticateRequest, CancelNotification, Implementation, InitializeRequest,
+    InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+};
+use agent_client_protocol::{Agent, Error, Lines};
+
+use serde_json::Value;
 
 use crate::args::AcpArgs;
+use session::Sessions;
+use view::Update;
 
-pub async fn run(_args: AcpArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("cadre acp is not built yet")
+pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
+    let sessions = Arc::new(Sessions::new(args.serve));
+    let transport = Lines::new(
+        Box::pin(transport::stdout_sink()),
+        Box::pin(transport::stdin_lines()),
+    );
+    // Registered before anything runs, so no signal reaches the default handler.
+    let mut signals = cadre_host::Signals::new().ok();
+    let signal = async {
+        match signals.as_mut() {
+            Some(signals) => signals.next().await,
+            None => std::future::pending().await,
+        }
+    };
+    let (served, signal) = tokio::select! {
+        served = serve(sessions.clone(), transport) => (served, None),
+        signal = signal => (Ok(()), signal),
+    };
+    // End of input, a signal or a broken connection: every session ends, its tasks stopped
+    // (L6), its session file closed.
+    sessions.close_all().await;
+    if let Some(n) = signal {
+        return Ok(ExitCode::from(u8::try_from(128 + n).unwrap_or(1)));
+    }
+    match served {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            errln!("cadre acp: error: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::invalid_params().data(Value::String(message.into()))
+}
+
+/// A refusal as the error a client shows: the reason is the message.
+fn refused(message: impl std::fmt::Display) -> Error {
+    Error::new(
+        agent_client_protocol::ErrorCode::INVALID_PARAMS,
+        message.to_string(),
+    )
+}
+
+async fn serve(
+    sessions: Arc<Sessions>,
+    transport: impl agent_client_protocol::ConnectTo<Agent> + 'static,
+) -> Result<(), Error> {
+    let s_init = sessions.clone();
+    let s_new = sessions.clone();
+    let s_load = sessions.clone();
+    let s_prompt = sessions.clone();
+    let s_cancel = sessions;
+    Agent
+        .v1()
+        .name("cadre")
+        .on_receive_request(
+            async move |request: InitializeRequest, responder, _cx| {
+                let declared = serde_json::to_value(&request.client_capabilities)
+                    .ok()
+                    .and_then(|c| c.get("subagents").cloned())
+                    .is_some_and(|s| s.is_object());
+                s_init.subagents.store(declared, Ordering::SeqCst);
+                responder.respond(
+                    InitializeResponse::new(ProtocolVersion::V1)
+                        .agent_capabilities(
+                            AgentCapabilities::new()
+                                .load_session(true)
+                                .prompt_capabilities(
+                                    PromptCapabilities::new().image(true).embedded_context(true),
+                                )
+                                .mcp_capabilities(McpCapabilities::new().http(true).sse(false)),
+                        )
+                        .agent_info(
+                            Implementation::new("cadre", env!("CARGO_PKG_VERSION")).title("cadre"),
+                        ),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |_request: AuthenticateRequest, responder, _cx| {
+                responder.respond_with_error(refused(
+                    "cadre needs no authentication: model keys come from the environment, \
+                     auth.json or --api-key",
+                ))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest, responder, cx| {
+                let sessions = s_new.clone();
+                let servers = to_values(&request.mcp_servers);
+                let cwd: PathBuf = request.cwd.clone();
+                tokio::spawn(async move {
+                    let answer = match sessions.open(&cx, &cwd, &servers, None).await {
+                        Ok((id, _)) => responder.respond(NewSessionResponse::new(id)),
+                        Err(e) => responder.respond_with_error(refused(e)),
+                    };
+                    drop(answer);
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, cx| {
+                let sessions = s_load.clone();
+                let servers = to_values(&request.mcp_servers);
+                let cwd: PathBuf = request.cwd.clone();
+                let id = request.session_id.0.to_string();
+                tokio::spawn(async move {
+                    let answer = match sessions.open(&cx, &cwd, &servers, Some(&id)).await {
+                        Ok((id, history)) => {
+                            // The history goes out before the answer, as ACP asks.
+                            for update in replay::history(&history, &cwd) {
+                                session::send_update(
+                                    &cx,
+                                    Update {
+                                        session: id.clone(),
+                                        update,
+                                    },
+                                );
+                            }
+                            responder.respond(LoadSessionResponse::new())
+                        }
+                        Err(e) => responder.respond_with_error(refused(e)),
+                    };
+                    drop(answer);
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest, responder, _cx| {
+                let sessions = s_prompt.clone();
+                let id = request.session_id.0.to_string();
+                let content = content::user_content(&to_values(&request.prompt));
+                tokio::spawn(async move {
+                    let answer = match content {
+                        Err(e) => responder.respond_with_error(invalid(e)),
+                        Ok(content) => match sessions.prompt(&id, content).await {
+                            Ok(stop) => responder.respond(PromptResponse::new(stop)),
+                            Err(e) => responder.respond_with_error(refused(e)),
+                        },
+                    };
+                    drop(answer);
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, _cx| {
+                s_cancel.cancel(&notification.session_id.0);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(transport)
+        .await
+}
+
+/// Typed schema values as JSON, read by field (the schema's types are non-exhaustive).
+fn to_values<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
+    items
+        .iter()
+        .filter_map(|i| serde_json::to_value(i).ok())
+        .collect()
 }

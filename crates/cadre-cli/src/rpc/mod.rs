@@ -7,7 +7,7 @@
 //! `abort` sent meanwhile is read and served at once.
 
 mod commands;
-mod input;
+pub(crate) mod input;
 
 use std::process::ExitCode;
 

@@ -1,0 +1,612 @@
+//! `cadre acp` driven as an editor drives it: the ACP Python SDK as the client
+//! (`tests/peers/acp_client.py`) for turns, cancellation, session/load and permission requests,
+//! and raw JSON-RPC lines for malformed input and for the subagent-session view (the Python SDK
+//! does not know the unstable `subagents` capability).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use cadre_testkit::{Match, Reply, Rule};
+use serde_json::{Value, json};
+
+use crate::harness::{Fixture, HANG_GUARD, tool_result_text};
+
+const CHILD: &str = "[acp-child]";
+const CHILD_ANSWER: &str = "The notes start with alpha line.";
+const FINAL: &str = "All done: alpha line.";
+
+/// The Python with the ACP SDK, or `None` (with a note) outside CI when it is missing.
+fn python() -> Option<PathBuf> {
+    let path = std::env::var_os("CADRE_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp/cadre-py-mcp2.3.0-acp0.12.1/bin/python"));
+    let works = Command::new(&path)
+        .args(["-c", "import acp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if works {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI: no Python with the ACP SDK at {} (set CADRE_TEST_PYTHON)",
+        path.display()
+    );
+    eprintln!("note: skipped: no Python with the ACP SDK (set CADRE_TEST_PYTHON)");
+    None
+}
+
+fn peer_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/acp_client.py")
+}
+
+/// Runs the Python editor on `scenario` against `cadre acp --model fake/m1 EXTRA`; returns
+/// its report.
+fn editor(fixture: &Fixture, python: &PathBuf, scenario: &str, extra: &[&str]) -> Value {
+    let mut cmd = Command::new(python);
+    cmd.arg(peer_script())
+        .arg(scenario)
+        .arg(&fixture.project)
+        .arg(env!("CARGO_BIN_EXE_cadre"))
+        .args(["acp", "--model", "fake/m1"])
+        .args(extra)
+        .current_dir(&fixture.project)
+        .env_clear()
+        .env("HOME", &fixture.user_home)
+        .env("CADRE_HOME", &fixture.home)
+        .env("CADRE_RETRY_BASE_MS", "10");
+    if let Some(path) = std::env::var_os("PATH") {
+        cmd.env("PATH", path);
+    }
+    let out = crate::harness::Running::spawn(cmd, None).wait(HANG_GUARD * 2);
+    assert!(out.success(), "the editor failed: {out:#?}");
+    serde_json::from_str(out.stdout.trim())
+        .unwrap_or_else(|e| panic!("the editor's report is not JSON ({e}): {out:#?}"))
+}
+
+fn kinds(updates: &[Value]) -> Vec<String> {
+    updates
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+fn text_of(updates: &[Value], kind: &str) -> String {
+    updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == kind)
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect()
+}
+
+/// The parent reads notes.txt and launches a foreground Explore child that reads it too;
+/// then answers.
+fn script_turn(f: &Fixture, marker: &str) {
+    let s = &f.server;
+    let parent = !Match::first_user(CHILD);
+    s.script(
+        Rule::new(
+            parent
+                .clone()
+                .and(Match::first_user(marker))
+                .and(Match::assistant_turns(0)),
+        )
+        .reply(
+            Reply::new()
+                .thinking("I should read and delegate.")
+                .text("Reading the notes and asking a helper.")
+                .tool_call("call_read", "read", json!({"path": "notes.txt"}))
+                .tool_call(
+                    "call_agent",
+                    "Agent",
+                    json!({"subagent_type": "Explore", "description": "Scan notes",
+                               "prompt": format!("{CHILD} Read notes.txt, report line one.")}),
+                ),
+        ),
+    );
+    s.script(Rule::new(parent.and(Match::first_user(marker))).reply(Reply::text(FINAL)));
+    s.script(
+        Rule::new(Match::first_user(CHILD).and(Match::assistant_turns(0))).reply(Reply::tool_call(
+            "child_read",
+            "read",
+            json!({"path": "notes.txt"}),
+        )),
+    );
+    s.script(Rule::new(Match::first_user(CHILD)).reply(Reply::text(CHILD_ANSWER)));
+}
+
+#[test]
+fn a_prompt_streams_chunks_tool_calls_and_the_childs_progress() {
+    let Some(python) = python() else { return };
+    let fixture = Fixture::new();
+    script_turn(&fixture, "ACP-TURN");
+    let report = editor(&fixture, &python, "turn", &[]);
+
+    let init = &report["initialize"];
+    assert_eq!(init["protocolVersion"], 1, "{init}");
+    assert_eq!(init["agentInfo"]["name"], "cadre", "{init}");
+    assert_eq!(init["agentCapabilities"]["loadSession"], true, "{init}");
+    assert_eq!(report["prompt"]["stopReason"], "end_turn", "{report:#}");
+    assert_eq!(
+        report["exit"], 0,
+        "end of stdin ends the agent cleanly: {report:#}"
+    );
+
+    let updates = report["updates"].as_array().unwrap();
+    let session = report["sessionId"].as_str().unwrap();
+    assert!(
+        updates.iter().all(|u| u["_session"] == session),
+        "{updates:#?}"
+    );
+    assert!(
+        text_of(updates, "agent_thought_chunk").contains("I should read and delegate."),
+        "{:?}",
+        kinds(updates)
+    );
+    let said = text_of(updates, "agent_message_chunk");
+    assert!(
+        said.contains("Reading the notes") && said.contains(FINAL),
+        "{said}"
+    );
+
+    // The read: announced with its kind and location, completed with the file's text.
+    let read = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == "call_read")
+        .unwrap_or_else(|| panic!("no read tool_call: {updates:#?}"));
+    assert_eq!(read["kind"], "read");
+    assert_eq!(read["rawInput"]["path"], "notes.txt");
+    assert_eq!(
+        read["locations"][0]["path"],
+        fixture.project.join("notes.txt").to_string_lossy().as_ref()
+    );
+    let read_done = updates
+        .iter()
+        .find(|u| {
+            u["sessionUpdate"] == "tool_call_update"
+                && u["toolCallId"] == "call_read"
+                && u["status"] == "completed"
+        })
+        .unwrap_or_else(|| panic!("no completed read: {updates:#?}"));
+    assert!(
+        read_done["content"].to_string().contains("alpha line"),
+        "{read_done}"
+    );
+
+    // The child: progress in the Agent call's content, then its result.
+    let agent_updates: Vec<&Value> = updates
+        .iter()
+        .filter(|u| u["toolCallId"] == "call_agent")
+        .collect();
+    assert_eq!(
+        agent_updates[0]["sessionUpdate"], "tool_call",
+        "{agent_updates:#?}"
+    );
+    assert_eq!(agent_updates[0]["title"], "Agent: Scan notes");
+    let progress = agent_updates
+        .iter()
+        .map(|u| u["content"].to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        progress.contains("Explore \\\"Scan notes\\\""),
+        "{progress}"
+    );
+    assert!(
+        progress.contains("turn 1,") && progress.contains("tokens"),
+        "{progress}"
+    );
+    let last = agent_updates.last().unwrap();
+    assert_eq!(last["status"], "completed", "{last}");
+    assert!(last["content"].to_string().contains(CHILD_ANSWER), "{last}");
+}
+
+#[test]
+fn cancel_mid_turn_answers_cancelled_and_stops_the_command() {
+    let Some(python) = python() else { return };
+    let fixture = Fixture::new();
+    let command = "echo $$ > sleep.pid && exec sleep 300";
+    fixture.server.script(
+        Rule::new(Match::first_user("ACP-CANCEL").and(Match::assistant_turns(0))).reply(
+            Reply::new().text("Running it.").tool_call(
+                "call_sleep",
+                "bash",
+                json!({"command": command}),
+            ),
+        ),
+    );
+    fixture
+        .server
+        .script(Rule::new(Match::first_user("ACP-CANCEL")).reply(Reply::text("should not run")));
+    let report = editor(&fixture, &python, "cancel", &[]);
+    assert_eq!(report["prompt"]["stopReason"], "cancelled", "{report:#}");
+    assert_eq!(report["exit"], 0, "{report:#}");
+    let updates = report["updates"].as_array().unwrap();
+    assert!(
+        updates
+            .iter()
+            .any(|u| u["toolCallId"] == "call_sleep" && u["status"] == "failed"),
+        "the aborted call ends failed: {updates:#?}"
+    );
+    // No turn after the abort.
+    assert_eq!(fixture.server.requests().len(), 1);
+    let pid = std::fs::read_to_string(fixture.project.join("sleep.pid")).unwrap();
+    crate::harness::wait_until("the sleep to be killed", || {
+        !std::path::Path::new(&format!("/proc/{}", pid.trim())).exists()
+    });
+}
+
+#[test]
+fn session_load_replays_the_history_before_answering() {
+    let Some(python) = python() else { return };
+    let fixture = Fixture::new();
+    script_turn(&fixture, "ACP-TURN");
+    let report = editor(&fixture, &python, "load", &[]);
+    assert_eq!(report["prompt"]["stopReason"], "end_turn", "{report:#}");
+    let loaded = &report["loaded"];
+    let replayed = report["loaded_updates"].as_array().unwrap();
+    assert_eq!(
+        loaded["updates_at_load"].as_u64().unwrap() as usize,
+        replayed.len(),
+        "every replayed update arrives before the load answer: {report:#}"
+    );
+    assert!(
+        text_of(replayed, "user_message_chunk").contains("ACP-TURN read and delegate"),
+        "{:?}",
+        kinds(replayed)
+    );
+    assert!(text_of(replayed, "agent_message_chunk").contains(FINAL));
+    assert!(text_of(replayed, "agent_thought_chunk").contains("I should read"));
+    let read = replayed
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == "call_read")
+        .unwrap_or_else(|| panic!("no replayed read: {replayed:#?}"));
+    assert_eq!(read["status"], "completed");
+    assert!(read["content"].to_string().contains("alpha line"), "{read}");
+    let agent = replayed
+        .iter()
+        .find(|u| u["toolCallId"] == "call_agent")
+        .unwrap();
+    assert!(
+        agent["content"].to_string().contains(CHILD_ANSWER),
+        "{agent}"
+    );
+}
+
+fn script_ask(f: &Fixture) {
+    let s = &f.server;
+    std::fs::write(
+        f.home.join("settings.json"),
+        json!({"subagents": {"authorization": "ask"}}).to_string(),
+    )
+    .unwrap();
+    let parent = !Match::first_user(CHILD);
+    s.script(
+        Rule::new(parent.clone().and(Match::assistant_turns(0))).reply(Reply::tool_call(
+            "call_agent",
+            "Agent",
+            json!({"subagent_type": "Explore", "description": "Scan notes",
+                   "prompt": format!("{CHILD} Read notes.txt, report line one.")}),
+        )),
+    );
+    s.script(Rule::new(parent).reply(Reply::text(FINAL)));
+    s.script(Rule::new(Match::first_user(CHILD)).reply(Reply::text(CHILD_ANSWER)));
+}
+
+#[test]
+fn authorization_ask_puts_launches_to_the_editor() {
+    let Some(python) = python() else { return };
+    for answer in ["allow", "reject"] {
+        let fixture = Fixture::new();
+        script_ask(&fixture);
+        let report = editor(&fixture, &python, answer, &[]);
+        assert_eq!(report["prompt"]["stopReason"], "end_turn", "{report:#}");
+        let asked = report["permissions"].as_array().unwrap();
+        assert_eq!(asked.len(), 1, "{answer}: {report:#}");
+        assert_eq!(
+            asked[0]["toolCall"]["toolCallId"], "call_agent",
+            "{asked:#?}"
+        );
+        assert!(
+            asked[0]["toolCall"]["title"]
+                .as_str()
+                .unwrap()
+                .contains("Explore \"Scan notes\""),
+            "{asked:#?}"
+        );
+        let kinds: Vec<&str> = asked[0]["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["allow_once", "reject_once"]);
+        let parent_last = fixture
+            .server
+            .requests()
+            .into_iter()
+            .rfind(|r| !r.first_user_text().unwrap_or_default().contains(CHILD))
+            .unwrap();
+        let result = tool_result_text(&parent_last);
+        let child_ran = fixture
+            .server
+            .requests()
+            .iter()
+            .any(|r| r.first_user_text().unwrap_or_default().contains(CHILD));
+        if answer == "allow" {
+            assert!(child_ran, "allowed: the child runs");
+            assert!(result.contains(CHILD_ANSWER), "{result}");
+        } else {
+            assert!(!child_ran, "rejected: no child");
+            assert!(result.contains("declined"), "{result}");
+        }
+    }
+}
+
+#[test]
+fn session_new_with_a_relative_cwd_is_a_clear_error() {
+    let Some(python) = python() else { return };
+    let fixture = Fixture::new();
+    let report = editor(&fixture, &python, "badcwd", &[]);
+    let error = &report["error"];
+    assert_eq!(error["code"], -32602, "{report:#}");
+    assert!(
+        error["message"].as_str().unwrap().contains("absolute"),
+        "{report:#}"
+    );
+}
+
+/// `cadre acp` with raw JSON-RPC lines: a writer, and a reader of its stdout lines.
+struct Raw {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Raw {
+    fn start(fixture: &Fixture) -> Raw {
+        let mut cmd = fixture.command(&["acp", "--model", "fake/m1"]);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Raw {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Every line up to and including the response with `id` (each must be JSON-RPC).
+    fn until_response(&self, id: i64) -> Vec<Value> {
+        let mut out = Vec::new();
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(HANG_GUARD)
+                .unwrap_or_else(|_| panic!("no response {id}; got {out:#?}"));
+            let value: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+            assert_eq!(value["jsonrpc"], "2.0", "{value}");
+            let done = value["id"] == id && value.get("method").is_none();
+            out.push(value);
+            if done {
+                return out;
+            }
+        }
+    }
+
+    /// Closes stdin; the process must exit 0 on its own.
+    fn finish(mut self) {
+        drop(self.stdin.take());
+        let deadline = std::time::Instant::now() + HANG_GUARD;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "exit: {status:?}");
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "cadre acp did not exit"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+fn initialize(raw: &mut Raw, capabilities: Value) {
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": 1, "clientCapabilities": capabilities}})
+        .to_string(),
+    );
+    let init = raw.until_response(1);
+    assert!(init.last().unwrap()["result"].is_object(), "{init:#?}");
+}
+
+fn error_code(lines: &[Value]) -> i64 {
+    lines.last().unwrap()["error"]["code"].as_i64().unwrap_or(0)
+}
+
+#[test]
+fn malformed_messages_get_json_rpc_errors_and_the_agent_lives_on() {
+    let fixture = Fixture::new();
+    let mut raw = Raw::start(&fixture);
+    initialize(&mut raw, json!({}));
+
+    raw.send("this is not json");
+    let lines = raw.until_response_null();
+    assert_eq!(error_code(&lines), -32700, "{lines:#?}");
+
+    raw.send(r#"{"jsonrpc":"2.0","id":2,"method":"session/frobnicate","params":{}}"#);
+    assert_eq!(error_code(&raw.until_response(2)), -32601);
+
+    raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":42}}"#);
+    assert_eq!(error_code(&raw.until_response(3)), -32602);
+
+    raw.send(
+        r#"{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"nope","prompt":[{"type":"text","text":"hi"}]}}"#,
+    );
+    let lines = raw.until_response(4);
+    assert!(
+        lines.last().unwrap()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown session"),
+        "{lines:#?}"
+    );
+
+    raw.send(r#"{"jsonrpc":"2.0","id":5,"method":"session/load","params":{"sessionId":"../../etc/passwd","cwd":"/","mcpServers":[]}}"#);
+    let lines = raw.until_response(5);
+    assert!(
+        lines.last().unwrap()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a session id"),
+        "{lines:#?}"
+    );
+
+    // A line over the size cap (64 MiB) is skipped with a parse error, without echoing it.
+    let huge = format!("{{\"x\":\"{}\"}}", "a".repeat(65 * 1024 * 1024));
+    raw.send(&huge);
+    let lines = raw.until_response_null();
+    assert_eq!(error_code(&lines), -32700, "{:?}", lines.last());
+    assert!(lines.last().unwrap().to_string().len() < 1024);
+
+    // Still serving: a session opens and a prompt runs.
+    fixture
+        .server
+        .script(Rule::new(Match::Always).reply(Reply::text("still here")));
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 6, "method": "session/new",
+                "params": {"cwd": fixture.project, "mcpServers": []}})
+        .to_string(),
+    );
+    let lines = raw.until_response(6);
+    let session = lines.last().unwrap()["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "session/prompt",
+                "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}})
+        .to_string(),
+    );
+    let lines = raw.until_response(7);
+    assert_eq!(
+        lines.last().unwrap()["result"]["stopReason"],
+        "end_turn",
+        "{lines:#?}"
+    );
+    raw.finish();
+}
+
+impl Raw {
+    /// Lines up to an error response with a null id (a frame that could not be read).
+    fn until_response_null(&self) -> Vec<Value> {
+        let mut out = Vec::new();
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(HANG_GUARD)
+                .unwrap_or_else(|_| panic!("no error response; got {out:#?}"));
+            let value: Value = serde_json::from_str(&line).unwrap();
+            let done = value["id"].is_null() && value.get("error").is_some();
+            out.push(value);
+            if done {
+                return out;
+            }
+        }
+    }
+}
+
+#[test]
+fn a_client_with_the_subagents_capability_sees_children_as_subagent_sessions() {
+    let fixture = Fixture::new();
+    script_turn(&fixture, "ACP-SUB");
+    let mut raw = Raw::start(&fixture);
+    initialize(&mut raw, json!({"subagents": {}}));
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                "params": {"cwd": fixture.project, "mcpServers": []}})
+        .to_string(),
+    );
+    let lines = raw.until_response(2);
+    let session = lines.last().unwrap()["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                "params": {"sessionId": session,
+                           "prompt": [{"type": "text", "text": "ACP-SUB go"}]}})
+        .to_string(),
+    );
+    let lines = raw.until_response(3);
+    assert_eq!(lines.last().unwrap()["result"]["stopReason"], "end_turn");
+    let updates: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["method"] == "session/update")
+        .map(|l| &l["params"])
+        .collect();
+    let announced: Vec<&&Value> = updates
+        .iter()
+        .filter(|u| u["update"]["sessionUpdate"] == "subagent_update")
+        .collect();
+    assert!(!announced.is_empty(), "{updates:#?}");
+    let first = &announced[0];
+    assert_eq!(
+        first["sessionId"],
+        session.as_str(),
+        "sent on the parent session"
+    );
+    assert_eq!(first["update"]["title"], "Scan notes");
+    assert_eq!(first["update"]["state"]["state"], "running");
+    let child = first["update"]["sessionId"].as_str().unwrap();
+    let last = announced.last().unwrap();
+    assert_eq!(last["update"]["sessionId"], child);
+    assert_eq!(last["update"]["state"]["state"], "idle", "{announced:#?}");
+    assert_eq!(last["update"]["state"]["stopReason"], "end_turn");
+    // The Agent call names the child session; the child's turn is on its own session.
+    assert!(
+        updates
+            .iter()
+            .any(|u| u["update"]["toolCallId"] == "call_agent"
+                && u["update"]["content"][0]["type"] == "session"
+                && u["update"]["content"][0]["sessionId"] == child),
+        "{updates:#?}"
+    );
+    assert!(
+        updates.iter().any(|u| u["sessionId"] == child
+            && u["update"]["sessionUpdate"] == "agent_message_chunk"
+            && u["update"]["content"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("alpha line")),
+        "{updates:#?}"
+    );
+    raw.finish();
+}

@@ -73,7 +73,7 @@ pub fn place(ctx: &HostContext) -> ServerPlace {
 /// reading the configuration come first in the set's warnings.
 pub async fn start(ctx: &HostContext, options: &HostOptions) -> McpSet {
     let mut configured = ctx.mcp.clone();
-    configured.add(&options.mcp_servers, &env_lookup);
+    configured.add(&options.mcp_servers);
     let mut set = McpSet::start(&configured.configs(), &place(ctx), &limits()).await;
     let mut warnings = configured.notes;
     warnings.append(&mut set.warnings);

@@ -106,7 +106,6 @@ impl fmt::Debug for McpServerConfig {
 
 /// A `mcpServers` entry as written (Claude Code's shape).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Entry {
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     kind: Option<String>,
@@ -127,12 +126,33 @@ struct Entry {
     #[serde(default, skip_serializing)]
     #[allow(dead_code)]
     oauth: Option<Value>,
+    /// Fields other clients add (`disabled`, `timeout`, …): ignored, with a note, so that a
+    /// file shared with them still works and a misspelt field is still pointed out.
+    #[serde(flatten, skip_serializing)]
+    extra: BTreeMap<String, Value>,
 }
 
 impl McpTransport {
     /// The transport of one entry's JSON value.
     pub fn from_entry(value: &Value) -> Result<McpTransport, String> {
+        Self::from_entry_noting(value).map(|(transport, _)| transport)
+    }
+
+    /// [`McpTransport::from_entry`], with the fields it ignored.
+    pub fn from_entry_noting(value: &Value) -> Result<(McpTransport, Vec<String>), String> {
         let entry: Entry = serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
+        let ignored: Vec<String> = entry.extra.keys().cloned().collect();
+        let unknown = if ignored.is_empty() {
+            String::new()
+        } else {
+            format!(" (unknown field(s) {} too)", quoted(&ignored))
+        };
+        Self::from_parsed(entry)
+            .map(|t| (t, ignored))
+            .map_err(|why| format!("{why}{unknown}"))
+    }
+
+    fn from_parsed(entry: Entry) -> Result<McpTransport, String> {
         let kind =
             entry
                 .kind
@@ -204,18 +224,35 @@ impl McpTransport {
     }
 }
 
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The servers of one `mcpServers` object, and a message for each entry that could not be
-/// used (`"<name>": <why>`). Names are not checked here (see `names`).
+/// used (`"<name>": <why>; it is ignored`) or had fields that were ignored. Names are not
+/// checked here (see `names`).
 pub fn parse_servers(map: &serde_json::Map<String, Value>) -> (Vec<McpServerConfig>, Vec<String>) {
     let mut servers = Vec::new();
     let mut problems = Vec::new();
     for (name, value) in map {
-        match McpTransport::from_entry(value) {
-            Ok(transport) => servers.push(McpServerConfig {
-                name: name.clone(),
-                transport,
-            }),
-            Err(why) => problems.push(format!("{name:?}: {why}")),
+        match McpTransport::from_entry_noting(value) {
+            Ok((transport, ignored)) => {
+                if !ignored.is_empty() {
+                    problems.push(format!(
+                        "{name:?}: unknown field(s) {} ignored",
+                        quoted(&ignored)
+                    ));
+                }
+                servers.push(McpServerConfig {
+                    name: name.clone(),
+                    transport,
+                });
+            }
+            Err(why) => problems.push(format!("{name:?}: {why}; it is ignored")),
         }
     }
     (servers, problems)
@@ -285,11 +322,12 @@ mod tests {
             "odd": {"type": "ws", "url": "ws://h"},
             "mixed": {"command": "x", "url": "http://h"},
             "typo": {"comand": "x"},
-            "num": 3
+            "num": 3,
+            "extra": {"command": "x", "disabled": false, "timeout": 5}
         }}"#;
         let (servers, problems) = parse_mcp_json(text).unwrap();
-        assert_eq!(servers.len(), 1);
-        assert_eq!(problems.len(), 6, "{problems:?}");
+        assert_eq!(servers.len(), 2);
+        assert_eq!(problems.len(), 7, "{problems:?}");
         let all = problems.join("\n");
         assert!(
             all.contains("\"none\": a stdio server needs a `command`"),
@@ -300,7 +338,15 @@ mod tests {
             "{all}"
         );
         assert!(all.contains("unknown server type \"ws\""), "{all}");
-        assert!(all.contains("unknown field `comand`"), "{all}");
+        assert!(
+            all.contains("\"typo\": a stdio server needs a `command` (unknown field(s) `comand` too); it is ignored"),
+            "{all}"
+        );
+        assert!(
+            all.contains("\"extra\": unknown field(s) `disabled`, `timeout` ignored"),
+            "{all}"
+        );
+        assert!(all.contains("\"num\": invalid type"), "{all}");
         assert!(parse_mcp_json("[]").is_err());
         assert!(parse_mcp_json(r#"{"mcpServers": []}"#).is_err());
         assert!(

@@ -63,9 +63,10 @@ impl Configured {
     }
 
     /// Add servers a front end names (an editor's), over configured ones of the same name.
-    pub fn add(&mut self, servers: &[McpServerConfig], lookup: &dyn Fn(&str) -> Option<String>) {
+    /// Their values are used as given: `${VAR}` is the configuration files' syntax.
+    pub fn add(&mut self, servers: &[McpServerConfig]) {
         for config in servers {
-            self.insert(config, None, lookup);
+            self.insert(config, None, None);
         }
     }
 
@@ -100,12 +101,12 @@ impl Configured {
         };
         for problem in problems {
             self.notes.push(format!(
-                "warning: MCP server {problem} (in {}); it is ignored",
+                "warning: MCP server {problem} (in {})",
                 path.display()
             ));
         }
         for config in &servers {
-            self.insert(config, Some(path), lookup);
+            self.insert(config, Some(path), Some(lookup));
         }
     }
 
@@ -113,7 +114,7 @@ impl Configured {
         &mut self,
         config: &McpServerConfig,
         source: Option<&Path>,
-        lookup: &dyn Fn(&str) -> Option<String>,
+        lookup: Option<Lookup<'_>>,
     ) {
         let from = source
             .map(|p| format!(" (in {})", p.display()))
@@ -125,7 +126,11 @@ impl Configured {
             ));
             return;
         }
-        let config = match expand_config(config, lookup) {
+        let expanded = match lookup {
+            Some(lookup) => expand_config(config, lookup),
+            None => Ok(config.clone()),
+        };
+        let config = match expanded {
             Ok(config) => config,
             Err(why) => {
                 self.notes.push(format!(
@@ -142,6 +147,9 @@ impl Configured {
         });
     }
 }
+
+/// Reads a variable for `${VAR}`.
+type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 enum FileKind {
     Settings,
@@ -235,18 +243,15 @@ mod tests {
         );
 
         let mut c = Configured::load(&f, &env);
-        c.add(
-            &[McpServerConfig {
-                name: "a".into(),
-                transport: McpTransport::Stdio {
-                    command: "editor-a".into(),
-                    args: vec![],
-                    env: Default::default(),
-                    cwd: None,
-                },
-            }],
-            &env,
-        );
+        c.add(&[McpServerConfig {
+            name: "a".into(),
+            transport: McpTransport::Stdio {
+                command: "editor-a".into(),
+                args: vec![],
+                env: Default::default(),
+                cwd: None,
+            },
+        }]);
         assert_eq!(command_of(&c, "a"), "editor-a");
         assert!(
             c.servers

@@ -7,7 +7,7 @@ use cadre_protocol::{ContentBlock, Message, UserContent};
 use serde_json::{Value, json};
 
 use super::tools;
-use super::view::{chunk, tool_call_start};
+use super::view::{chunk, tail, tool_call_start};
 
 /// The updates that replay `messages`: user and agent text as chunks, reasoning as thought
 /// chunks, each tool call announced and then completed with its result.
@@ -71,7 +71,7 @@ pub fn history(messages: &[Message], cwd: &Path) -> Vec<Value> {
                                     })
                                     .collect();
                                 if let Some(content) = update["content"].as_array_mut() {
-                                    content.push(tools::text_content(&text.join("\n")));
+                                    content.push(tools::text_content(tail(&text.join("\n"))));
                                 }
                             }
                             out.push(update);

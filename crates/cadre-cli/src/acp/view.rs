@@ -425,7 +425,7 @@ pub fn tool_call_start(
 }
 
 /// The end of `text`, at most [`MAX_SHOWN_OUTPUT`] bytes (the newest output matters most).
-fn tail(text: &str) -> &str {
+pub fn tail(text: &str) -> &str {
     if text.len() <= MAX_SHOWN_OUTPUT {
         return text;
     }

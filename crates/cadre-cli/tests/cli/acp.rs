@@ -610,3 +610,128 @@ fn a_client_with_the_subagents_capability_sees_children_as_subagent_sessions() {
     );
     raw.finish();
 }
+
+/// A session with `servers` as its editor's MCP servers, a prompt `text`; the lines up to the
+/// prompt's answer.
+fn raw_turn(fixture: &Fixture, capabilities: Value, servers: Value, text: &str) -> Vec<Value> {
+    let mut raw = Raw::start(fixture);
+    initialize(&mut raw, capabilities);
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                "params": {"cwd": fixture.project, "mcpServers": servers}})
+        .to_string(),
+    );
+    let lines = raw.until_response(2);
+    let session = lines.last().unwrap()["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no session: {lines:#?}"))
+        .to_string();
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}})
+        .to_string(),
+    );
+    let lines = raw.until_response(3);
+    raw.finish();
+    lines
+}
+
+fn updates_of(lines: &[Value]) -> Vec<Value> {
+    lines
+        .iter()
+        .filter(|l| l["method"] == "session/update")
+        .map(|l| l["params"]["update"].clone())
+        .collect()
+}
+
+#[test]
+fn the_editors_mcp_servers_give_the_session_their_tools() {
+    let Some(python) = python() else { return };
+    let fixture = Fixture::new();
+    let server = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_server_tools.py");
+    fixture.server.script(
+        Rule::new(Match::first_user("ACP-MCP").and(Match::assistant_turns(0))).reply(
+            Reply::tool_call("call_mcp", "mcp__edtools__lookup", json!({"key": "k1"})),
+        ),
+    );
+    fixture
+        .server
+        .script(Rule::new(Match::first_user("ACP-MCP")).reply(Reply::text(FINAL)));
+    let servers = json!([{"name": "edtools", "command": python, "args": [server], "env": []}]);
+    let lines = raw_turn(&fixture, json!({}), servers, "ACP-MCP look it up");
+    assert_eq!(
+        lines.last().unwrap()["result"]["stopReason"],
+        "end_turn",
+        "{lines:#?}"
+    );
+    let first = &fixture.server.requests()[0];
+    assert!(
+        first.body.to_string().contains("mcp__edtools__lookup"),
+        "the model is offered the editor's server's tool"
+    );
+    let updates = updates_of(&lines);
+    let call = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == "call_mcp")
+        .unwrap_or_else(|| panic!("{updates:#?}"));
+    // `other` is ACP's default kind, left out on the wire.
+    assert!(call["kind"].is_null() || call["kind"] == "other", "{call}");
+    assert_eq!(call["title"], "mcp__edtools__lookup");
+    assert!(
+        updates.iter().any(|u| u["toolCallId"] == "call_mcp"
+            && u["status"] == "completed"
+            && u["content"].to_string().contains("value of k1")),
+        "{updates:#?}"
+    );
+}
+
+#[test]
+fn a_background_child_is_a_tool_call_of_its_own_that_completes_with_the_task() {
+    let fixture = Fixture::new();
+    let s = &fixture.server;
+    let parent = !Match::first_user(CHILD);
+    s.script(
+        Rule::new(parent.clone().and(Match::last_user("<task-notification>")))
+            .reply(Reply::text(FINAL)),
+    );
+    s.script(
+        Rule::new(parent.clone().and(Match::assistant_turns(0))).reply(Reply::tool_call(
+            "call_bg",
+            "Agent",
+            json!({"subagent_type": "Explore", "description": "Read in background",
+                   "run_in_background": true,
+                   "prompt": format!("{CHILD} Read notes.txt, report line one.")}),
+        )),
+    );
+    s.script(Rule::new(parent).reply(Reply::text("Launched; waiting.")));
+    s.script(Rule::new(Match::first_user(CHILD)).reply(Reply::text(CHILD_ANSWER)));
+    let lines = raw_turn(&fixture, json!({}), json!([]), "ACP-BG go");
+    assert_eq!(
+        lines.last().unwrap()["result"]["stopReason"],
+        "end_turn",
+        "{lines:#?}"
+    );
+    let updates = updates_of(&lines);
+    let own = updates
+        .iter()
+        .find(|u| {
+            u["sessionUpdate"] == "tool_call"
+                && u["toolCallId"].as_str().unwrap_or("").starts_with("task-")
+        })
+        .unwrap_or_else(|| panic!("no tool call for the background task: {updates:#?}"));
+    assert_eq!(own["title"], "Agent (background): Read in background");
+    let id = own["toolCallId"].as_str().unwrap();
+    assert!(
+        updates
+            .iter()
+            .any(|u| u["toolCallId"] == id && u["status"] == "completed"),
+        "{updates:#?}"
+    );
+    // The parent answered the task's notice in the same turn.
+    let said: String = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert!(said.contains(FINAL), "{said}");
+}

@@ -104,7 +104,9 @@ async fn serve(
                             AgentCapabilities::new()
                                 .load_session(true)
                                 .prompt_capabilities(
-                                    PromptCapabilities::new().image(true).embedded_context(true),
+                                    PromptCapabilities::new()
+                                        .image(s_init.model_takes_images())
+                                        .embedded_context(true),
                                 )
                                 .mcp_capabilities(McpCapabilities::new().http(true).sse(false)),
                         )

@@ -54,6 +54,18 @@ impl Sessions {
         }
     }
 
+    /// Whether the model sessions start with takes images (the `image` prompt capability).
+    /// Worked out for the directory cadre was started in; a session elsewhere may use another
+    /// model, whose images are then replaced by a note, as in every cadre mode.
+    pub fn model_takes_images(&self) -> bool {
+        let Ok(cwd) = std::env::current_dir() else {
+            return false;
+        };
+        HostContext::load(&cwd, self.args.trust, runtime_key(&self.args))
+            .and_then(|ctx| ctx.pick_model(model_arg(&self.args).as_deref()))
+            .is_ok_and(|model| model.accepts_images())
+    }
+
     fn get(&self, id: &str) -> Result<Arc<Session>, Refusal> {
         self.open
             .lock()

@@ -131,6 +131,11 @@ fn a_prompt_streams_chunks_tool_calls_and_the_childs_progress() {
     assert_eq!(init["protocolVersion"], 1, "{init}");
     assert_eq!(init["agentInfo"]["name"], "cadre", "{init}");
     assert_eq!(init["agentCapabilities"]["loadSession"], true, "{init}");
+    // fake/m1 takes text only.
+    assert_eq!(
+        init["agentCapabilities"]["promptCapabilities"]["image"], false,
+        "{init}"
+    );
     assert_eq!(report["prompt"]["stopReason"], "end_turn", "{report:#}");
     assert_eq!(
         report["exit"], 0,
@@ -370,7 +375,12 @@ struct Raw {
 
 impl Raw {
     fn start(fixture: &Fixture) -> Raw {
+        Raw::start_with(fixture, &[])
+    }
+
+    fn start_with(fixture: &Fixture, env: &[(&str, &str)]) -> Raw {
         let mut cmd = fixture.command(&["acp", "--model", "fake/m1"]);
+        cmd.envs(env.iter().copied());
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
@@ -734,4 +744,104 @@ fn a_background_child_is_a_tool_call_of_its_own_that_completes_with_the_task() {
         .filter_map(|u| u["content"]["text"].as_str())
         .collect();
     assert!(said.contains(FINAL), "{said}");
+}
+
+#[test]
+fn an_unanswered_permission_request_is_a_refusal_after_its_bound() {
+    let fixture = Fixture::new();
+    script_ask(&fixture);
+    let mut raw = Raw::start_with(&fixture, &[("CADRE_ACP_PERMISSION_TIMEOUT_MS", "300")]);
+    initialize(&mut raw, json!({}));
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                "params": {"cwd": fixture.project, "mcpServers": []}})
+        .to_string(),
+    );
+    let lines = raw.until_response(2);
+    let session = lines.last().unwrap()["result"]["sessionId"].clone();
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}})
+        .to_string(),
+    );
+    // The editor never answers the question.
+    let lines = raw.until_response(3);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["method"] == "session/request_permission"),
+        "{lines:#?}"
+    );
+    assert_eq!(lines.last().unwrap()["result"]["stopReason"], "end_turn");
+    let result = tool_result_text(&fixture.server.requests().pop().unwrap());
+    assert!(result.contains("declined"), "{result}");
+    assert!(
+        !fixture
+            .server
+            .requests()
+            .iter()
+            .any(|r| r.first_user_text().unwrap_or_default().contains(CHILD)),
+        "no child ran"
+    );
+    raw.finish();
+}
+
+#[test]
+fn a_second_prompt_while_one_runs_is_refused_and_sigterm_ends_the_agent() {
+    let fixture = Fixture::new();
+    fixture
+        .server
+        .script(Rule::new(Match::assistant_turns(0)).reply(Reply::tool_call(
+            "call_sleep",
+            "bash",
+            json!({"command": "touch started && exec sleep 300"}),
+        )));
+    let mut raw = Raw::start(&fixture);
+    initialize(&mut raw, json!({}));
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                "params": {"cwd": fixture.project, "mcpServers": []}})
+        .to_string(),
+    );
+    let lines = raw.until_response(2);
+    let session = lines.last().unwrap()["result"]["sessionId"].clone();
+    let prompt = |id: i64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+               "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}})
+        .to_string()
+    };
+    raw.send(&prompt(3));
+    crate::harness::wait_until("the command to start", || {
+        fixture.project.join("started").exists()
+    });
+    raw.send(&prompt(4));
+    let lines = raw.until_response(4);
+    let error = &lines.last().unwrap()["error"];
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("already running"),
+        "{lines:#?}"
+    );
+    let status = Command::new("kill")
+        .args(["-TERM", &raw.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    let code = loop {
+        if let Some(status) = raw.child.try_wait().unwrap() {
+            break status.code();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "SIGTERM did not end cadre acp"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(code, Some(143), "128 + SIGTERM");
+    // The session file was closed with the aborted call answered.
+    let entries = crate::harness::assert_valid_session(&fixture.only_session());
+    crate::harness::assert_every_tool_call_answered(&crate::harness::messages(&entries));
 }

@@ -845,3 +845,49 @@ fn a_second_prompt_while_one_runs_is_refused_and_sigterm_ends_the_agent() {
     let entries = crate::harness::assert_valid_session(&fixture.only_session());
     crate::harness::assert_every_tool_call_answered(&crate::harness::messages(&entries));
 }
+
+#[test]
+fn end_of_input_mid_turn_stops_the_child_and_exits_cleanly() {
+    let fixture = Fixture::new();
+    let s = &fixture.server;
+    s.script(
+        Rule::new((!Match::first_user(CHILD)).and(Match::assistant_turns(0))).reply(
+            Reply::tool_call(
+                "call_agent",
+                "Agent",
+                json!({"subagent_type": "general-purpose", "description": "Wait",
+                       "prompt": format!("{CHILD} wait")}),
+            ),
+        ),
+    );
+    s.script(
+        Rule::new(Match::first_user(CHILD).and(Match::assistant_turns(0))).reply(Reply::tool_call(
+            "child_sleep",
+            "bash",
+            json!({"command": "touch started && exec sleep 300"}),
+        )),
+    );
+    let mut raw = Raw::start(&fixture);
+    initialize(&mut raw, json!({}));
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                "params": {"cwd": fixture.project, "mcpServers": []}})
+        .to_string(),
+    );
+    let lines = raw.until_response(2);
+    let session = lines.last().unwrap()["result"]["sessionId"].clone();
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}})
+        .to_string(),
+    );
+    crate::harness::wait_until("the child's command to start", || {
+        fixture.project.join("started").exists()
+    });
+    raw.finish();
+    let tasks = crate::orchestration::task_records(&fixture);
+    assert_eq!(tasks.len(), 1, "{tasks:#?}");
+    assert_eq!(tasks[0]["status"], "stopped", "{tasks:#?}");
+    let entries = crate::harness::assert_valid_session(&fixture.only_session());
+    crate::harness::assert_every_tool_call_answered(&crate::harness::messages(&entries));
+}

@@ -891,3 +891,68 @@ fn end_of_input_mid_turn_stops_the_child_and_exits_cleanly() {
     let entries = crate::harness::assert_valid_session(&fixture.only_session());
     crate::harness::assert_every_tool_call_answered(&crate::harness::messages(&entries));
 }
+
+#[test]
+fn a_write_shows_its_diff_and_a_cut_reply_ends_with_max_tokens() {
+    let fixture = Fixture::new();
+    let s = &fixture.server;
+    s.script(
+        Rule::new(Match::last_user("ACP-WRITE").and(Match::assistant_turns(0))).reply(
+            Reply::tool_call(
+                "call_write",
+                "write",
+                json!({"path": "out.txt", "content": "written by the model\n"}),
+            ),
+        ),
+    );
+    s.script(Rule::new(Match::last_user("ACP-WRITE")).reply(Reply::text("Wrote it.")));
+    s.script(
+        Rule::new(Match::last_user("ACP-LONG"))
+            .reply(Reply::text("This answer is cut").stop(cadre_testkit::StopKind::Length)),
+    );
+    let mut raw = Raw::start(&fixture);
+    initialize(&mut raw, json!({}));
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                "params": {"cwd": fixture.project, "mcpServers": []}})
+        .to_string(),
+    );
+    let lines = raw.until_response(2);
+    let session = lines.last().unwrap()["result"]["sessionId"].clone();
+    let prompt = |id: i64, text: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+               "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}})
+        .to_string()
+    };
+    raw.send(&prompt(3, "ACP-WRITE"));
+    let lines = raw.until_response(3);
+    assert_eq!(lines.last().unwrap()["result"]["stopReason"], "end_turn");
+    let updates = updates_of(&lines);
+    let path = fixture.project.join("out.txt");
+    let start = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == "call_write")
+        .unwrap_or_else(|| panic!("{updates:#?}"));
+    assert_eq!(start["kind"], "edit");
+    assert_eq!(
+        start["locations"][0]["path"],
+        path.to_string_lossy().as_ref()
+    );
+    assert_eq!(start["content"][0]["type"], "diff", "{start}");
+    assert_eq!(start["content"][0]["newText"], "written by the model\n");
+    let done = updates
+        .iter()
+        .find(|u| u["toolCallId"] == "call_write" && u["status"] == "completed")
+        .unwrap_or_else(|| panic!("{updates:#?}"));
+    assert_eq!(done["content"][0]["type"], "diff", "{done}");
+    assert!(path.exists());
+
+    raw.send(&prompt(4, "ACP-LONG"));
+    let lines = raw.until_response(4);
+    assert_eq!(
+        lines.last().unwrap()["result"]["stopReason"],
+        "max_tokens",
+        "{lines:#?}"
+    );
+    raw.finish();
+}

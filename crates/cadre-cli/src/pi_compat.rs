@@ -102,7 +102,6 @@ const OTHER_COMMANDS: &[(&str, &str)] = &[
         "auth",
         "logins: keys come from the environment, models.json or auth.json",
     ),
-    ("mcp", "MCP servers"),
     ("init", "set-up: `cadre doctor` checks the configuration"),
     ("setup", "set-up: `cadre doctor` checks the configuration"),
     ("version", "a version command: `cadre --version`"),
@@ -360,7 +359,7 @@ mod tests {
         let raw = os(&["cadre"]);
         let hint = command_word_hint(&strings(&["login"]), &raw).unwrap();
         assert!(hint.contains("keys come from the environment"), "{hint}");
-        assert!(command_word_hint(&strings(&["mcp", "add", "srv"]), &raw).is_some());
+        assert!(command_word_hint(&strings(&["plugin", "add", "srv"]), &raw).is_some());
         // A sentence typed without quotes is a prompt.
         let prose = strings(&["init", "a", "new", "cargo", "project"]);
         assert_eq!(command_word_hint(&prose, &raw), None);

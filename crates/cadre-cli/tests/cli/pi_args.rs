@@ -65,7 +65,7 @@ fn subcommand_words_are_not_sent_as_prompts() {
         vec!["-p", "--model", Wire::Anthropic.model(), "list"],
         vec!["update"],
         vec!["login"],
-        vec!["mcp", "add", "server"],
+        vec!["plugin", "add", "server"],
     ] {
         let out = fixture.run(&args);
         let line = out.assert_one_line_error();
@@ -73,8 +73,11 @@ fn subcommand_words_are_not_sent_as_prompts() {
         assert!(line.contains("cadre -p -- \""), "{line}");
     }
     assert!(fixture.server.requests().is_empty());
-    // Real subcommands are untouched.
+    // Real subcommands are untouched; `cadre mcp` is the MCP server and takes no words.
     fixture.run(&["agents"]).assert_success();
+    let out = fixture.run(&["mcp", "add", "server"]);
+    let line = out.assert_one_line_error();
+    assert!(line.contains("unexpected argument 'add'"), "{line}");
     // After `--` (or as a sentence) the words are a prompt.
     let out = fixture.run_print(Wire::Anthropic, &["--", "install ROUTE-PI"]);
     out.assert_success();

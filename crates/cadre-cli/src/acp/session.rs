@@ -31,6 +31,9 @@ pub struct Sessions {
     /// The client declared the `subagents` capability (children as subagent sessions).
     pub subagents: AtomicBool,
     open: Mutex<HashMap<String, Arc<Session>>>,
+    /// Ids being loaded now: a second load of one of them is refused, as a load of an open
+    /// session is (two hosts must never write one session file).
+    loading: Mutex<std::collections::HashSet<String>>,
 }
 
 pub struct Session {
@@ -51,6 +54,7 @@ impl Sessions {
             args,
             subagents: AtomicBool::new(false),
             open: Mutex::new(HashMap::new()),
+            loading: Mutex::new(std::collections::HashSet::new()),
         }
     }
 
@@ -103,10 +107,38 @@ impl Sessions {
             if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
                 return Err(format!("`{id}` is not a session id"));
             }
-            if self.get(id).is_ok() {
+            let fresh = self
+                .loading
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(id.to_string());
+            if !fresh || self.get(id).is_ok() {
+                if fresh {
+                    self.done_loading(id);
+                }
                 return Err(format!("session `{id}` is already open"));
             }
+            let opened = self.start(cx, cwd, mcp_servers, load).await;
+            self.done_loading(id);
+            return opened;
         }
+        self.start(cx, cwd, mcp_servers, load).await
+    }
+
+    fn done_loading(&self, id: &str) {
+        self.loading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
+    }
+
+    async fn start(
+        &self,
+        cx: &ConnectionTo<Client>,
+        cwd: &Path,
+        mcp_servers: &[Value],
+        load: Option<&str>,
+    ) -> Result<(String, Vec<cadre_protocol::Message>), Refusal> {
         let servers = mcp_configs(mcp_servers)?;
         let ctx = HostContext::load(cwd, self.args.trust, runtime_key(&self.args))
             .map_err(|e| one_line(&e))?;

@@ -415,6 +415,7 @@ pub fn tool_call_start(
     json!({
         "sessionUpdate": "tool_call",
         "toolCallId": id,
+        "name": name,
         "title": tools::title(name, args),
         "kind": tools::kind(name),
         "status": status,

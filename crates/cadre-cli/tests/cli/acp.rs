@@ -687,6 +687,7 @@ fn the_editors_mcp_servers_give_the_session_their_tools() {
     // `other` is ACP's default kind, left out on the wire.
     assert!(call["kind"].is_null() || call["kind"] == "other", "{call}");
     assert_eq!(call["title"], "mcp__edtools__lookup");
+    assert_eq!(call["name"], "mcp__edtools__lookup");
     assert!(
         updates.iter().any(|u| u["toolCallId"] == "call_mcp"
             && u["status"] == "completed"

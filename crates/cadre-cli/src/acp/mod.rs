@@ -132,11 +132,11 @@ async fn serve(
                 let servers = to_values(&request.mcp_servers);
                 let cwd: PathBuf = request.cwd.clone();
                 tokio::spawn(async move {
-                    let answer = match sessions.open(&cx, &cwd, &servers, None).await {
+                    // A connection already gone cannot be answered; nothing else to do.
+                    let _answered = match sessions.open(&cx, &cwd, &servers, None).await {
                         Ok((id, _)) => responder.respond(NewSessionResponse::new(id)),
                         Err(e) => responder.respond_with_error(refused(e)),
                     };
-                    drop(answer);
                 });
                 Ok(())
             },
@@ -149,7 +149,8 @@ async fn serve(
                 let cwd: PathBuf = request.cwd.clone();
                 let id = request.session_id.0.to_string();
                 tokio::spawn(async move {
-                    let answer = match sessions.open(&cx, &cwd, &servers, Some(&id)).await {
+                    // A connection already gone cannot be answered; nothing else to do.
+                    let _answered = match sessions.open(&cx, &cwd, &servers, Some(&id)).await {
                         Ok((id, history)) => {
                             // The history goes out before the answer, as ACP asks.
                             for update in replay::history(&history, &cwd) {
@@ -165,7 +166,6 @@ async fn serve(
                         }
                         Err(e) => responder.respond_with_error(refused(e)),
                     };
-                    drop(answer);
                 });
                 Ok(())
             },
@@ -177,14 +177,14 @@ async fn serve(
                 let id = request.session_id.0.to_string();
                 let content = content::user_content(&to_values(&request.prompt));
                 tokio::spawn(async move {
-                    let answer = match content {
+                    // A connection already gone cannot be answered; nothing else to do.
+                    let _answered = match content {
                         Err(e) => responder.respond_with_error(invalid(e)),
                         Ok(content) => match sessions.prompt(&id, content).await {
                             Ok(stop) => responder.respond(PromptResponse::new(stop)),
                             Err(e) => responder.respond_with_error(refused(e)),
                         },
                     };
-                    drop(answer);
                 });
                 Ok(())
             },

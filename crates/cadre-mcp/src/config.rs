@@ -48,7 +48,8 @@ impl McpTransport {
     }
 
     /// What it runs or where it connects, without argument, environment or header values
-    /// (they may hold secrets).
+    /// (they may hold secrets); of a URL only `scheme://host[:port]`, since its path, query
+    /// and user info can hold an expanded `${TOKEN}`.
     pub fn target(&self) -> String {
         match self {
             McpTransport::Stdio { command, .. } => command.clone(),
@@ -57,17 +58,55 @@ impl McpTransport {
     }
 }
 
-/// A URL's scheme, host and path: no user info, query or fragment.
-fn url_without_secrets(url: &str) -> String {
-    let cut = url.find(['?', '#']).unwrap_or(url.len());
-    let url = &url[..cut];
+/// A URL's scheme, host and port: no user info, path, query or fragment.
+pub fn url_without_secrets(url: &str) -> String {
     match url.split_once("://") {
         Some((scheme, rest)) => {
-            let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
-            format!("{scheme}://{rest}")
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+            let host = authority
+                .rsplit_once('@')
+                .map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}")
         }
-        None => url.to_string(),
+        None => "(not a URL)".to_string(),
     }
+}
+
+/// Why `url` cannot be an HTTP server's endpoint, if it cannot: only `http` and `https`.
+fn check_url(url: &str) -> Result<(), String> {
+    let scheme = url.split_once("://").map(|(scheme, _)| scheme);
+    match scheme {
+        Some(s) if s.eq_ignore_ascii_case("http") || s.eq_ignore_ascii_case("https") => Ok(()),
+        Some(s) if s.len() <= 16 && s.chars().all(|c| c.is_ascii_alphanumeric()) => Err(format!(
+            "the url's scheme is {s:?}; an http server needs an http:// or https:// URL"
+        )),
+        _ => Err("the url is not an http:// or https:// URL".into()),
+    }
+}
+
+impl McpTransport {
+    /// Why this transport cannot be used, if it cannot (for configurations not parsed from
+    /// an entry, or whose variables were expanded since).
+    pub fn check(&self) -> Result<(), String> {
+        match self {
+            McpTransport::Http { url, .. } => check_url(url),
+            McpTransport::Stdio { env, .. } => env.keys().try_for_each(|k| check_env_key(k)),
+        }
+    }
+}
+
+/// Why `key` cannot be an environment variable's name, if it cannot.
+fn check_env_key(key: &str) -> Result<(), String> {
+    if key.is_empty() {
+        return Err("an `env` key is empty".into());
+    }
+    if key.contains(['=', '\0']) {
+        return Err(format!(
+            "the `env` key {:?} holds `=` or NUL, which no variable name can",
+            crate::shown::server_text(key)
+        ));
+    }
+    Ok(())
 }
 
 // Environment values, arguments and headers can carry tokens: Debug shows their keys only.
@@ -167,6 +206,18 @@ impl McpTransport {
                     .command
                     .filter(|c| !c.trim().is_empty())
                     .ok_or("a stdio server needs a `command`")?;
+                for key in entry.env.keys() {
+                    check_env_key(key)?;
+                }
+                if entry
+                    .env
+                    .values()
+                    .chain(&entry.args)
+                    .any(|v| v.contains('\0'))
+                    || command.contains('\0')
+                {
+                    return Err("a `command`, argument or `env` value holds NUL".into());
+                }
                 Ok(McpTransport::Stdio {
                     command,
                     args: entry.args,
@@ -182,6 +233,10 @@ impl McpTransport {
                     .url
                     .filter(|u| !u.trim().is_empty())
                     .ok_or("an http server needs a `url`")?;
+                // A URL made of variables is checked once they are expanded.
+                if !url.contains("${") {
+                    check_url(&url)?;
+                }
                 Ok(McpTransport::Http {
                     url,
                     headers: entry.headers,
@@ -358,6 +413,35 @@ mod tests {
     }
 
     #[test]
+    fn urls_need_http_and_env_keys_must_be_names() {
+        for (entry, why) in [
+            (json!({"url": "file:///etc/passwd"}), "scheme is \"file\""),
+            (
+                json!({"type": "http", "url": "ws://h/mcp"}),
+                "scheme is \"ws\"",
+            ),
+            (json!({"url": "h/mcp"}), "not an http:// or https:// URL"),
+            (
+                json!({"command": "x", "env": {"": "v"}}),
+                "`env` key is empty",
+            ),
+            (
+                json!({"command": "x", "env": {"A=B": "v"}}),
+                "holds `=` or NUL",
+            ),
+            (
+                json!({"command": "x", "env": {"A\0": "v"}}),
+                "holds `=` or NUL",
+            ),
+            (json!({"command": "x", "args": ["a\0"]}), "holds NUL"),
+        ] {
+            let err = McpTransport::from_entry(&entry).unwrap_err();
+            assert!(err.contains(why), "{entry}: {err}");
+        }
+        assert!(McpTransport::from_entry(&json!({"url": "HTTPS://h/mcp"})).is_ok());
+    }
+
+    #[test]
     fn entries_round_trip_and_debug_hides_values() {
         for value in [
             json!({"command": "c", "args": ["a"], "env": {"TOKEN": "secret"}}),
@@ -369,8 +453,11 @@ mod tests {
             assert!(!debug.contains("secret"), "{debug}");
         }
         assert_eq!(
-            url_without_secrets("https://u:p@h:1/m?k=secret#f"),
-            "https://h:1/m"
+            url_without_secrets("https://u:p@h:1/m/secret?k=secret#f"),
+            "https://h:1"
         );
+        assert_eq!(url_without_secrets("https://h?k=s"), "https://h");
+        let http = McpTransport::from_entry(&json!({"url": "https://h/t0ken/mcp?k=v"})).unwrap();
+        assert_eq!(http.target(), "https://h");
     }
 }

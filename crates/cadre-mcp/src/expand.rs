@@ -64,6 +64,20 @@ fn expand_map(
         .collect()
 }
 
+/// Where the scheme and host of a URL end (user info counts as past them).
+fn authority_end(url: &str) -> usize {
+    let Some(start) = url.find("://").map(|i| i + 3) else {
+        return 0;
+    };
+    let end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    match url[start..end].rfind('@') {
+        Some(_) => start,
+        None => end,
+    }
+}
+
 /// The configuration with every variable expanded, or an error naming the missing ones.
 pub fn expand_config(
     config: &McpServerConfig,
@@ -85,10 +99,28 @@ pub fn expand_config(
             env: expand_map(env, lookup, &mut missing),
             cwd: cwd.clone(),
         },
-        McpTransport::Http { url, headers } => McpTransport::Http {
-            url: expand_str(url, lookup, &mut missing),
-            headers: expand_map(headers, lookup, &mut missing),
-        },
+        McpTransport::Http { url, headers } => {
+            // What a variable puts into a header or past the URL's host (a path segment, the
+            // query, user info) is taken for a credential: it becomes a secret of this process,
+            // redacted wherever it shows up (an error that quotes the URL, a warning).
+            let used = std::cell::RefCell::new(Vec::new());
+            let recording = |name: &str| {
+                let value = lookup(name);
+                if let Some(v) = &value {
+                    used.borrow_mut().push(v.clone());
+                }
+                value
+            };
+            let split = authority_end(url);
+            let host = expand_str(&url[..split], lookup, &mut missing);
+            let rest = expand_str(&url[split..], &recording, &mut missing);
+            let headers = expand_map(headers, &recording, &mut missing);
+            cadre_protocol::redact::set_secrets(used.into_inner());
+            McpTransport::Http {
+                url: host + &rest,
+                headers,
+            }
+        }
     };
     if !missing.is_empty() {
         return Err(format!(
@@ -159,6 +191,37 @@ mod tests {
     }
 
     #[test]
+    fn url_and_header_values_become_secrets() {
+        let lookup = |name: &str| match name {
+            "HOST" => Some("mcp.example.com".to_string()),
+            "KEY" => Some("sk-url-key-0123456789".to_string()),
+            "HDR" => Some("header-secret-0123".to_string()),
+            _ => None,
+        };
+        let config = McpServerConfig {
+            name: "s".into(),
+            transport: McpTransport::Http {
+                url: "https://${HOST}/mcp?api_key=${KEY}".into(),
+                headers: [("Authorization".to_string(), "Bearer ${HDR}".to_string())].into(),
+            },
+        };
+        let McpTransport::Http { url, .. } = expand_config(&config, &lookup).unwrap().transport
+        else {
+            panic!()
+        };
+        assert_eq!(
+            url,
+            "https://mcp.example.com/mcp?api_key=sk-url-key-0123456789"
+        );
+        let shown =
+            cadre_protocol::redact::redact_str(&format!("{url} header-secret-0123")).into_owned();
+        assert_eq!(
+            shown,
+            "https://mcp.example.com/mcp?api_key=[redacted] [redacted]"
+        );
+    }
+
+    #[test]
     fn missing_variables_are_named_once() {
         let (_, missing) = expand("${A}/${B}/${A}");
         assert_eq!(missing, ["A", "B"]);
@@ -170,6 +233,9 @@ mod tests {
             },
         };
         let err = expand_config(&config, &env).unwrap_err();
+        assert_eq!(authority_end("https://h:1/p?q"), 11);
+        assert_eq!(authority_end("https://u:p@h/p"), 8);
+        assert_eq!(authority_end("${URL}"), 0);
         assert!(
             err.starts_with("missing environment variable(s) HOST"),
             "{err}"

@@ -3,8 +3,8 @@
 //!
 //! `config` is the `mcpServers` format, `expand` its `${VAR}` expansion, `names` the name
 //! rules, `sources` where configurations come from (and trust), `server` one running server,
-//! `tool` its tools as cadre tools, `result` what a call's result becomes, and `set` the
-//! servers of one root session.
+//! `tool` its tools as cadre tools, `result` what a call's result becomes, `set` the
+//! servers of one root session, and `shown` what of all that may reach the terminal.
 
 pub mod config;
 pub mod expand;
@@ -12,6 +12,7 @@ pub mod names;
 pub mod result;
 pub mod server;
 pub mod set;
+pub mod shown;
 pub mod sources;
 pub mod tool;
 

@@ -18,7 +18,9 @@ fn is_name_char(c: char) -> bool {
 
 /// Why `name` cannot be a server name, if it cannot. Claude Code allows letters, digits, `-`
 /// and `_`; `__` is refused too, because it separates the server from the tool in a tool's
-/// name (`a__b` + `c` and `a` + `b__c` would both be `mcp__a__b__c`).
+/// name (`a__b` + `c` and `a` + `b__c` would both be `mcp__a__b__c`), and so is a leading or
+/// trailing `_`. With these rules the server of `mcp__<rest>` is always `rest` up to its first
+/// `__` ([`server_of`]).
 pub fn check_server_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("a server name cannot be empty".into());
@@ -28,6 +30,15 @@ pub fn check_server_name(name: &str) -> Result<(), String> {
     }
     if name.contains("__") {
         return Err("a server name cannot contain `__` (it separates server and tool)".into());
+    }
+    // `a_` + tool `x` and `a` + tool `_x` would both be `mcp__a___x`, and a role's `mcp__a`
+    // would grant server `a_`'s tools; a leading `_` blurs the prefix the same way.
+    if name.starts_with('_') || name.ends_with('_') {
+        return Err(
+            "a server name cannot start or end with `_` (it would run into the `__` \
+                    around it)"
+                .into(),
+        );
     }
     if name.len() > MAX_SERVER_NAME {
         return Err(format!(
@@ -64,6 +75,14 @@ fn fnv1a(bytes: &[u8]) -> u32 {
     })
 }
 
+/// The server part of an MCP tool's name (`fs` of `mcp__fs__read`).
+pub fn server_of(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix(PREFIX)?;
+    rest.find("__")
+        .map(|i| &rest[..i])
+        .filter(|s| !s.is_empty())
+}
+
 /// Whether `name` is an MCP tool's name.
 pub fn is_mcp_tool(name: &str) -> bool {
     name.starts_with(PREFIX)
@@ -90,6 +109,9 @@ mod tests {
             ("ü", "letters"),
             ("a__b", "`__`"),
             ("__", "`__`"),
+            ("a_", "start or end with `_`"),
+            ("_a", "start or end with `_`"),
+            ("_", "start or end with `_`"),
             (&"x".repeat(MAX_SERVER_NAME + 1), "at most"),
         ] {
             let err = check_server_name(bad).unwrap_err();
@@ -129,5 +151,10 @@ mod tests {
         assert!(tool_name("fs", "read.file").starts_with("mcp__fs__read_file_"));
         assert_eq!(tool_name("fs", &"t".repeat(200)).len(), MAX_TOOL_NAME);
         assert!(is_mcp_tool("mcp__fs__x") && !is_mcp_tool("read"));
+        // A tool whose name starts with `_` still belongs to its server.
+        assert_eq!(tool_name("a", "_x"), "mcp__a___x");
+        assert_eq!(server_of("mcp__a___x"), Some("a"));
+        assert_eq!(server_of("mcp__fs__read"), Some("fs"));
+        assert_eq!(server_of("mcp__fs"), None);
     }
 }

@@ -1,7 +1,8 @@
 //! An MCP `tools/call` result as a cadre tool result.
 //!
-//! Text stays text; images stay images (the model layer replaces them for text-only models);
-//! audio, resource links and embedded resources become text that says what they are;
+//! Text stays text; images of the types providers take (PNG, JPEG, GIF, WebP, as valid
+//! base64) stay images (the model layer replaces them for text-only models), others become a
+//! note; audio, resource links and embedded resources become text that says what they are;
 //! `structuredContent` is the text when there is no content. The text is cut to the limits of
 //! every other tool's output, and `isError` is the result's error flag.
 
@@ -15,6 +16,22 @@ use serde_json::{Value, json};
 pub const MAX_IMAGE_BASE64: usize = 5 * 1024 * 1024;
 /// The most images kept from one result.
 pub const MAX_IMAGES: usize = 8;
+
+/// The image types every provider takes; any other would make the next request fail.
+pub const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// Whether `data` is standard, padded base64 (what providers decode).
+fn is_base64(data: &str) -> bool {
+    let bytes = data.as_bytes();
+    if bytes.is_empty() || bytes.len() % 4 != 0 {
+        return false;
+    }
+    let body = data.trim_end_matches('=');
+    bytes.len() - body.len() <= 2
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
+}
 
 /// Map a `CallToolResult` (as JSON) from server `server`'s tool `tool`.
 pub fn map_result(server: &str, tool: &str, result: &Value) -> ToolOutput {
@@ -53,8 +70,15 @@ pub fn map_result(server: &str, tool: &str, result: &Value) -> ToolOutput {
                     push(&format!(
                         "[image {mime} left out: more than {MAX_IMAGES} images]"
                     ));
-                } else if !mime.starts_with("image/") {
-                    push(&format!("[image with unusable type {mime:?} left out]"));
+                } else if !IMAGE_TYPES.contains(&mime) {
+                    push(&format!(
+                        "[image with unusable type {:?} left out]",
+                        crate::shown::server_text(mime)
+                    ));
+                } else if !is_base64(data) {
+                    push(&format!(
+                        "[image {mime} left out: its data is not valid base64]"
+                    ));
                 } else {
                     images.push(ContentBlock::Image {
                         data: data.to_string(),
@@ -170,6 +194,10 @@ mod tests {
                 {"type": "text", "text": "hello"},
                 {"type": "image", "data": "aGk=", "mimeType": "image/png"},
                 {"type": "image", "data": "aGk=", "mimeType": "text/html"},
+                {"type": "image", "data": "aGk=", "mimeType": "image/svg+xml"},
+                {"type": "image", "data": "not base64!", "mimeType": "image/jpeg"},
+                {"type": "image", "data": "aGk", "mimeType": "image/gif"},
+                {"type": "image", "data": "", "mimeType": "image/webp"},
                 {"type": "audio", "data": "aGk=", "mimeType": "audio/wav"},
                 {"type": "resource_link", "uri": "file:///a", "name": "a", "description": "the a"},
                 {"type": "resource", "resource": {"uri": "file:///b", "text": "bee"}},
@@ -182,6 +210,10 @@ mod tests {
         for want in [
             "hello",
             "[image with unusable type \"text/html\" left out]",
+            "[image with unusable type \"image/svg+xml\" left out]",
+            "[image image/jpeg left out: its data is not valid base64]",
+            "[image image/gif left out: its data is not valid base64]",
+            "[image image/webp left out: its data is not valid base64]",
             "[audio audio/wav not shown]",
             "[resource link: file:///a (a) — the a]",
             "[resource file:///b]\nbee",

@@ -130,7 +130,7 @@ impl Configured {
             Some(lookup) => expand_config(config, lookup),
             None => Ok(config.clone()),
         };
-        let config = match expanded {
+        let config = match expanded.and_then(|c| c.transport.check().map(|()| c)) {
             Ok(config) => config,
             Err(why) => {
                 self.notes.push(format!(
@@ -270,7 +270,8 @@ mod tests {
         write(
             &f.user_settings,
             r#"{"mcpServers": {"ok": {"command": "x"}, "bad name": {"command": "x"},
-               "a__b": {"command": "x"}, "v": {"command": "${MISSING}"}, "e": {}}}"#,
+               "a__b": {"command": "x"}, "v": {"command": "${MISSING}"}, "e": {},
+               "a_": {"command": "x"}, "u": {"url": "${SCHEME:-ftp}://h/mcp"}}}"#,
         );
         write(&f.project_mcp_json, "{not json");
         write(&f.project_settings, r#"{"mcpServers": 1}"#);
@@ -281,6 +282,10 @@ mod tests {
             "MCP server \"bad name\" (in ",
             "may hold only letters",
             "cannot contain `__`",
+            "MCP server \"a_\" (in ",
+            "cannot start or end with `_`",
+            "MCP server `u` (in ",
+            "scheme is \"ftp\"",
             "MCP server `v` (in ",
             "missing environment variable(s) MISSING",
             "\"e\": a stdio server needs a `command`",

@@ -196,6 +196,7 @@ impl Sessions {
             cwd.to_path_buf(),
             self.subagents.load(Ordering::SeqCst),
             current,
+            Some(host.manager()),
         );
         let (barrier, barriers) = mpsc::unbounded_channel();
         tokio::spawn(forward(started.events, barriers, view, cx.clone()));

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use cadre_core::orchestrator::manager::TaskEvent;
+use cadre_core::orchestrator::manager::{TaskEvent, TaskManager};
 use cadre_host::HostEvent;
 use cadre_protocol::{AgentEvent, AssistantMessageEvent, TaskStatus};
 use serde_json::{Value, json};
@@ -48,6 +48,8 @@ pub struct View {
     ended_calls: std::collections::HashSet<String>,
     current: CurrentCall,
     tasks: HashMap<String, TaskView>,
+    /// Where an ended task's output is read from.
+    manager: Option<TaskManager>,
 }
 
 struct TaskView {
@@ -62,7 +64,13 @@ struct TaskView {
 }
 
 impl View {
-    pub fn new(session: String, cwd: PathBuf, subagents: bool, current: CurrentCall) -> View {
+    pub fn new(
+        session: String,
+        cwd: PathBuf,
+        subagents: bool,
+        current: CurrentCall,
+        manager: Option<TaskManager>,
+    ) -> View {
         View {
             session,
             cwd,
@@ -72,7 +80,15 @@ impl View {
             ended_calls: std::collections::HashSet::new(),
             current,
             tasks: HashMap::new(),
+            manager,
         }
+    }
+
+    /// An ended task's output (its result), if it has one.
+    fn output_of(&self, task_id: &str) -> Option<String> {
+        let snapshot = self.manager.as_ref()?.snapshot(task_id).ok()?;
+        let output = snapshot.output.trim();
+        (!output.is_empty()).then(|| tail(output).to_string())
     }
 
     pub fn on_event(&mut self, event: &HostEvent) -> Vec<Update> {
@@ -258,20 +274,37 @@ impl View {
                         TaskStatus::Failed | TaskStatus::Running => json!("error"),
                     };
                     let parent = task.parent_session.clone();
-                    return vec![Update {
+                    let mut out = Vec::new();
+                    if let Some(output) = self.output_of(task_id) {
+                        out.push(Update {
+                            session: task_id.clone(),
+                            update: chunk("agent_message_chunk", &output),
+                        });
+                    }
+                    out.push(Update {
                         session: parent,
                         update: json!({
                             "sessionUpdate": "subagent_update",
                             "sessionId": task_id,
                             "state": {"state": "idle", "stopReason": stop},
                         }),
-                    }];
+                    });
+                    return out;
                 }
                 let done = match status {
                     TaskStatus::Completed | TaskStatus::Partial => "completed",
                     _ => "failed",
                 };
-                self.task_progress(task_id, Some(done))
+                let mut out = self.task_progress(task_id, Some(done));
+                // A background task's own call ends with the task's result.
+                if let Some(last) = out.last_mut()
+                    && last.update.get("status").is_some()
+                    && let Some(output) = self.output_of(task_id)
+                    && let Some(content) = last.update["content"].as_array_mut()
+                {
+                    content.push(tools::text_content(&output));
+                }
+                out
             }
         }
     }

@@ -15,7 +15,9 @@ use serde_json::{Value, json};
 use crate::harness::{Fixture, HANG_GUARD, tool_result_text};
 
 const CHILD: &str = "[acp-child]";
-const CHILD_ANSWER: &str = "The notes start with alpha line.";
+const CHILD_ANSWER: &str = "The notes start with alpha line.\nThat is the whole report.";
+/// The second line of the child's answer: in its result, never in a turn's preview.
+const CHILD_SECOND_LINE: &str = "That is the whole report.";
 const FINAL: &str = "All done: alpha line.";
 
 /// The Python with the ACP SDK, or `None` (with a note) outside CI when it is missing.
@@ -208,7 +210,7 @@ fn a_prompt_streams_chunks_tool_calls_and_the_childs_progress() {
     );
     let last = agent_updates.last().unwrap();
     assert_eq!(last["status"], "completed", "{last}");
-    assert!(last["content"].to_string().contains(CHILD_ANSWER), "{last}");
+    assert!(last["content"].to_string().contains(CHILD_SECOND_LINE), "{last}");
 }
 
 #[test]
@@ -278,7 +280,7 @@ fn session_load_replays_the_history_before_answering() {
         .find(|u| u["toolCallId"] == "call_agent")
         .unwrap();
     assert!(
-        agent["content"].to_string().contains(CHILD_ANSWER),
+        agent["content"].to_string().contains(CHILD_SECOND_LINE),
         "{agent}"
     );
 }
@@ -609,14 +611,16 @@ fn a_client_with_the_subagents_capability_sees_children_as_subagent_sessions() {
                 && u["update"]["content"][0]["sessionId"] == child),
         "{updates:#?}"
     );
+    let child_said: String = updates
+        .iter()
+        .filter(|u| {
+            u["sessionId"] == child && u["update"]["sessionUpdate"] == "agent_message_chunk"
+        })
+        .filter_map(|u| u["update"]["content"]["text"].as_str())
+        .collect();
     assert!(
-        updates.iter().any(|u| u["sessionId"] == child
-            && u["update"]["sessionUpdate"] == "agent_message_chunk"
-            && u["update"]["content"]["text"]
-                .as_str()
-                .unwrap()
-                .contains("alpha line")),
-        "{updates:#?}"
+        child_said.contains(CHILD_SECOND_LINE),
+        "the child's session ends with its result: {updates:#?}"
     );
     raw.finish();
 }
@@ -733,10 +737,10 @@ fn a_background_child_is_a_tool_call_of_its_own_that_completes_with_the_task() {
     assert_eq!(own["title"], "Agent (background): Read in background");
     let id = own["toolCallId"].as_str().unwrap();
     assert!(
-        updates
-            .iter()
-            .any(|u| u["toolCallId"] == id && u["status"] == "completed"),
-        "{updates:#?}"
+        updates.iter().any(|u| u["toolCallId"] == id
+            && u["status"] == "completed"
+            && u["content"].to_string().contains(CHILD_SECOND_LINE)),
+        "the task's own call ends with its result: {updates:#?}"
     );
     // The parent answered the task's notice in the same turn.
     let said: String = updates

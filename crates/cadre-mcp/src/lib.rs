@@ -6,8 +6,10 @@
 //! `tool` its tools as cadre tools, `result` what a call's result becomes, `set` the
 //! servers of one root session, and `shown` what of all that may reach the terminal.
 
+pub mod cause;
 pub mod config;
 pub mod expand;
+pub mod log;
 pub mod names;
 pub mod result;
 pub mod server;

@@ -5,28 +5,52 @@
 //! stderr into a capped log file — never into cadre's own output, which is a protocol channel
 //! in some modes. It inherits cadre's environment (credentials were removed from it at
 //! start-up) plus what its configuration names, and no descriptor past stdio (cadre marks
-//! the ones it inherited close-on-exec). The group is killed when the server is dropped.
+//! the ones it inherited close-on-exec). The group is killed when the server is dropped, when
+//! the process exits through [`stop_all`], and as soon as the server itself exits (what it
+//! started goes with it, and the group's id is never signalled again once it could have been
+//! reused). A SIGKILL of cadre runs none of that: the server then gets SIGKILL from the kernel
+//! (`PR_SET_PDEATHSIG`, Linux), but what it started lives on unless it ends itself when its
+//! parent does — cadre's bash supervisor cannot help here, since it takes stdin for its
+//! lifeline and the server needs stdin for MCP.
+//!
+//! A message over [`MAX_MESSAGE_BYTES`] from a child ends the connection at once (rmcp would
+//! drop the line and leave the call waiting until its timeout): every call in flight fails
+//! with a message that says so.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, Tool};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
+    PaginatedRequestParams, Tool,
+};
 use rmcp::service::{Peer, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
+use crate::cause::{init_cause, service_cause};
 use crate::config::{McpServerConfig, McpTransport};
+pub use crate::log::MAX_LOG_BYTES;
 
-/// The most bytes of a server's stderr kept in its log file.
-pub const MAX_LOG_BYTES: u64 = 1024 * 1024;
 /// The most tools taken from one server (a server listing more is cut, with a warning).
 pub const MAX_TOOLS: usize = 512;
+/// The most `tools/list` pages read from one server.
+pub const MAX_TOOL_PAGES: usize = 64;
+/// The most bytes of tool definitions (serialized) read from one server's listing.
+pub const MAX_LIST_BYTES: usize = 8 * 1024 * 1024;
+/// The largest message taken from a child server (rmcp's own limit is 16 MiB, past which it
+/// drops the line and keeps waiting).
+pub const MAX_MESSAGE_BYTES: usize = 15 * 1024 * 1024;
 
 /// How servers are started and called.
 #[derive(Debug, Clone)]
@@ -82,6 +106,21 @@ pub fn stop_all() {
     }
 }
 
+/// End `pgid` if it is still a live server's group, and forget it. Called while the server
+/// (the group's leader) has exited but is not yet reaped, so the id cannot have been reused.
+fn end_group(pgid: i32) {
+    let mut live = live_groups();
+    if let Some(i) = live.iter().position(|g| *g == pgid) {
+        live.swap_remove(i);
+        kill_group(pgid);
+    }
+}
+
+/// Whether `pgid` is still a live server's group (it was not ended yet).
+pub fn is_live_group(pgid: i32) -> bool {
+    live_groups().contains(&pgid)
+}
+
 /// Kills a child's process group when dropped: the server and whatever it started.
 struct ProcessGroup(i32);
 
@@ -94,11 +133,7 @@ impl ProcessGroup {
 
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
-        let mut live = live_groups();
-        if let Some(i) = live.iter().position(|g| *g == self.0) {
-            live.swap_remove(i);
-            kill_group(self.0);
-        }
+        end_group(self.0);
     }
 }
 
@@ -122,6 +157,10 @@ pub struct Server {
     pub log: Option<PathBuf>,
     /// A note about the start (tools cut at [`MAX_TOOLS`]).
     pub notes: Vec<String>,
+    /// A child's process group id (while it runs).
+    pub pgid: Option<i32>,
+    /// Set when a child sent a message over [`MAX_MESSAGE_BYTES`] (which ended the channel).
+    oversized: Arc<AtomicBool>,
     peer: Peer<RoleClient>,
     limits: ServerLimits,
     /// A child process's channel, which once closed stays closed (an HTTP request can fail
@@ -145,7 +184,7 @@ impl Server {
     ) -> Result<Server, String> {
         // Everything below drops on timeout, which kills a child that was started.
         match tokio::time::timeout(limits.startup_timeout, start(config, place, limits)).await {
-            // An error that quotes the URL must not show its query or user info (tokens).
+            // Causes are cadre's own phrases; a URL in one must still not show its secrets.
             Ok(Err(why)) => Err(match &config.transport {
                 McpTransport::Http { url, .. } => scrub_url(&why, url, &config.transport.target()),
                 McpTransport::Stdio { .. } => why,
@@ -179,16 +218,23 @@ impl Server {
             Ok(result) => serde_json::to_value(result)
                 .map_err(|e| CallFailure::Error(format!("unreadable result: {e}"))),
             Err(rmcp::ServiceError::McpError(e)) => Err(CallFailure::Error(e.message.to_string())),
+            Err(rmcp::ServiceError::TransportClosed) if self.oversized.load(Ordering::Relaxed) => {
+                self.mark_lost();
+                Err(CallFailure::Closed(format!(
+                    "it sent a message over {} MiB, which ended the connection",
+                    MAX_MESSAGE_BYTES / (1024 * 1024)
+                )))
+            }
             Err(rmcp::ServiceError::TransportClosed) => {
                 self.mark_lost();
                 Err(CallFailure::Closed("the connection closed".into()))
             }
             Err(e @ rmcp::ServiceError::TransportSend(_)) => {
                 self.mark_lost();
-                Err(CallFailure::Closed(self.clean(&e.to_string())))
+                Err(CallFailure::Closed(self.clean(&service_cause(&e))))
             }
             // An answer of the wrong kind and the like: the channel itself is fine.
-            Err(e) => Err(CallFailure::Error(self.clean(&e.to_string()))),
+            Err(e) => Err(CallFailure::Error(self.clean(&service_cause(&e)))),
         }
     }
 
@@ -231,6 +277,7 @@ async fn start(
         ClientCapabilities::default(),
         Implementation::new("cadre", env!("CARGO_PKG_VERSION")),
     );
+    let oversized = Arc::new(AtomicBool::new(false));
     let (service, group, log) = match &config.transport {
         McpTransport::Stdio {
             command,
@@ -243,37 +290,54 @@ async fn start(
                 .envs(env)
                 .current_dir(cwd.as_deref().unwrap_or(&place.cwd))
                 .process_group(0)
-                .kill_on_drop(true);
-            die_with_parent(&mut cmd);
-            let (transport, stderr) = TokioChildProcess::builder(cmd)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
+                .kill_on_drop(true);
+            die_with_parent(&mut cmd);
+            let mut child = cmd
                 .spawn()
-                .map_err(|e| format!("cannot run {command}: {e}"))?;
-            let group = transport
+                .map_err(|e| format!("cannot run {command}: {}", e.kind()))?;
+            let group = child
                 .id()
                 .and_then(|pid| i32::try_from(pid).ok())
                 .map(ProcessGroup::new);
+            let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                return Err("its stdin or stdout could not be opened".into());
+            };
             let log = place
                 .log_dir
                 .as_ref()
-                .map(|dir| dir.join(format!("{}.log", config.name)));
-            if let Some(stderr) = stderr {
+                .map(|dir| crate::log::new_log_path(dir, &config.name));
+            if let Some(stderr) = child.stderr.take() {
                 tokio::spawn(drain_stderr(stderr, log.clone()));
             }
-            let service = client
-                .serve(transport)
-                .await
-                .map_err(|e| format!("initialization failed: {e}{}", log_hint(log.as_deref())))?;
+            reap(child, group.as_ref().map(|g| g.0));
+            let stdout = FrameGuard {
+                inner: stdout,
+                line: 0,
+                tripped: oversized.clone(),
+            };
+            let service = client.serve((stdout, stdin)).await.map_err(|e| {
+                format!(
+                    "initialization failed: {}{}",
+                    init_cause(&e),
+                    log_hint(log.as_deref())
+                )
+            })?;
             (service, group, log)
         }
         McpTransport::Http { url, headers } => {
             let http = http_client()?;
             let mut custom = HashMap::new();
             for (name, value) in headers {
-                let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                    .map_err(|_| format!("header name {name:?} is not valid"))?;
+                let name =
+                    reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                        format!(
+                            "header name {:?} is not valid",
+                            crate::shown::server_text(name)
+                        )
+                    })?;
                 let value = reqwest::header::HeaderValue::from_str(value)
                     .map_err(|_| format!("the value of header {name} is not valid"))?;
                 custom.insert(name, value);
@@ -285,28 +349,19 @@ async fn start(
             let service = client
                 .serve(transport)
                 .await
-                .map_err(|e| format!("initialization failed: {e}"))?;
+                .map_err(|e| format!("initialization failed: {}", init_cause(&e)))?;
             (service, None, None)
         }
     };
     let peer = service.peer().clone();
-    let mut tools = peer
-        .list_all_tools()
-        .await
-        .map_err(|e| format!("cannot list its tools: {e}"))?;
-    let mut notes = Vec::new();
-    if tools.len() > MAX_TOOLS {
-        notes.push(format!(
-            "it lists {} tools; only the first {MAX_TOOLS} are used",
-            tools.len()
-        ));
-        tools.truncate(MAX_TOOLS);
-    }
+    let (tools, notes) = list_tools(&peer).await?;
     Ok(Server {
         name: config.name.clone(),
         tools,
         log,
         notes,
+        pgid: group.as_ref().map(|g| g.0),
+        oversized,
         peer,
         limits: limits.clone(),
         stdio: matches!(config.transport, McpTransport::Stdio { .. }),
@@ -318,6 +373,162 @@ async fn start(
         _service: service,
         group: std::sync::Mutex::new(group),
     })
+}
+
+/// The server's tools, page by page, up to [`MAX_TOOLS`], [`MAX_TOOL_PAGES`] pages and
+/// [`MAX_LIST_BYTES`]: a server that pages without end costs a bounded start-up. Anything cut
+/// is a note.
+async fn list_tools(peer: &Peer<RoleClient>) -> Result<(Vec<Tool>, Vec<String>), String> {
+    let mut tools: Vec<Tool> = Vec::new();
+    let mut notes = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut bytes = 0usize;
+    for page in 1..=MAX_TOOL_PAGES {
+        let params = cursor
+            .take()
+            .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+        let listed = peer
+            .list_tools(params)
+            .await
+            .map_err(|e| format!("cannot list its tools: {}", service_cause(&e)))?;
+        for tool in listed.tools {
+            bytes += serde_json::to_string(&tool).map_or(usize::MAX / 2, |t| t.len());
+            if tools.len() >= MAX_TOOLS || bytes > MAX_LIST_BYTES {
+                notes.push(format!(
+                    "it lists more than {} tools or {} MiB of tool definitions; only the first \
+                     {} are used",
+                    MAX_TOOLS,
+                    MAX_LIST_BYTES / (1024 * 1024),
+                    tools.len()
+                ));
+                return Ok((tools, notes));
+            }
+            tools.push(tool);
+        }
+        match listed.next_cursor {
+            Some(next) if !next.is_empty() => cursor = Some(next),
+            _ => return Ok((tools, notes)),
+        }
+        if page == MAX_TOOL_PAGES {
+            notes.push(format!(
+                "it lists its tools in more than {MAX_TOOL_PAGES} pages; only the first \
+                 {MAX_TOOL_PAGES} are used ({} tools)",
+                tools.len()
+            ));
+        }
+    }
+    Ok((tools, notes))
+}
+
+/// Wait for the child's exit, end its process group while the exited server still holds the
+/// group's id (a zombie keeps its pid), then reap it. Where the exit cannot be awaited without
+/// reaping, the group is only forgotten: never signal an id that may belong to someone else.
+fn reap(mut child: tokio::process::Child, pgid: Option<i32>) {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let watcher = pgid.and_then(|pgid| {
+        std::thread::Builder::new()
+            .name("mcp-server-exit".into())
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                if wait_exited(pgid) {
+                    end_group(pgid);
+                } else {
+                    forget_group(pgid);
+                }
+                let _ = tx.send(());
+            })
+            .ok()
+    });
+    tokio::spawn(async move {
+        if watcher.is_some() {
+            // Not reaped before the watcher has seen the exit (or given up).
+            let _ = rx.await;
+        }
+        let _ = child.wait().await;
+        if let Some(pgid) = pgid {
+            forget_group(pgid);
+        }
+    });
+}
+
+/// Forget `pgid` without signalling it.
+fn forget_group(pgid: i32) {
+    live_groups().retain(|g| *g != pgid);
+}
+
+/// Block until process `pid` has exited, leaving it unreaped; false if that cannot be waited
+/// for.
+#[allow(unsafe_code)]
+fn wait_exited(pid: i32) -> bool {
+    #[cfg(target_os = "linux")]
+    loop {
+        // SAFETY: siginfo_t is plain data, for which all zero bytes is a valid value; waitid
+        // writes only into `info`, which lives on this stack.
+        let r = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            return true;
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return false;
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        false
+    }
+}
+
+/// A child's stdout that fails (ending the MCP channel) once a line passes
+/// [`MAX_MESSAGE_BYTES`], and says so in `tripped`.
+struct FrameGuard<R> {
+    inner: R,
+    /// Bytes since the last newline.
+    line: usize,
+    tripped: Arc<AtomicBool>,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for FrameGuard<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if self.tripped.load(Ordering::Relaxed) {
+            return Poll::Ready(Err(oversize_error()));
+        }
+        let before = buf.filled().len();
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {}
+            other => return other,
+        }
+        let new = &buf.filled()[before..];
+        this.line = match new.iter().rposition(|b| *b == b'\n') {
+            Some(i) => new.len() - i - 1,
+            None => this.line.saturating_add(new.len()),
+        };
+        if this.line > MAX_MESSAGE_BYTES {
+            this.tripped.store(true, Ordering::Relaxed);
+            return Poll::Ready(Err(oversize_error()));
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+fn oversize_error() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        "a message from the MCP server is too large",
+    )
 }
 
 /// The server gets SIGKILL when the thread that started it ends: with cadre's single-threaded

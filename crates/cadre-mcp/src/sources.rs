@@ -52,7 +52,7 @@ impl Configured {
             out.read(&files.project_mcp_json, FileKind::McpJson, lookup);
             out.read(&files.project_settings, FileKind::Settings, lookup);
         } else if files.project_mcp_json.exists() {
-            out.notes.push(format!(
+            out.note(format!(
                 "note: {} is ignored: the project is not trusted (`cadre trust` trusts it, \
                  --trust for one run)",
                 files.project_mcp_json.display()
@@ -68,6 +68,11 @@ impl Configured {
         for config in servers {
             self.insert(config, None, None);
         }
+    }
+
+    /// Keep a note, fit for a terminal (one line, bounded, without registered secrets).
+    fn note(&mut self, text: String) {
+        self.notes.push(crate::shown::message(&text));
     }
 
     /// The configurations to start.
@@ -92,7 +97,7 @@ impl Configured {
         let (servers, problems) = match parsed {
             Ok(found) => found,
             Err(why) => {
-                self.notes.push(format!(
+                self.note(format!(
                     "warning: the MCP servers of {} are ignored: {why}",
                     path.display()
                 ));
@@ -100,7 +105,7 @@ impl Configured {
             }
         };
         for problem in problems {
-            self.notes.push(format!(
+            self.note(format!(
                 "warning: MCP server {problem} (in {})",
                 path.display()
             ));
@@ -120,7 +125,7 @@ impl Configured {
             .map(|p| format!(" (in {})", p.display()))
             .unwrap_or_default();
         if let Err(why) = check_server_name(&config.name) {
-            self.notes.push(format!(
+            self.note(format!(
                 "warning: MCP server {:?}{from} is ignored: {why}",
                 config.name
             ));
@@ -133,7 +138,7 @@ impl Configured {
         let config = match expanded.and_then(|c| c.transport.check().map(|()| c)) {
             Ok(config) => config,
             Err(why) => {
-                self.notes.push(format!(
+                self.note(format!(
                     "warning: MCP server `{}`{from} is ignored: {why}",
                     config.name
                 ));

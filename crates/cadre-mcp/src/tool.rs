@@ -17,6 +17,14 @@ pub const MAX_DESCRIPTION: usize = 4096;
 /// schema (the server still checks the arguments).
 pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
 
+/// The most bytes (name, description and serialized schema) of one server's tools passed on:
+/// every request of the root and of its children carries them.
+pub const MAX_SERVER_SPEC_BYTES: usize = 256 * 1024;
+/// The most bytes of all servers' tools together.
+pub const MAX_TOTAL_SPEC_BYTES: usize = 512 * 1024;
+/// The most characters of a server's own tool name quoted in a description.
+pub const MAX_QUOTED_NAME: usize = 128;
+
 /// One tool of one server.
 pub struct McpTool {
     name: String,
@@ -24,6 +32,8 @@ pub struct McpTool {
     description: String,
     schema: Value,
     read_only: bool,
+    /// What its spec adds to a request, in bytes.
+    spec_bytes: usize,
     server: Arc<Server>,
 }
 
@@ -42,17 +52,23 @@ impl McpTool {
             .unwrap_or("");
         let description =
             cadre_tools::truncate::head_on_char_boundary(description, MAX_DESCRIPTION);
+        let description = format!(
+            "{description}{}(MCP tool `{}` of server `{}`)",
+            if description.is_empty() { "" } else { "\n\n" },
+            crate::shown::one_line(&tool.name, MAX_QUOTED_NAME),
+            server.name
+        );
+        let schema = bounded(object_schema(Value::Object((*tool.input_schema).clone())));
+        let spec_bytes = name.len()
+            + description.len()
+            + serde_json::to_string(&schema).map_or(MAX_SCHEMA_BYTES, |s| s.len());
         McpTool {
             name,
             remote: tool.name.to_string(),
-            description: format!(
-                "{description}{}(MCP tool `{}` of server `{}`)",
-                if description.is_empty() { "" } else { "\n\n" },
-                tool.name,
-                server.name
-            ),
-            schema: bounded(object_schema(Value::Object((*tool.input_schema).clone()))),
+            description,
+            schema,
             read_only,
+            spec_bytes,
             server,
         }
     }
@@ -64,6 +80,11 @@ impl McpTool {
 
     pub fn server_name(&self) -> &str {
         &self.server.name
+    }
+
+    /// What its spec adds to every request, in bytes.
+    pub fn spec_bytes(&self) -> usize {
+        self.spec_bytes
     }
 }
 
@@ -183,20 +204,37 @@ fn names_safe(message: &str) -> String {
 }
 
 /// The model-facing tools of `server`, and a note for each tool left out (a name that
-/// collides after it was made to fit).
+/// collides after it was made to fit) and for those past [`MAX_SERVER_SPEC_BYTES`].
 pub fn tools_of(server: &Arc<Server>) -> (Vec<Arc<McpTool>>, Vec<String>) {
     let mut tools: Vec<Arc<McpTool>> = Vec::new();
     let mut notes = Vec::new();
+    let mut bytes = 0;
+    let mut over = 0;
     for tool in &server.tools {
         let name = names::tool_name(&server.name, &tool.name);
         if tools.iter().any(|t| t.name == name) {
             notes.push(format!(
                 "tool {:?} of MCP server `{}` is left out: its name {name} is taken",
-                tool.name, server.name
+                crate::shown::one_line(&tool.name, MAX_QUOTED_NAME),
+                server.name
             ));
             continue;
         }
-        tools.push(Arc::new(McpTool::new(server.clone(), tool, name)));
+        let tool = McpTool::new(server.clone(), tool, name);
+        if over > 0 || bytes + tool.spec_bytes > MAX_SERVER_SPEC_BYTES {
+            over += 1;
+            continue;
+        }
+        bytes += tool.spec_bytes;
+        tools.push(Arc::new(tool));
+    }
+    if over > 0 {
+        notes.push(format!(
+            "{over} tool(s) of MCP server `{}` are left out: its tools' descriptions and \
+             schemas pass {} KiB, which every model request would carry",
+            server.name,
+            MAX_SERVER_SPEC_BYTES / 1024
+        ));
     }
     (tools, notes)
 }

@@ -255,6 +255,15 @@ async fn a_dead_server_fails_its_calls_at_once() {
     let out = call(&w, &set, "mcp__t__lookup", json!({"key": "c"})).await;
     assert!(out.is_error);
     assert!(text(&out).contains("cannot run `lookup`"), "{}", text(&out));
+    // Once the server is gone its group is ended and forgotten: the id is never signalled
+    // again (it could belong to another group by the time the session ends).
+    tokio::time::timeout(GUARD, async {
+        while !set.process_groups().is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the exited server's group is still kept");
 }
 
 #[tokio::test]
@@ -305,9 +314,174 @@ async fn an_unreachable_http_server_is_a_warning_without_its_secrets() {
     let warning = &set.warnings[0];
     assert!(
         warning.starts_with(&format!(
-            "warning: MCP server `web` (http http://127.0.0.1:{port}/mcp) did not start: "
+            "warning: MCP server `web` (http http://127.0.0.1:{port}) did not start: \
+             initialization failed: cannot connect to it (send initialize request)"
         )),
         "{warning}"
     );
     assert!(!warning.contains("secret"), "{warning}");
+}
+
+fn hostile(python: &Path, name: &str, args: &[&str]) -> McpServerConfig {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../cadre-cli/tests/peers/mcp_server_hostile.py")
+        .to_string_lossy()
+        .into_owned();
+    McpServerConfig {
+        name: name.into(),
+        transport: McpTransport::Stdio {
+            command: python.to_string_lossy().into_owned(),
+            args: std::iter::once(script)
+                .chain(args.iter().map(|a| a.to_string()))
+                .collect(),
+            env: Default::default(),
+            cwd: None,
+        },
+    }
+}
+
+async fn start_hostile(w: &World, configs: &[McpServerConfig], limits: ServerLimits) -> McpSet {
+    let place = ServerPlace {
+        cwd: w.dir.path().to_path_buf(),
+        log_dir: Some(w.dir.path().join("logs")),
+    };
+    tokio::time::timeout(GUARD, McpSet::start(configs, &place, &limits))
+        .await
+        .expect("start hung")
+}
+
+#[tokio::test]
+async fn a_server_that_pages_without_end_costs_a_bounded_start() {
+    let Some(w) = World::new() else { return };
+    let set = start_hostile(
+        &w,
+        &[hostile(&w.python, "p", &["pages"])],
+        ServerLimits::default(),
+    )
+    .await;
+    assert_eq!(
+        set.statuses[0].outcome.as_ref().map(|o| o.0 <= 512),
+        Ok(true)
+    );
+    assert!(!set.tools().is_empty());
+    let all = set.warnings.join("\n");
+    assert!(
+        all.contains("MCP server `p`: it lists more than 512 tools"),
+        "{all}"
+    );
+}
+
+#[tokio::test]
+async fn tool_specs_are_capped_per_server_and_in_total() {
+    let Some(w) = World::new() else { return };
+    let configs = [
+        hostile(&w.python, "b1", &["bigschema"]),
+        hostile(&w.python, "b2", &["bigschema"]),
+        hostile(&w.python, "b3", &["bigschema"]),
+    ];
+    let set = start_hostile(&w, &configs, ServerLimits::default()).await;
+    let total: usize = set
+        .tools()
+        .iter()
+        .map(|t| {
+            t.spec().parameters.to_string().len() + t.spec().description.len() + t.name().len()
+        })
+        .sum();
+    assert!(total <= cadre_mcp::tool::MAX_TOTAL_SPEC_BYTES, "{total}");
+    for s in ["b1", "b2"] {
+        let bytes: usize = set
+            .tools()
+            .iter()
+            .filter(|t| t.server_name() == s)
+            .map(|t| t.spec_bytes())
+            .sum();
+        assert!(
+            bytes <= cadre_mcp::tool::MAX_SERVER_SPEC_BYTES,
+            "{s}: {bytes}"
+        );
+        assert!(bytes > 0, "{s}");
+    }
+    let all = set.warnings.join("\n");
+    assert!(
+        all.contains("tool(s) of MCP server `b1` are left out: its tools' descriptions"),
+        "{all}"
+    );
+    assert!(
+        all.contains("tool(s) of MCP server `b3` are left out: the MCP servers' tools together"),
+        "{all}"
+    );
+}
+
+#[tokio::test]
+async fn an_oversized_answer_fails_the_call_at_once() {
+    let Some(w) = World::new() else { return };
+    // The call timeout is the default 10 minutes: only the oversized line can end the call
+    // before the guard.
+    let set = start_hostile(
+        &w,
+        &[hostile(&w.python, "h", &["huge"])],
+        ServerLimits::default(),
+    )
+    .await;
+    let out = call(&w, &set, "mcp__h__big", json!({})).await;
+    assert!(out.is_error);
+    assert!(
+        text(&out).contains("it sent a message over 15 MiB"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[tokio::test]
+async fn server_error_text_reaches_the_terminal_neutralised() {
+    let Some(w) = World::new() else { return };
+    let set = start_hostile(
+        &w,
+        &[hostile(&w.python, "e", &["esc"])],
+        ServerLimits::default(),
+    )
+    .await;
+    assert!(set.tools().is_empty());
+    assert_eq!(set.warnings.len(), 1, "{:?}", set.warnings);
+    let warning = &set.warnings[0];
+    assert!(!warning.chars().any(|c| c.is_control()), "{warning:?}");
+    assert!(warning.contains("FAKE: all good second line"), "{warning}");
+    assert!(warning.len() < 2000, "{}", warning.len());
+    let why = set.statuses[0].outcome.as_ref().unwrap_err();
+    assert!(!why.chars().any(|c| c.is_control()), "{why:?}");
+}
+
+#[tokio::test]
+async fn tools_of_two_servers_never_replace_each_other() {
+    let Some(w) = World::new() else { return };
+    // Names a configuration can no longer give (`a_`), handed to the set directly: the set
+    // itself still refuses to let one tool stand for another.
+    let configs = [
+        hostile(&w.python, "a", &["named", "_x"]),
+        hostile(&w.python, "a_", &["named", "x"]),
+    ];
+    let set = start_hostile(&w, &configs, ServerLimits::default()).await;
+    let names: Vec<(&str, &str)> = set
+        .tools()
+        .iter()
+        .map(|t| (t.name(), t.server_name()))
+        .collect();
+    assert_eq!(names, [("mcp__a___x", "a")]);
+    let all = set.warnings.join("\n");
+    assert!(
+        all.contains("tool mcp__a___x of MCP server `a_` is left out: server `a` has a tool"),
+        "{all}"
+    );
+}
+
+#[tokio::test]
+async fn each_start_logs_to_its_own_file() {
+    let Some(w) = World::new() else { return };
+    let one = w.start(&[("t", &[])], ServerLimits::default()).await;
+    let two = w.start(&[("t", &[])], ServerLimits::default()).await;
+    let logs: Vec<_> = std::fs::read_dir(w.dir.path().join("logs"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    drop((one, two));
+    assert_eq!(logs.len(), 2, "{logs:?}");
 }

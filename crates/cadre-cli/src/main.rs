@@ -115,6 +115,8 @@ fn main() -> ExitCode {
             None => run::run(cli.run).await,
         }
     });
+    // MCP servers a session did not get to stop (a task still held them) end with cadre.
+    cadre_mcp::stop_all();
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -57,7 +57,8 @@ impl Signals {
 /// The first SIGINT or SIGTERM interrupts `host`: no notice wakes the parent any more, the
 /// run is aborted (tools killed, every tool call answered, the session closed properly) and
 /// the tasks are stopped (L6) — a supervisor stopping a subagent sends SIGTERM. A second
-/// signal exits at once, for when the abort itself is stuck. The first signal's number is
+/// signal exits at once, for when the abort itself is stuck (ending the MCP servers' process
+/// groups first). The first signal's number is
 /// stored in the returned cell, so the front end can say the run was interrupted and exit as a
 /// shell expects (128 + signal). Register it before the run starts, so no signal slips
 /// through to the default handler; abort the task when the run is over.
@@ -79,6 +80,8 @@ pub fn interrupt_on_signal(host: InterruptHandle) -> (Arc<AtomicI32>, tokio::tas
                 &mut std::io::stderr(),
                 b"cadre: error: interrupted again; exiting without waiting for the abort\n",
             );
+            // Exiting runs no destructor: the MCP servers' process groups are ended here.
+            cadre_mcp::stop_all();
             std::process::exit(128 + again);
         }
     });

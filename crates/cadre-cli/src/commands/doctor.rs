@@ -292,12 +292,14 @@ fn mcp_section(
             status.transport,
             server.config.transport.target()
         );
+        // One bounded line without registered secrets: the cause can quote the server.
+        let shown = cadre_mcp::shown::message;
         match status.outcome {
-            Ok((tools, read_only)) => r.line(format!(
+            Ok((tools, read_only)) => r.line(shown(&format!(
                 "{what}: started, {} ({read_only} read-only)",
                 plural(tools, "tool")
-            )),
-            Err(why) => r.warn(format!("{what}: did not start: {why}")),
+            ))),
+            Err(why) => r.warn(shown(&format!("{what}: did not start: {why}"))),
         }
     }
 }
@@ -541,8 +543,10 @@ fn role_problems(def: &RoleDef, models: Option<&[ModelInfo]>) -> Vec<RoleProblem
     let mut out = Vec::new();
     let known = |name: &str| {
         name == ALL_TOOLS
-            // MCP tools exist when their servers run; naming an absent one is no error.
-            || cadre_mcp::is_mcp_tool(name)
+            // MCP tools exist when their servers run; naming an absent one is no error, a
+            // malformed `mcp__…` entry is.
+            || (cadre_mcp::is_mcp_tool(name)
+                && !cadre_core::orchestrator::capability::is_malformed_mcp_entry(name))
             || cadre_tools::BUILTIN_TOOL_NAMES.contains(&name)
             || cadre_host::ORCHESTRATION_TOOLS.contains(&name)
     };

@@ -64,6 +64,22 @@ fn stdio_entry(python: &Path, f: &Fixture, args: &[&str]) -> Value {
     })
 }
 
+/// The log of server `server`'s one start in this test (`<server>-<pid>-<n>.log`).
+fn server_log(f: &Fixture, server: &str) -> PathBuf {
+    let logs: Vec<PathBuf> = std::fs::read_dir(f.home.join("logs/mcp"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("{server}-")) && n.ends_with(".log"))
+        })
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    logs[0].clone()
+}
+
 fn marker(f: &Fixture) -> PathBuf {
     f.home.join("deleted.marker")
 }
@@ -392,7 +408,7 @@ fn a_server_that_crashes_mid_call_is_a_tool_error_and_the_run_goes_on() {
     assert!(!is_error && text.contains("alpha line"), "{text}");
     // The server's stderr went to its log, not to cadre's output.
     assert!(!out.stderr.contains("crashing now"), "{}", out.stderr);
-    let log = std::fs::read_to_string(f.home.join("logs/mcp/tools.log")).unwrap();
+    let log = std::fs::read_to_string(server_log(&f, "tools")).unwrap();
     assert!(log.contains("crashing now"), "{log}");
 }
 
@@ -457,7 +473,7 @@ fn a_servers_stderr_flood_does_not_reach_cadres_output() {
     }
     let (is_error, text) = last_result(&root_requests(&f)[1]);
     assert!(!is_error && text.contains("flooded"), "{text}");
-    let log = f.home.join("logs/mcp/tools.log");
+    let log = server_log(&f, "tools");
     let size = std::fs::metadata(&log).unwrap().len();
     assert!(size <= 1024 * 1024 + 200, "log is {size} bytes");
     let text = std::fs::read_to_string(&log).unwrap();
@@ -582,4 +598,138 @@ fn a_server_gets_the_credentials_its_configuration_names_and_no_others() {
     assert!(!named.contains("unset"), "{named}");
     let (_, other) = last_result(&requests[2]);
     assert!(other.contains("unset"), "{other}");
+}
+
+#[test]
+fn secrets_in_an_http_servers_url_never_reach_the_terminal() {
+    let f = Fixture::new();
+    // A port nothing listens on: bound, then released.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    write_settings(
+        &f,
+        json!({"web": {"type": "http",
+            "url": format!("http://127.0.0.1:{port}/${{OPENAI_API_KEY}}/mcp?api_key=${{OPENAI_API_KEY}}")}}),
+    );
+    f.server.script(Rule::always().reply(Reply::text("done")));
+    let key = "sk-url-secret-0123456789abcdef";
+    let mut cmd = f.command(&["-p", "--model", Wire::Anthropic.model(), "hi"]);
+    cmd.env("OPENAI_API_KEY", key);
+    let out = Running::spawn(cmd, None).wait(HANG_GUARD);
+    out.assert_success();
+    assert!(
+        out.stderr.contains(&format!(
+            "warning: MCP server `web` (http http://127.0.0.1:{port}) did not start"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains(key) && !out.stdout.contains(key),
+        "{}",
+        out.stderr
+    );
+    let mut cmd = f.command(&["doctor"]);
+    cmd.env("OPENAI_API_KEY", key);
+    let out = Running::spawn(cmd, None).wait(HANG_GUARD);
+    assert!(
+        out.stdout
+            .contains(&format!("web: http http://127.0.0.1:{port}, from ")),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !out.stderr.contains(key) && !out.stdout.contains(key),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn an_interrupted_run_ends_the_servers_and_what_they_started() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    write_settings(&f, json!({ "tools": stdio_entry(&python, &f, &[]) }));
+    script_root_calls(
+        &f,
+        &[
+            ("mcp__tools__spawn_sleeper", json!({})),
+            ("mcp__tools__slow", json!({"seconds": 600})),
+        ],
+    );
+    let cmd = f.command(&["-p", "--model", Wire::Anthropic.model(), "Sleep."]);
+    let running = Running::spawn(cmd, None);
+    let started = PathBuf::from(format!("{}.started", marker(&f).display()));
+    wait_until("the slow call to start", || started.exists());
+    let requests = root_requests(&f);
+    let (_, text) = last_result(&requests[1]);
+    let pid: String = text.chars().filter(char::is_ascii_digit).collect();
+    let pid: i32 = pid.parse().unwrap();
+    let alive = |pid: i32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        !stat.is_empty() && !stat.contains(") Z ")
+    };
+    assert!(alive(pid));
+    running.signal("INT");
+    let out = running.wait(HANG_GUARD);
+    assert_eq!(out.code, Some(130), "{}", out.stderr);
+    wait_until("the server's own child to end", || !alive(pid));
+}
+
+#[test]
+fn claude_codes_server_wildcard_denies_and_a_miscased_denial_fails_closed() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    write_settings(&f, json!({ "tools": stdio_entry(&python, &f, &[]) }));
+    let agents = f.home.join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("nomcp.md"),
+        "---\nname: nomcp\ndescription: no tools server\ndisallowedTools: mcp__tools__*\n---\nWork.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        agents.join("typo.md"),
+        "---\nname: typo\ndescription: a typo\ndisallowedTools: mcp__Tools\n---\nWork.\n",
+    )
+    .unwrap();
+    let s = &f.server;
+    let child = || Match::first_user(CHILD);
+    let parent = || !Match::first_user(CHILD);
+    s.script(
+        Rule::new(parent().and(Match::AssistantTurns(0))).reply(Reply::tool_call(
+            "a1",
+            "Agent",
+            json!({"subagent_type": "typo", "description": "typo", "prompt": format!("{CHILD} x")}),
+        )),
+    );
+    s.script(
+        Rule::new(parent().and(Match::AssistantTurns(1))).reply(Reply::tool_call(
+            "a2",
+            "Agent",
+            json!({"subagent_type": "nomcp", "description": "no mcp", "prompt": format!("{CHILD} y")}),
+        )),
+    );
+    s.script(Rule::new(parent()).reply(Reply::text("done")));
+    s.script(Rule::new(child()).reply(Reply::text("child done")));
+    f.run_print(Wire::Anthropic, &["Launch."]).assert_success();
+    let requests = root_requests(&f);
+    let (is_error, text) = last_result(&requests[1]);
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("mcp__Tools") && text.contains("case-sensitive"),
+        "{text}"
+    );
+    let children: Vec<RecordedRequest> = s
+        .requests()
+        .into_iter()
+        .filter(|r| r.first_user_text().is_some_and(|t| t.contains(CHILD)))
+        .collect();
+    assert_eq!(children.len(), 1, "only nomcp ran");
+    let tools = Wire::Anthropic.tool_names(&children[0]);
+    assert!(!tools.iter().any(|t| t.starts_with("mcp__")), "{tools:?}");
+    assert!(tools.iter().any(|t| t == "read"), "{tools:?}");
 }

@@ -26,34 +26,83 @@ pub const WRITE_TOOLS: [&str; 2] = ["edit", "write"];
 /// The prefix of MCP servers' tools (`mcp__<server>__<tool>`, SPEC I7).
 pub const MCP_TOOL_PREFIX: &str = "mcp__";
 
-/// In a role's `tools` or `disallowedTools`: every MCP tool. `mcp__<server>` (Claude Code's
-/// form) names every tool of one server.
+/// In a role's `tools` or `disallowedTools`: every MCP tool. `mcp__<server>` and
+/// `mcp__<server>__*` (Claude Code's forms) name every tool of one server.
 pub const ALL_MCP_TOOLS: &str = "mcp__*";
+
+/// What an `mcp__…` entry of a role's list names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum McpEntry<'a> {
+    /// `mcp__*`.
+    All,
+    /// `mcp__<server>` or `mcp__<server>__*`.
+    Server(&'a str),
+    /// `mcp__<server>__<tool>`.
+    Tool(&'a str),
+}
+
+/// How `entry` reads as an MCP entry: `None` when it is not one (no `mcp__` prefix),
+/// `Some(Err(()))` when it is malformed. Server names hold letters, digits, `-` and `_`,
+/// neither start nor end with `_` and hold no `__` (the MCP client refuses others), so the
+/// server of `mcp__<rest>` is `rest` up to its first `__`.
+fn mcp_entry(entry: &str) -> Option<Result<McpEntry<'_>, ()>> {
+    let rest = entry.strip_prefix(MCP_TOOL_PREFIX)?;
+    if rest == "*" {
+        return Some(Ok(McpEntry::All));
+    }
+    let (server, tool) = match rest.find("__") {
+        Some(i) => (&rest[..i], Some(&rest[i + 2..])),
+        None => (rest, None),
+    };
+    let name_chars = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    if !name_chars(server) || server.starts_with('_') || server.ends_with('_') {
+        return Some(Err(()));
+    }
+    Some(match tool {
+        None | Some("*") => Ok(McpEntry::Server(server)),
+        Some(tool) if name_chars(tool) => Ok(McpEntry::Tool(server)),
+        Some(_) => Err(()),
+    })
+}
+
+/// Whether `entry` starts with `mcp__` yet is none of the forms a role may write.
+pub fn is_malformed_mcp_entry(entry: &str) -> bool {
+    matches!(mcp_entry(entry), Some(Err(())))
+}
+
+/// The server of an MCP tool's name (`fs` of `mcp__fs__read`).
+fn server_of(name: &str) -> Option<&str> {
+    match mcp_entry(name) {
+        Some(Ok(McpEntry::Tool(server))) => Some(server),
+        _ => None,
+    }
+}
 
 /// Whether `entry` of a role's list names tool `name`: itself, or an MCP pattern matching it.
 pub fn names_tool(entry: &str, name: &str) -> bool {
     if entry == name {
         return true;
     }
-    let Some(tool) = name.strip_prefix(MCP_TOOL_PREFIX) else {
+    let Some(server) = server_of(name) else {
         return false;
     };
-    if entry == ALL_MCP_TOOLS {
-        return true;
-    }
-    match entry.strip_prefix(MCP_TOOL_PREFIX) {
-        Some(server) if !server.is_empty() && !server.contains("__") => tool
-            .strip_prefix(server)
-            .is_some_and(|rest| rest.starts_with("__")),
+    match mcp_entry(entry) {
+        Some(Ok(McpEntry::All)) => true,
+        Some(Ok(McpEntry::Server(s))) => s == server,
         _ => false,
     }
 }
 
 /// Whether `entry` is an MCP pattern rather than a tool's name.
 fn is_mcp_pattern(entry: &str) -> bool {
-    entry
-        .strip_prefix(MCP_TOOL_PREFIX)
-        .is_some_and(|rest| rest == "*" || !rest.contains("__"))
+    matches!(
+        mcp_entry(entry),
+        Some(Ok(McpEntry::All | McpEntry::Server(_)))
+    )
 }
 
 /// The wildcard that means "every tool the parent has".
@@ -168,6 +217,19 @@ pub enum CapabilityError {
     UnknownTools(Vec<String>),
     #[error("unknown tool(s) in the role's disallowedTools: {}", .0.join(", "))]
     UnknownDisallowed(Vec<String>),
+    /// `mcp__…` entries that are not `mcp__*`, `mcp__<server>`, `mcp__<server>__*` or
+    /// `mcp__<server>__<tool>`, or (in disallowedTools) that name a running server in the
+    /// wrong case: a denylist entry that matches nothing must not leave the tools enabled.
+    #[error(
+        "MCP entries that match no MCP server as written in the role's {list}: {} (write \
+         mcp__*, mcp__<server>, mcp__<server>__* or mcp__<server>__<tool>; server names are \
+         case-sensitive)",
+        .entries.join(", ")
+    )]
+    BadMcpEntries {
+        list: &'static str,
+        entries: Vec<String>,
+    },
 }
 
 /// Resolve a child's tool set (S1). Fails only for names that exist nowhere.
@@ -194,6 +256,7 @@ pub fn resolve_capabilities(input: CapabilityInput<'_>) -> Result<CapabilitySet,
     if !unknown.is_empty() {
         return Err(CapabilityError::UnknownDisallowed(unknown));
     }
+    check_mcp_entries(&input, explicit)?;
 
     let parent: BTreeSet<&str> = input.parent_active.iter().map(String::as_str).collect();
     let disallow_all = input.disallowed.iter().any(|t| t == ALL_TOOLS);
@@ -239,6 +302,50 @@ pub fn resolve_capabilities(input: CapabilityInput<'_>) -> Result<CapabilitySet,
         }
     }
     Ok(set)
+}
+
+/// Malformed `mcp__…` entries fail in both lists, and so does a disallowedTools entry whose
+/// server differs only in case from one that provides tools: it would match nothing and leave
+/// the tools it meant to deny enabled. An entry naming a server that is absent altogether is
+/// no error (the server may have failed to start; its tools are absent anyway).
+fn check_mcp_entries(
+    input: &CapabilityInput<'_>,
+    role_tools: Option<&[String]>,
+) -> Result<(), CapabilityError> {
+    let servers: BTreeSet<&str> = input
+        .known_tools
+        .iter()
+        .chain(input.parent_active)
+        .filter_map(|t| server_of(t))
+        .collect();
+    let miscased = |server: &str| {
+        !servers.contains(server) && servers.iter().any(|s| s.eq_ignore_ascii_case(server))
+    };
+    let malformed = |entry: &&String| matches!(mcp_entry(entry), Some(Err(())));
+    let bad = dedup(role_tools.unwrap_or_default().iter().filter(malformed));
+    if !bad.is_empty() {
+        return Err(CapabilityError::BadMcpEntries {
+            list: "tools",
+            entries: bad,
+        });
+    }
+    let bad = dedup(
+        input
+            .disallowed
+            .iter()
+            .filter(|entry| match mcp_entry(entry) {
+                Some(Err(())) => true,
+                Some(Ok(McpEntry::Server(s) | McpEntry::Tool(s))) => miscased(s),
+                _ => false,
+            }),
+    );
+    if !bad.is_empty() {
+        return Err(CapabilityError::BadMcpEntries {
+            list: "disallowedTools",
+            entries: bad,
+        });
+    }
+    Ok(())
 }
 
 /// The first rule that removes `name`, in the order S1 lists them.
@@ -708,6 +815,66 @@ mod tests {
         assert_eq!(set.tools, names(&["read"]));
         assert_eq!(set.dropped[0].reason, DropReason::NotInParent);
 
+        // Claude Code's `mcp__<server>__*` denies the whole server.
+        let set = run(&Case {
+            disallowed: &["mcp__fs__*"],
+            parent: MCP_PARENT,
+            ..BASE
+        })
+        .unwrap();
+        assert!(
+            !set.tools.iter().any(|t| t.starts_with("mcp__fs__")),
+            "{set:?}"
+        );
+        assert!(set.contains("mcp__web__fetch"), "{set:?}");
+
+        // A denylist entry naming a running server in the wrong case fails closed, and so do
+        // malformed entries in either list.
+        for disallowed in [&["mcp__FS"][..], &["mcp__Fs__read_file"], &["mcp__WEB__*"]] {
+            let err = run(&Case { disallowed, ..BASE }).unwrap_err();
+            assert!(
+                matches!(&err, CapabilityError::BadMcpEntries { list: "disallowedTools", entries } if entries == &names(disallowed)),
+                "{disallowed:?}: {err}"
+            );
+            assert!(err.to_string().contains("case-sensitive"), "{err}");
+        }
+        for bad in [
+            "mcp__",
+            "mcp__fs__",
+            "mcp__fs__re*",
+            "mcp___fs",
+            "mcp__fs_",
+            "mcp__f s",
+        ] {
+            let one: &'static [&str] = Box::leak(Box::new([bad]));
+            let err = run(&Case {
+                disallowed: one,
+                ..BASE
+            })
+            .unwrap_err();
+            assert!(
+                matches!(err, CapabilityError::BadMcpEntries { .. }),
+                "{bad}: {err}"
+            );
+            let role: &'static [&str] = Box::leak(Box::new(["read", bad]));
+            let err = run(&Case {
+                role: Some(role),
+                ..BASE
+            })
+            .unwrap_err();
+            assert!(
+                matches!(err, CapabilityError::BadMcpEntries { list: "tools", .. }),
+                "{bad}: {err}"
+            );
+        }
+        // In the allowlist a server that is absent, or differs in case, only narrows.
+        let set = run(&Case {
+            role: Some(&["read", "mcp__FS", "mcp__gone__*"]),
+            ..BASE
+        })
+        .unwrap();
+        assert_eq!(set.tools, names(&["read"]));
+
         // Names are case-sensitive: `Read` is not `read`.
         let err = run(&Case {
             role: Some(&["Read"]),
@@ -738,6 +905,12 @@ mod tests {
             ("mcp__fs__read", "mcp__fs__read", true),
             ("mcp__fs__read", "mcp__fs__reader", false),
             ("mcp__", "mcp__fs__read", false),
+            ("mcp__fs__*", "mcp__fs__read", true),
+            ("mcp__fs__*", "mcp__fsx__read", false),
+            ("mcp__fs__*", "read", false),
+            ("mcp__FS", "mcp__fs__read", false),
+            // A tool whose own name starts with `_` is still its server's.
+            ("mcp__a", "mcp__a___x", true),
             ("read", "read", true),
         ] {
             assert_eq!(names_tool(entry, name), want, "{entry} names {name}");

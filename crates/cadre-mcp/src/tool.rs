@@ -99,9 +99,23 @@ fn bounded(schema: Value) -> Value {
 }
 
 /// Providers take only object schemas for parameters: one without a type gets `object`, and
-/// anything else is replaced by an empty object schema.
+/// anything else — or an object schema whose `properties` is not an object of schemas or whose
+/// `required` is not a list of names, which a provider refuses with the whole request — is
+/// replaced by an empty object schema.
 fn object_schema(schema: Value) -> Value {
+    let malformed = |map: &serde_json::Map<String, Value>| {
+        let bad_properties = map.get("properties").is_some_and(|p| {
+            p.as_object()
+                .is_none_or(|props| props.values().any(|v| !v.is_object() && !v.is_boolean()))
+        });
+        let bad_required = map.get("required").is_some_and(|r| {
+            r.as_array()
+                .is_none_or(|names| names.iter().any(|n| !n.is_string()))
+        });
+        bad_properties || bad_required
+    };
     match schema {
+        Value::Object(map) if malformed(&map) => json!({"type": "object"}),
         Value::Object(mut map) => match map.get("type") {
             None => {
                 map.insert("type".into(), json!("object"));
@@ -257,6 +271,19 @@ mod tests {
             json!({"type": "object"})
         );
         assert_eq!(object_schema(json!([1])), json!({"type": "object"}));
+        for bad in [
+            json!({"type": "object", "properties": 5}),
+            json!({"type": "object", "properties": {"a": "string"}}),
+            json!({"type": "object", "required": "a"}),
+            json!({"type": "object", "required": [1]}),
+            json!({"type": ["object", "null"]}),
+        ] {
+            assert_eq!(
+                object_schema(bad.clone()),
+                json!({"type": "object"}),
+                "{bad}"
+            );
+        }
         let huge = json!({"type": "object", "description": "x".repeat(MAX_SCHEMA_BYTES)});
         assert_eq!(bounded(huge), json!({"type": "object"}));
         assert_eq!(bounded(props.clone()), props);

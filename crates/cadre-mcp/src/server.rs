@@ -75,7 +75,7 @@ impl Default for ServerLimits {
 pub struct ServerPlace {
     /// The working directory of a child process without its own `cwd`.
     pub cwd: PathBuf,
-    /// Where `<server>.log` (a child's stderr) goes; `None`: stderr is discarded.
+    /// Where `<server>-<pid>-<n>.log` (a child's stderr) goes; `None`: stderr is discarded.
     pub log_dir: Option<PathBuf>,
 }
 

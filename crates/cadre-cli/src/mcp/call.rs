@@ -76,8 +76,9 @@ pub async fn call(
     // client gone), the tool ends its own way (a cancelled launch stops its tasks) and the
     // call is recorded.
     let served_for_run = served.clone();
+    let run_cancel = cancel.clone();
     let mut run = tokio::spawn(async move {
-        let output = tool.execute(args.clone(), tool_ctx).await;
+        let output = execute(&served_for_run, tool.as_ref(), &args, tool_ctx, run_cancel).await;
         record(&served_for_run, tool.name(), args, &output, client).await;
         output
     });
@@ -102,12 +103,60 @@ pub async fn call(
     Ok(result_of(&output, with_schema))
 }
 
+/// Run the tool; a cancelled call ends as each tool can end: `Agent` stops its tasks itself
+/// (through the context's token), `SendMessage` has the task it continues stopped, and a
+/// waiting `TaskOutput` stops waiting. `TaskStop` ends on its own.
+async fn execute(
+    served: &Served,
+    tool: &dyn cadre_tools::Tool,
+    args: &Value,
+    ctx: ToolContext,
+    cancel: tokio_util::sync::CancellationToken,
+) -> ToolOutput {
+    let exec = tool.execute(args.clone(), ctx);
+    tokio::pin!(exec);
+    let mut cancel_seen = false;
+    loop {
+        tokio::select! {
+            output = &mut exec => return output,
+            () = cancel.cancelled(), if !cancel_seen => {
+                cancel_seen = true;
+                match tool.name() {
+                    "TaskOutput" => {
+                        return ToolOutput::error("TaskOutput was cancelled by the client");
+                    }
+                    "SendMessage" => {
+                        let manager = served.host().manager();
+                        let target = args.get("to").and_then(Value::as_str).unwrap_or_default();
+                        if let Ok(id) = manager.resolve(target) {
+                            // The continuation ends once its task is stopped.
+                            tokio::spawn(async move {
+                                let _ = manager.stop(&id).await;
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// The longest client name recorded.
+const MAX_CLIENT_NAME: usize = 100;
+
 /// The client's name as it introduced itself, for the session record.
 fn client_name(context: &RequestContext<RoleServer>) -> String {
     context
         .peer
         .peer_info()
-        .map(|info| info.client_info.name.clone())
+        .map(|info| {
+            info.client_info
+                .name
+                .chars()
+                .take(MAX_CLIENT_NAME)
+                .collect::<String>()
+        })
         .filter(|n| !n.trim().is_empty())
         .unwrap_or_else(|| "an MCP client".into())
 }

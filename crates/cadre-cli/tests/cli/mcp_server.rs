@@ -312,7 +312,37 @@ fn cancelled_call(mode: &str) {
     assert_eq!(records.len(), 1, "{report:#}");
     assert_eq!(records[0]["status"], "stopped", "{report:#}");
     let on_disk = task_records(&f);
-    assert_eq!(on_disk[0]["status"], "stopped");
+    assert_eq!(on_disk.len(), 2);
+    assert!(
+        on_disk.iter().all(|r| r["status"] == "stopped"),
+        "{on_disk:#?}"
+    );
+    // The TaskOutput the client gave up on stopped waiting (recorded so), and TaskStop then
+    // stopped its task.
+    assert_eq!(report["stopped"]["isError"], false, "{report:#}");
+    assert!(
+        report["stopped"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("status stopped"),
+        "{report:#}"
+    );
+    let results: Vec<String> = root_messages(&f)
+        .iter()
+        .filter(|m| m["role"] == "toolResult")
+        .map(|m| {
+            m["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert!(
+        results
+            .iter()
+            .any(|t| t == "TaskOutput was cancelled by the client"),
+        "{results:#?}"
+    );
     // The call is recorded with its (aborted) result, so the session stays valid.
     let messages = root_messages(&f);
     crate::harness::assert_every_tool_call_answered(&messages.iter().collect::<Vec<_>>());

@@ -151,6 +151,26 @@ async def cancel(client, report):
                     break
                 await anyio.sleep(0.1)
         report["records"].append(record)
+    # A blocking TaskOutput that is given up on stops waiting; the task is then stopped.
+    launched = await client.call_tool(
+        "Agent",
+        {
+            "subagent_type": "Explore",
+            "description": "Wait in the background",
+            "prompt": "[child] [hang] Wait.",
+            "run_in_background": True,
+        },
+        read_timeout_seconds=TIMEOUT,
+    )
+    waiting_for = task_id_in(text_of(launched))
+    with anyio.move_on_after(0.5):
+        await client.call_tool(
+            "TaskOutput",
+            {"task_id": waiting_for or "", "block": True, "timeout_ms": 600000},
+            read_timeout_seconds=TIMEOUT,
+        )
+    stopped = await client.call_tool("TaskStop", {"task_id": waiting_for or ""}, read_timeout_seconds=TIMEOUT)
+    report["stopped"] = result_json(stopped)
 
 
 async def resources(client, report):

@@ -78,12 +78,20 @@ fn run_stdio(f: &Fixture, python: &Path, scenario: &str) -> Value {
 /// Run a stdio scenario with the client's protocol negotiation `mode` (`auto`: the SDK's
 /// default, 2026-07-28 with this server; `legacy`: the initialize handshake).
 fn run_stdio_in(f: &Fixture, python: &Path, scenario: &str, mode: &str) -> Value {
-    let mut cmd = client_command(
-        f,
-        python,
-        "mcp_client_stdio.py",
-        &[scenario, env!("CARGO_BIN_EXE_cadre"), "--model", "fake/m1"],
-    );
+    run_stdio_with(f, python, scenario, mode, &[])
+}
+
+/// Run a stdio scenario against `cadre mcp --model fake/m1 SERVER_ARGS`.
+fn run_stdio_with(
+    f: &Fixture,
+    python: &Path,
+    scenario: &str,
+    mode: &str,
+    server_args: &[&str],
+) -> Value {
+    let mut args = vec![scenario, env!("CARGO_BIN_EXE_cadre"), "--model", "fake/m1"];
+    args.extend_from_slice(server_args);
+    let mut cmd = client_command(f, python, "mcp_client_stdio.py", &args);
     cmd.env("MCP_CLIENT_MODE", mode);
     let out = Running::spawn(cmd, None).wait(HANG_GUARD * 2);
     assert!(out.success(), "the client failed: {out:#?}");
@@ -423,6 +431,31 @@ fn bad_arguments_are_tool_errors_with_a_clear_message() {
     let unknown = report["unknown_tool"].as_str().unwrap();
     assert!(unknown.contains("unknown tool `NoSuchTool`"), "{unknown}");
     assert_eq!(report["tools_after"], 4);
+    assert!(task_records(&f).is_empty());
+}
+
+/// `--plan` and `--session-dir` apply as for `-p`: a writing role is refused with plan mode's
+/// reason, and the session is stored where it was told.
+#[test]
+fn the_serve_flags_apply() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    script_children(&f);
+    let dir = f.home.join("elsewhere");
+    let dir_arg = dir.to_string_lossy().into_owned();
+    let report = run_stdio_with(
+        &f,
+        &python,
+        "writer",
+        "auto",
+        &["--plan", "--session-dir", &dir_arg],
+    );
+    assert_eq!(report["result"]["isError"], true, "{report:#}");
+    let text = report["result"]["text"].as_str().unwrap();
+    assert!(text.contains("plan mode: `code` may not launch"), "{text}");
+    assert!(f.session_files().is_empty());
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(files.len(), 1, "{files:?}");
     assert!(task_records(&f).is_empty());
 }
 

@@ -209,7 +209,17 @@ async def bad_args(client, report):
     report["tools_after"] = len(listed.tools)
 
 
+async def writer(client, report):
+    result = await client.call_tool(
+        "Agent",
+        {"subagent_type": "code", "description": "Edit", "prompt": "[child] Change lib.rs."},
+        read_timeout_seconds=TIMEOUT,
+    )
+    report["result"] = result_json(result)
+
+
 SCENARIOS = {
+    "writer": writer,
     "tools": tools,
     "foreground": foreground,
     "structured": structured,

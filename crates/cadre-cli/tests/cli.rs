@@ -11,6 +11,8 @@ mod harness;
 
 #[path = "cli/acp.rs"]
 mod acp;
+#[path = "cli/acp_hostile.rs"]
+mod acp_hostile;
 #[path = "cli/abort.rs"]
 mod abort;
 #[path = "cli/compaction_pi.rs"]

@@ -11,6 +11,7 @@ mod content;
 mod permission;
 mod replay;
 mod session;
+mod stored;
 mod tools;
 mod transport;
 mod view;

@@ -145,16 +145,28 @@ impl Sessions {
         for note in &ctx.notes {
             errln!("cadre: {note}");
         }
+        let session = match load {
+            // The exact id among this directory's sessions, never `--session`'s rules.
+            Some(id) => {
+                let dir = ctx.session_dir(self.args.session_dir.as_deref());
+                let path = super::stored::find(&dir, id).ok_or_else(|| {
+                    format!(
+                        "no session with the id `{id}` among the sessions of `{}` (in {})",
+                        cwd.display(),
+                        dir.display()
+                    )
+                })?;
+                SessionChoice::Path(path)
+            }
+            None => SessionChoice::New,
+        };
         let session_cell = Arc::new(OnceLock::new());
         let current: CurrentCall = Arc::new(tokio::sync::watch::channel(None).0);
         let cancel = Arc::new(Notify::new());
         let options = HostOptions {
             model: model_arg(&self.args),
             thinking: self.args.thinking.clone(),
-            session: match load {
-                Some(id) => SessionChoice::Named(id.to_string()),
-                None => SessionChoice::New,
-            },
+            session,
             session_dir: self.args.session_dir.clone(),
             trust: self.args.trust,
             plan: self.args.plan,
@@ -180,7 +192,7 @@ impl Sessions {
         if let Some(wanted) = load
             && wanted != id
         {
-            // `--session` rules accept an id prefix; a load names the whole id.
+            // The file's header named the id; a session whose entries say otherwise is not it.
             host.interrupt();
             let _ = tokio::time::timeout(CLOSE_WAIT, host.shutdown()).await;
             return Err(format!("no session with the id `{wanted}`"));

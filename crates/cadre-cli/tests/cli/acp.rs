@@ -210,7 +210,10 @@ fn a_prompt_streams_chunks_tool_calls_and_the_childs_progress() {
     );
     let last = agent_updates.last().unwrap();
     assert_eq!(last["status"], "completed", "{last}");
-    assert!(last["content"].to_string().contains(CHILD_SECOND_LINE), "{last}");
+    assert!(
+        last["content"].to_string().contains(CHILD_SECOND_LINE),
+        "{last}"
+    );
 }
 
 #[test]
@@ -369,18 +372,18 @@ fn session_new_with_a_relative_cwd_is_a_clear_error() {
 }
 
 /// `cadre acp` with raw JSON-RPC lines: a writer, and a reader of its stdout lines.
-struct Raw {
-    child: std::process::Child,
-    stdin: Option<std::process::ChildStdin>,
-    lines: mpsc::Receiver<String>,
+pub(crate) struct Raw {
+    pub(crate) child: std::process::Child,
+    pub(crate) stdin: Option<std::process::ChildStdin>,
+    pub(crate) lines: mpsc::Receiver<String>,
 }
 
 impl Raw {
-    fn start(fixture: &Fixture) -> Raw {
+    pub(crate) fn start(fixture: &Fixture) -> Raw {
         Raw::start_with(fixture, &[])
     }
 
-    fn start_with(fixture: &Fixture, env: &[(&str, &str)]) -> Raw {
+    pub(crate) fn start_with(fixture: &Fixture, env: &[(&str, &str)]) -> Raw {
         let mut cmd = fixture.command(&["acp", "--model", "fake/m1"]);
         cmd.envs(env.iter().copied());
         cmd.stdin(Stdio::piped())
@@ -405,7 +408,7 @@ impl Raw {
         }
     }
 
-    fn send(&mut self, line: &str) {
+    pub(crate) fn send(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().unwrap();
         stdin.write_all(line.as_bytes()).unwrap();
         stdin.write_all(b"\n").unwrap();
@@ -413,7 +416,7 @@ impl Raw {
     }
 
     /// Every line up to and including the response with `id` (each must be JSON-RPC).
-    fn until_response(&self, id: i64) -> Vec<Value> {
+    pub(crate) fn until_response(&self, id: i64) -> Vec<Value> {
         let mut out = Vec::new();
         loop {
             let line = self
@@ -432,7 +435,7 @@ impl Raw {
     }
 
     /// Closes stdin; the process must exit 0 on its own.
-    fn finish(mut self) {
+    pub(crate) fn finish(mut self) {
         drop(self.stdin.take());
         let deadline = std::time::Instant::now() + HANG_GUARD;
         loop {
@@ -449,7 +452,7 @@ impl Raw {
     }
 }
 
-fn initialize(raw: &mut Raw, capabilities: Value) {
+pub(crate) fn initialize(raw: &mut Raw, capabilities: Value) {
     raw.send(
         &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                 "params": {"protocolVersion": 1, "clientCapabilities": capabilities}})
@@ -459,7 +462,7 @@ fn initialize(raw: &mut Raw, capabilities: Value) {
     assert!(init.last().unwrap()["result"].is_object(), "{init:#?}");
 }
 
-fn error_code(lines: &[Value]) -> i64 {
+pub(crate) fn error_code(lines: &[Value]) -> i64 {
     lines.last().unwrap()["error"]["code"].as_i64().unwrap_or(0)
 }
 
@@ -538,7 +541,7 @@ fn malformed_messages_get_json_rpc_errors_and_the_agent_lives_on() {
 
 impl Raw {
     /// Lines up to an error response with a null id (a frame that could not be read).
-    fn until_response_null(&self) -> Vec<Value> {
+    pub(crate) fn until_response_null(&self) -> Vec<Value> {
         let mut out = Vec::new();
         loop {
             let line = self
@@ -650,7 +653,7 @@ fn raw_turn(fixture: &Fixture, capabilities: Value, servers: Value, text: &str) 
     lines
 }
 
-fn updates_of(lines: &[Value]) -> Vec<Value> {
+pub(crate) fn updates_of(lines: &[Value]) -> Vec<Value> {
     lines
         .iter()
         .filter(|l| l["method"] == "session/update")

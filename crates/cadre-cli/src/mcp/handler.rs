@@ -35,16 +35,27 @@ pub struct CadreMcp {
 }
 
 impl CadreMcp {
-    /// A handler over one given root session (stdio: the connection is the session).
-    pub fn new(served: Served) -> CadreMcp {
-        let cell = Arc::new(OnceCell::new_with(Some(served)));
+    /// A handler whose connection is its one root session (stdio), built from `setup` when
+    /// first needed or by [`CadreMcp::start_session`].
+    pub fn single(setup: Arc<Setup>) -> CadreMcp {
+        let cell = Arc::new(OnceCell::new());
         CadreMcp {
-            setup: None,
+            setup: Some(setup),
             own: cell.clone(),
             process: cell,
             session_mode: Arc::new(AtomicBool::new(false)),
             sessions: None,
         }
+    }
+
+    /// Build the root session now (in the background of the handshake), unless it is.
+    pub async fn start_session(&self) -> Result<(), McpError> {
+        self.served().await.map(|_| ())
+    }
+
+    /// The root session, if it has been built.
+    pub fn started_session(&self) -> Option<Served> {
+        self.own.get().cloned()
     }
 
     /// A handler that builds its root session when first needed (an HTTP MCP session);

@@ -15,6 +15,9 @@ use serde_json::{Value, json};
 
 use crate::harness::{Fixture, HANG_GUARD, Running, assert_valid_session, messages};
 
+#[path = "mcp_server/stdio_bounds.rs"]
+mod stdio_bounds;
+
 const CHILD: &str = "[child]";
 const HANG: &str = "[hang]";
 const VENV_PYTHON: &str = "/tmp/cadre-py-mcp2.3.0-acp0.12.1/bin/python";

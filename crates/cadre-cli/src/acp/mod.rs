@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
@@ -30,16 +31,27 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Agent, Error, Lines};
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::args::AcpArgs;
 use session::Sessions;
 use view::Update;
 
+/// How long the connection may take to end after the editor closed stdin: the answers still
+/// queued are written meanwhile. An editor that closed stdin but does not read stdout would
+/// otherwise keep cadre waiting on a full pipe forever.
+const END_OF_INPUT_WAIT: Duration = Duration::from_secs(10);
+
+/// How long the frames queued at the end are given to reach the editor.
+const LAST_FRAMES_WAIT: Duration = Duration::from_secs(5);
+
 pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
     let sessions = Arc::new(Sessions::new(args.serve));
+    let input_ended = CancellationToken::new();
+    let (writer, sink) = transport::Writer::start();
     let transport = Lines::new(
-        Box::pin(transport::stdout_sink()),
-        Box::pin(transport::stdin_lines()),
+        Box::pin(sink),
+        Box::pin(transport::stdin_lines(input_ended.clone())),
     );
     // Registered before anything runs, so no signal reaches the default handler.
     let mut signals = cadre_host::Signals::new().ok();
@@ -49,13 +61,23 @@ pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
             None => std::future::pending().await,
         }
     };
+    let stalled = async {
+        input_ended.cancelled().await;
+        tokio::time::sleep(END_OF_INPUT_WAIT).await;
+    };
     let (served, signal) = tokio::select! {
         served = serve(sessions.clone(), transport) => (served, None),
         signal = signal => (Ok(()), signal),
+        () = stalled => {
+            errln!("cadre acp: input ended and the editor is not reading the output; ending");
+            (Ok(()), None)
+        }
     };
     // End of input, a signal or a broken connection: every session ends, its tasks stopped
     // (L6), its session file closed.
     sessions.close_all().await;
+    // Whether or not they get out, nothing waits on them longer.
+    let _written = writer.flush(LAST_FRAMES_WAIT).await;
     if let Some(n) = signal {
         return Ok(ExitCode::from(u8::try_from(128 + n).unwrap_or(1)));
     }

@@ -1,32 +1,48 @@
 //! The ACP channel: JSON-RPC lines on stdin and stdout, framed as the RPC mode frames them
 //! (LF-terminated, a size cap per line), with every outgoing line redacted.
 //!
-//! stdout is the protocol channel: only [`stdout_sink`] writes to it. Bash output, MCP
+//! stdout is the protocol channel: only the [`Writer`] writes to it. Bash output, MCP
 //! servers and child agents never inherit it as anything but a pipe of their own.
+//!
+//! Both ends run on plain threads, not on the async runtime: a read or a write that blocks
+//! because the editor stopped reading or writing must not keep the process from exiting (the
+//! runtime waits for its blocking tasks when it shuts down; a thread does not hold the exit).
 
-use std::io;
+use std::io::{self, Write as _};
+use std::time::Duration;
 
 use futures_util::{Sink, Stream};
-use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use crate::rpc::input::{self, Line};
+
+/// Frames queued for the writer thread (the SDK's own queue holds the rest).
+const QUEUED_FRAMES: usize = 64;
 
 /// What a line over the size cap becomes: a frame the SDK answers with a JSON-RPC parse error
 /// (it has no id, so the error's id is null), while the rest of the line is skipped.
 const TOO_LONG_FRAME: &str = "{\"jsonrpc\":\"2.0\",\"error\":\"line over the size limit\"";
 
-/// The lines of stdin, read on a thread of their own (see `rpc::input`). Ends at end of input.
-pub fn stdin_lines() -> impl Stream<Item = io::Result<String>> + Send + 'static {
+/// The lines of stdin, read on a thread of their own (see `rpc::input`). Ends at end of input;
+/// `ended` is cancelled then (or when reading fails).
+pub fn stdin_lines(
+    ended: CancellationToken,
+) -> impl Stream<Item = io::Result<String>> + Send + 'static {
     let rx = input::spawn_reader(std::io::stdin());
-    futures_util::stream::unfold(rx, |mut rx| async move {
-        match rx.recv().await? {
-            Line::Text(text) => Some((Ok(bounded_echo(text)), rx)),
+    futures_util::stream::unfold((rx, ended), |(mut rx, ended)| async move {
+        let line = rx.recv().await;
+        if matches!(line, None | Some(Line::End | Line::Failed(_))) {
+            ended.cancel();
+        }
+        match line? {
+            Line::Text(text) => Some((Ok(bounded_echo(text)), (rx, ended))),
             Line::TooLong(limit) => {
                 errln!("cadre acp: a message longer than {limit} bytes was skipped");
-                Some((Ok(TOO_LONG_FRAME.to_string()), rx))
+                Some((Ok(TOO_LONG_FRAME.to_string()), (rx, ended)))
             }
             Line::End => None,
-            Line::Failed(e) => Some((Err(e), rx)),
+            Line::Failed(e) => Some((Err(e), (rx, ended))),
         }
     })
 }
@@ -41,14 +57,67 @@ fn bounded_echo(text: String) -> String {
     text
 }
 
-/// The writer of stdout: one line per frame, redacted (streamed text has not passed the
-/// agent's redaction), flushed at once so the editor sees updates as they happen.
-pub fn stdout_sink() -> impl Sink<String, Error = io::Error> + Send + 'static {
-    futures_util::sink::unfold(tokio::io::stdout(), |mut out, line: String| async move {
-        let mut line = cadre_protocol::redact::redact_str(&line).into_owned();
-        line.push('\n');
-        out.write_all(line.as_bytes()).await?;
-        out.flush().await?;
-        Ok::<_, io::Error>(out)
-    })
+enum Out {
+    Line(String),
+    /// Answered once every line queued before it has been written.
+    Flush(oneshot::Sender<()>),
+}
+
+/// The thread that writes stdout, and a way to wait for what it was given to be written.
+pub struct Writer {
+    tx: mpsc::Sender<Out>,
+}
+
+impl Writer {
+    /// Start the writer thread; the sink feeds it one frame per line.
+    pub fn start() -> (
+        Writer,
+        impl Sink<String, Error = io::Error> + Send + 'static,
+    ) {
+        let (tx, mut rx) = mpsc::channel::<Out>(QUEUED_FRAMES);
+        std::thread::spawn(move || {
+            while let Some(out) = rx.blocking_recv() {
+                match out {
+                    Out::Line(line) => {
+                        if write_line(&line).is_err() {
+                            // The editor closed stdout: the sink's next send fails, and
+                            // with it the connection.
+                            return;
+                        }
+                    }
+                    Out::Flush(done) => {
+                        let _ = done.send(());
+                    }
+                }
+            }
+        });
+        let sink = futures_util::sink::unfold(tx.clone(), |tx, line: String| async move {
+            tx.send(Out::Line(line))
+                .await
+                .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed"))?;
+            Ok::<_, io::Error>(tx)
+        });
+        (Writer { tx }, sink)
+    }
+
+    /// Wait, at most `bound`, until every frame queued so far is written. An editor that stopped
+    /// reading does not hold the exit: the frames it would not take are left unwritten.
+    pub async fn flush(&self, bound: Duration) -> bool {
+        let (done, written) = oneshot::channel();
+        let queued_and_written =
+            async { self.tx.send(Out::Flush(done)).await.is_ok() && written.await.is_ok() };
+        tokio::time::timeout(bound, queued_and_written)
+            .await
+            .unwrap_or(false)
+    }
+}
+
+/// One frame, redacted (streamed text has not passed the agent's redaction), flushed at once so
+/// the editor sees updates as they happen.
+fn write_line(line: &str) -> io::Result<()> {
+    let mut line = cadre_protocol::redact::redact_str(line).into_owned();
+    line.push('\n');
+    let mut out = io::stdout().lock();
+    out.write_all(line.as_bytes())?;
+    out.flush()
 }

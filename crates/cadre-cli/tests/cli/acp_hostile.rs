@@ -1,12 +1,16 @@
 //! `cadre acp` against a hostile editor, model or repository: what it must refuse, and that
 //! it still ends when the editor stops cooperating.
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
+use cadre_testkit::{Match, Reply, Rule};
 use serde_json::{Value, json};
 
 use crate::acp::{Raw, error_code, initialize};
-use crate::harness::Fixture;
+use crate::harness::{Fixture, HANG_GUARD};
 
 /// `session/new` in `cwd`; the new session's id.
 fn new_session(raw: &mut Raw, id: i64, cwd: &Path) -> String {
@@ -98,4 +102,97 @@ fn session_load_takes_only_the_whole_id_of_this_directorys_sessions() {
         "{:?}",
         fixture.session_files()
     );
+}
+
+/// Waits at most [`HANG_GUARD`] for `child` to exit; its status.
+fn exit_of(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("cadre acp did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// An editor that stops reading once it has its session: the answer of a turn (far more than
+/// a pipe holds) stays unread.
+fn deaf_editor(fixture: &Fixture) -> (std::process::Child, impl Sized) {
+    let big = "output nobody reads. ".repeat(50_000);
+    fixture
+        .server
+        .script(Rule::new(Match::Always).reply(Reply::text(&big)));
+    let mut cmd = fixture.command(&["acp", "--model", "fake/m1"]);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let stdin = child.stdin.as_mut().unwrap();
+    let mut answer = |stdin: &mut std::process::ChildStdin, request: Value| {
+        writeln!(stdin, "{request}").unwrap();
+        stdin.flush().unwrap();
+        loop {
+            let mut line = String::new();
+            assert!(stdout.read_line(&mut line).unwrap() > 0, "stdout ended");
+            let value: Value = serde_json::from_str(&line).unwrap();
+            if value["id"] == request["id"] {
+                return value;
+            }
+        }
+    };
+    answer(
+        stdin,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+    );
+    let session = answer(
+        stdin,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+               "params": {"cwd": fixture.project, "mcpServers": []}}),
+    )["result"]["sessionId"]
+        .clone();
+    let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                        "params": {"sessionId": session,
+                                   "prompt": [{"type": "text", "text": "talk a lot"}]}});
+    writeln!(stdin, "{prompt}").unwrap();
+    stdin.flush().unwrap();
+    crate::harness::wait_until("the reply in the session file", || {
+        fixture.session_files().first().is_some_and(|f| {
+            std::fs::read_to_string(f).is_ok_and(|t| t.contains("output nobody reads"))
+        })
+    });
+    (child, stdout)
+}
+
+#[test]
+fn end_of_input_ends_the_agent_even_when_the_editor_does_not_read() {
+    let fixture = Fixture::new();
+    let (mut child, _unread) = deaf_editor(&fixture);
+    drop(child.stdin.take());
+    let status = exit_of(&mut child);
+    assert!(status.success(), "{status:?}");
+    let entries = crate::harness::assert_valid_session(&fixture.only_session());
+    assert!(
+        entries
+            .iter()
+            .any(|e| e.to_string().contains("output nobody reads")),
+        "the reply is kept"
+    );
+}
+
+#[test]
+fn sigterm_ends_the_agent_even_when_the_editor_does_not_read() {
+    let fixture = Fixture::new();
+    let (mut child, _unread) = deaf_editor(&fixture);
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(exit_of(&mut child).code(), Some(143), "128 + SIGTERM");
 }

@@ -1,10 +1,12 @@
 //! `cadre mcp --http ADDR`: streamable HTTP (rmcp's `StreamableHttpService`) on hyper, HTTP/1.
 //!
 //! Loopback only: anyone who can reach the port can run agents in this project with its
-//! credentials, so a non-loopback address is refused. `Host` is checked against the loopback
-//! names (DNS rebinding) and a browser's `Origin` must be a loopback origin; request bodies are
-//! capped by rmcp. Each MCP session (an initialised client) gets its own root session;
-//! stateless requests (protocol 2026-07-28, no session) share the process's root session.
+//! credentials, so a non-loopback address is refused, and since every local user can reach
+//! loopback, every request must carry the server's bearer token (`http_auth`). `Host` is
+//! checked against the loopback names (DNS rebinding) and a browser's `Origin` must be a
+//! loopback origin; request bodies are capped. Each MCP session (an initialised client) gets
+//! its own root session, at most [`MAX_SESSIONS`] at a time; stateless requests (protocol
+//! 2026-07-28, no session) share the process's root session.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -18,10 +20,14 @@ use tokio::sync::OnceCell;
 
 use super::config::Setup;
 use super::handler::CadreMcp;
+use super::http_gate::Gate;
 use super::session::{Served, Sessions};
 
 /// The largest request body accepted.
-const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// The most MCP sessions (each a root session with its tasks) served at once.
+pub const MAX_SESSIONS: usize = 16;
 
 pub async fn serve(setup: Setup, addr: &str) -> Result<ExitCode> {
     let addr = parse_loopback(addr)?;
@@ -35,6 +41,9 @@ pub async fn serve(setup: Setup, addr: &str) -> Result<ExitCode> {
     let process: Arc<OnceCell<Served>> = Arc::new(OnceCell::new());
     let shutdown = tokio_util::sync::CancellationToken::new();
     let port = bound.port();
+    let token = super::http_auth::Token::new()?;
+    let token_file = super::http_auth::token_path(setup.ctx.home.root(), port);
+    super::http_auth::write_token(&token_file, token.value())?;
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts([
             "localhost".to_string(),
@@ -53,6 +62,7 @@ pub async fn serve(setup: Setup, addr: &str) -> Result<ExitCode> {
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(shutdown.child_token());
     let sessions: Sessions = Arc::default();
+    let mcp_sessions = Arc::new(LocalSessionManager::default());
     let factory_setup = setup.clone();
     let factory_process = process.clone();
     let factory_sessions = sessions.clone();
@@ -64,10 +74,24 @@ pub async fn serve(setup: Setup, addr: &str) -> Result<ExitCode> {
                 factory_sessions.clone(),
             ))
         },
-        Arc::new(LocalSessionManager::default()),
+        mcp_sessions.clone(),
         config,
     );
     errln!("cadre: mcp: serving streamable HTTP on http://{bound}/mcp");
+    if token.is_from_env() {
+        errln!(
+            "cadre: mcp: requests need `Authorization: Bearer` with the token of {} (also in {})",
+            super::http_auth::TOKEN_VAR,
+            token_file.display()
+        );
+    } else {
+        errln!(
+            "cadre: mcp: requests need `Authorization: Bearer {}` (also in {})",
+            token.value(),
+            token_file.display()
+        );
+    }
+    let gate = Arc::new(Gate::new(token, mcp_sessions, MAX_SESSIONS));
     let (interrupted, signals) = signal_flag();
     loop {
         let accepted = tokio::select! {
@@ -82,16 +106,22 @@ pub async fn serve(setup: Setup, addr: &str) -> Result<ExitCode> {
             }
         };
         let service = service.clone();
+        let gate = gate.clone();
         tokio::spawn(async move {
             let io = hyper_util::rt::TokioIo::new(stream);
-            let hyper_service = hyper_util::service::TowerToHyperService::new(service);
+            let inner = hyper_util::service::TowerToHyperService::new(service);
+            let gated = hyper::service::service_fn(move |request| {
+                let (gate, inner) = (gate.clone(), inner.clone());
+                async move { gate.serve(request, &inner).await }
+            });
             let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(io, hyper_service)
+                .serve_connection(io, gated)
                 .await;
         });
     }
     shutdown.cancel();
     signals.abort();
+    let _ = std::fs::remove_file(&token_file);
     // Every root session still open — the MCP sessions' and the stateless requests' — has
     // its tasks stopped and its file written out before the process ends.
     let mut open: Vec<Served> = sessions

@@ -9,6 +9,8 @@ mod call;
 mod config;
 mod handler;
 mod http;
+mod http_auth;
+mod http_gate;
 mod progress;
 mod resources;
 mod session;

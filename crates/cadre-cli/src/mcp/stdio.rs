@@ -207,7 +207,7 @@ fn decode(text: &str) -> Result<RxJsonRpcMessage<RoleServer>, Option<Value>> {
 }
 
 /// What is wrong with a request's parameters, where a clear message can be given.
-fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
+pub(super) fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
     if let Some(p) = params
         && !p.is_object()
         && !p.is_null()
@@ -253,7 +253,7 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-fn error_frame(id: Value, code: i64, message: String) -> Value {
+pub(super) fn error_frame(id: Value, code: i64, message: String) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 

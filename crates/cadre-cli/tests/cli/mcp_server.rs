@@ -574,14 +574,27 @@ fn http_client(mode: &str) {
         None,
     );
     let url = format!("http://{addr}/mcp");
+    // The token is read where the server writes it, for its owner only.
+    let token_file = f.home.join("mcp-http").join(format!("{port}.token"));
+    crate::harness::wait_until("the token file", || token_file.exists());
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    let token = token.trim();
+    assert_eq!(token.len(), 64, "{token}");
+    let mode_bits = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&token_file).unwrap().permissions(),
+    );
+    assert_eq!(mode_bits & 0o777, 0o600);
     let mut client = client_command(&f, &python, "mcp_client_http.py", &[&url]);
-    client.env("MCP_CLIENT_MODE", mode);
+    client.env("MCP_CLIENT_MODE", mode).env("MCP_TOKEN", token);
     let out = Running::spawn(client, None).wait(HANG_GUARD * 2);
     server.signal("TERM");
     let served = server.wait(HANG_GUARD);
     assert!(out.success(), "{out:#?}\nserver: {served:#?}");
     assert_eq!(served.code, Some(143), "{served:#?}");
     assert!(served.stdout.is_empty(), "{served:#?}");
+    // The token was printed once, on stderr, and its file is gone with the server.
+    assert_eq!(served.stderr.matches(token).count(), 1, "{served:#?}");
+    assert!(!token_file.exists());
     assert!(!served.stderr.contains("panicked"), "{served:#?}");
     let report: Value = serde_json::from_str(out.stdout.lines().last().unwrap()).unwrap();
     let expected = if mode == "legacy" {
@@ -607,6 +620,18 @@ fn http_client(mode: &str) {
     // A page from another site (DNS rebinding, a browser's Origin) is refused.
     assert_eq!(report["foreign_host_status"], 403, "{report:#}");
     assert_eq!(report["foreign_origin_status"], 403, "{report:#}");
+    // Without the token, or with a wrong one, nothing is served.
+    assert_eq!(report["no_token_status"], 401, "{report:#}");
+    assert_eq!(report["wrong_token_status"], 401, "{report:#}");
+    // At most 16 live sessions (the client's own one ended with its DELETE).
+    let statuses = report["session_statuses"].as_array().unwrap();
+    assert_eq!(statuses.len(), 17, "{report:#}");
+    assert!(statuses[..16].iter().all(|s| s == 200), "{report:#}");
+    assert_eq!(statuses[16], 503, "{report:#}");
+    let refusal = report["refused_session"]["error"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(refusal.contains("at most 16 MCP sessions"), "{refusal}");
     let messages = root_messages(&f);
     let result = messages
         .iter()

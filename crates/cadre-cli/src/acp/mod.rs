@@ -196,17 +196,21 @@ async fn serve(
         )
         .on_receive_request(
             async move |request: PromptRequest, responder, _cx| {
-                let sessions = s_prompt.clone();
-                let id = request.session_id.0.to_string();
-                let content = content::user_content(&to_values(&request.prompt));
+                let content = match content::user_content(&to_values(&request.prompt)) {
+                    Ok(content) => content,
+                    Err(e) => return responder.respond_with_error(invalid(e)),
+                };
+                // Claimed here, in the order of the requests, so a cancel that follows the
+                // prompt finds its turn.
+                let session = match s_prompt.begin(&request.session_id.0) {
+                    Ok(session) => session,
+                    Err(e) => return responder.respond_with_error(refused(e)),
+                };
                 tokio::spawn(async move {
                     // A connection already gone cannot be answered; nothing else to do.
-                    let _answered = match content {
-                        Err(e) => responder.respond_with_error(invalid(e)),
-                        Ok(content) => match sessions.prompt(&id, content).await {
-                            Ok(stop) => responder.respond(PromptResponse::new(stop)),
-                            Err(e) => responder.respond_with_error(refused(e)),
-                        },
+                    let _answered = match Sessions::prompt(session, content).await {
+                        Ok(stop) => responder.respond(PromptResponse::new(stop)),
+                        Err(e) => responder.respond_with_error(refused(e)),
                     };
                 });
                 Ok(())

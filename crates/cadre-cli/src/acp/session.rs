@@ -25,6 +25,9 @@ use crate::args::ServeArgs;
 /// How long the end of the connection waits for one session to close.
 const CLOSE_WAIT: Duration = Duration::from_secs(15);
 
+/// How often a cancelled turn is aborted again until it has ended.
+const ABORT_AGAIN: Duration = Duration::from_millis(100);
+
 /// What every session of the connection shares: the flags and the client's capabilities.
 pub struct Sessions {
     args: ServeArgs,
@@ -226,12 +229,9 @@ impl Sessions {
         Ok((id, history))
     }
 
-    /// Run one prompt turn to its end: the turn and the tasks it started have reported.
-    pub async fn prompt(
-        &self,
-        id: &str,
-        content: cadre_protocol::UserContent,
-    ) -> Result<StopReason, Refusal> {
+    /// Claim `id` for a prompt turn. Called in the order requests arrive, before the turn runs
+    /// on a task of its own: a `session/cancel` read after the prompt always finds the turn.
+    pub fn begin(&self, id: &str) -> Result<Arc<Session>, Refusal> {
         let session = self.get(id)?;
         if session.running.swap(true, Ordering::SeqCst) {
             return Err(
@@ -240,7 +240,20 @@ impl Sessions {
             );
         }
         session.cancelled.store(false, Ordering::SeqCst);
-        let outcome = run_turn(&session, content).await;
+        Ok(session)
+    }
+
+    /// Run a turn [`Sessions::begin`] claimed to its end: the turn and the tasks it started
+    /// have reported. A turn cancelled before it started does not start.
+    pub async fn prompt(
+        session: Arc<Session>,
+        content: cadre_protocol::UserContent,
+    ) -> Result<StopReason, Refusal> {
+        let outcome = if session.cancelled.load(Ordering::SeqCst) {
+            Ok(None)
+        } else {
+            run_turn(&session, content).await
+        };
         // Every update of the turn goes out before its answer.
         let (done, wait) = oneshot::channel();
         if session.barrier.send(done).is_ok() {
@@ -294,7 +307,26 @@ async fn run_turn(
         .host
         .prompt(content, Some(Delivery::FollowUp))
         .map_err(|e| e.0)?;
-    session.host.settle().await.map_err(|e| e.0)
+    let settle = session.host.settle();
+    tokio::pin!(settle);
+    loop {
+        let cancelled = session.cancel.notified();
+        tokio::pin!(cancelled);
+        cancelled.as_mut().enable();
+        if session.cancelled.load(Ordering::SeqCst) {
+            // An abort only reaches a run that has started: one sent between the prompt and
+            // the start of its run finds nothing to stop, so it is repeated until the turn ends.
+            session.host.abort();
+            match tokio::time::timeout(ABORT_AGAIN, &mut settle).await {
+                Ok(outcome) => return outcome.map_err(|e| e.0),
+                Err(_) => continue,
+            }
+        }
+        tokio::select! {
+            outcome = &mut settle => return outcome.map_err(|e| e.0),
+            () = cancelled => {}
+        }
+    }
 }
 
 fn stop_reason(outcome: Option<&RunOutcome>) -> Result<StopReason, Refusal> {

@@ -196,3 +196,42 @@ fn sigterm_ends_the_agent_even_when_the_editor_does_not_read() {
     assert!(status.success());
     assert_eq!(exit_of(&mut child).code(), Some(143), "128 + SIGTERM");
 }
+
+#[test]
+fn a_cancel_right_behind_its_prompt_cancels_the_turn() {
+    let fixture = Fixture::new();
+    let s = &fixture.server;
+    s.script(Rule::new(Match::assistant_turns(0)).reply(Reply::tool_call(
+        "call_sleep",
+        "bash",
+        json!({"command": "sleep 5"}),
+    )));
+    s.script(Rule::new(Match::Always).reply(Reply::text("finished anyway")));
+    let mut raw = Raw::start(&fixture);
+    initialize(&mut raw, json!({}));
+    let session = new_session(&mut raw, 2, &fixture.project);
+    // One write: the cancel is read before the prompt's turn has started.
+    let both = format!(
+        "{}\n{}\n",
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+               "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}}),
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+    );
+    let stdin = raw.stdin.as_mut().unwrap();
+    stdin.write_all(both.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let lines = raw.until_response(3);
+    assert_eq!(
+        lines.last().unwrap()["result"]["stopReason"],
+        "cancelled",
+        "{lines:#?}"
+    );
+    assert!(
+        !serde_json::to_string(&lines)
+            .unwrap()
+            .contains("finished anyway"),
+        "{lines:#?}"
+    );
+    assert!(fixture.server.requests().len() <= 1);
+    raw.finish();
+}

@@ -195,6 +195,10 @@ impl Root {
         orchestration
             .manager
             .set_root_background_default(options.background_by_default);
+        // A client that is the parent gets no task notices: it is told to poll TaskOutput.
+        orchestration
+            .manager
+            .set_root_polls(options.client_is_parent);
         let builtin = if options.plan {
             without_write_tools(tools)
         } else {

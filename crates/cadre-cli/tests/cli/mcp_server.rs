@@ -179,6 +179,12 @@ fn tools_are_the_built_in_orchestration_tools_with_their_schemas() {
             .unwrap()
             .contains("Explore")
     );
+    // The client gets no task notifications: no description tells it not to poll.
+    for tool in [&tools[0], &tools[2]] {
+        let text = tool["description"].as_str().unwrap();
+        assert!(!text.contains("never poll"), "{text}");
+        assert!(!text.contains("task-notification"), "{text}");
+    }
 }
 
 #[test]
@@ -281,6 +287,9 @@ fn a_background_call_returns_the_task_id_and_task_output_blocks_for_the_result()
         launched.contains("in the background: task_id="),
         "{launched}"
     );
+    // The client gets no notices: it is told to poll, never not to.
+    assert!(launched.contains("call TaskOutput"), "{launched}");
+    assert!(!launched.contains("do not poll"), "{launched}");
     let id = report["task_id"].as_str().expect("a task id");
     let output = report["output"]["text"].as_str().unwrap();
     assert_eq!(report["output"]["isError"], false, "{report:#}");

@@ -97,6 +97,12 @@ impl Tool for AgentTool {
              run_in_background it returns the task id(s) at once and each result arrives later \
              as a <task-notification> message (never poll for it).\n\nAgent types:\n",
         );
+        if self.manager.parent_polls(&self.parent) {
+            description = description.replace(
+                "each result arrives later as a <task-notification> message (never poll for it)",
+                "TaskOutput with block=true waits for each result (no notification is sent)",
+            );
+        }
         description.push_str(&self.manager.roster().summary());
         let _ = write!(
             description,
@@ -129,6 +135,7 @@ impl Tool for AgentTool {
 
     fn execute<'a>(&'a self, args: Value, ctx: ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
+            let polls = self.manager.parent_polls(&self.parent);
             let mut spec: LaunchSpec = match serde_json::from_value(args.clone()) {
                 Ok(s) => s,
                 Err(e) => return ToolOutput::error(format!("invalid Agent arguments: {e}")),
@@ -142,20 +149,26 @@ impl Tool for AgentTool {
             {
                 Err(e) => ToolOutput::error(e.to_string()),
                 Ok(entries) if single => match entries.into_iter().next() {
-                    Some(EntryOutcome::Started(o)) => ToolOutput::ok(format_outcome(&o)),
+                    Some(EntryOutcome::Started(o)) => ToolOutput::ok(format_outcome_for(&o, polls)),
                     Some(EntryOutcome::Refused { error, .. }) => {
                         ToolOutput::error(error.to_string())
                     }
                     None => ToolOutput::error("no task was launched"),
                 },
-                Ok(entries) => ToolOutput::ok(format_entries(&entries)),
+                Ok(entries) => ToolOutput::ok(format_entries_for(&entries, polls)),
             }
         })
     }
 }
 
-/// One task's result for the parent.
+/// One task's result for a parent that gets task notices.
 pub fn format_outcome(o: &TaskOutcome) -> String {
+    format_outcome_for(o, false)
+}
+
+/// One task's result for the parent; `polls`: the parent gets no notices and reads results
+/// with `TaskOutput` (see [`TaskManager::parent_polls`]).
+pub fn format_outcome_for(o: &TaskOutcome, polls: bool) -> String {
     let mut t = String::new();
     // A nested task's name and description were written by its parent, a child model.
     let name = o
@@ -165,6 +178,26 @@ pub fn format_outcome(o: &TaskOutcome) -> String {
         .unwrap_or_default();
     let description = neutralize(&o.description);
     match o.delivery {
+        Delivery::Background if polls => {
+            let _ = write!(
+                t,
+                "Launched {} \"{}\" in the background: task_id={}{name}. No notification is sent \
+                 when it ends: call TaskOutput with this task_id (block=true waits for the end) \
+                 for its result.",
+                o.agent, description, o.task_id
+            );
+            return t;
+        }
+        Delivery::Promoted if polls => {
+            let _ = write!(
+                t,
+                "Task {}{name} ({} \"{}\") is running (supervised background): it reached a \
+                 supervision checkpoint, so this call returns now. Call TaskOutput with this \
+                 task_id (block=true waits for the end) for its result.",
+                o.task_id, o.agent, description
+            );
+            return t;
+        }
         Delivery::Background => {
             let _ = write!(
                 t,
@@ -236,6 +269,11 @@ pub fn format_outcome(o: &TaskOutcome) -> String {
 
 /// A `tasks` launch: every entry, each marked ok or degraded (V6).
 pub fn format_entries(entries: &[EntryOutcome]) -> String {
+    format_entries_for(entries, false)
+}
+
+/// [`format_entries`] for a parent that polls or not (see [`format_outcome_for`]).
+pub fn format_entries_for(entries: &[EntryOutcome], polls: bool) -> String {
     let ok = entries
         .iter()
         .filter(|e| matches!(e, EntryOutcome::Started(o) if o.is_ok()))
@@ -249,7 +287,12 @@ pub fn format_entries(entries: &[EntryOutcome]) -> String {
         match e {
             EntryOutcome::Started(o) => {
                 let mark = if o.is_ok() { "ok" } else { "degraded" };
-                let _ = write!(t, "\n## Task {} [{mark}]\n{}\n", i + 1, format_outcome(o));
+                let _ = write!(
+                    t,
+                    "\n## Task {} [{mark}]\n{}\n",
+                    i + 1,
+                    format_outcome_for(o, polls)
+                );
             }
             EntryOutcome::Refused { description, error } => {
                 let _ = write!(
@@ -358,7 +401,10 @@ impl Tool for SendMessageTool {
                     "Task {task_id} resumed in the background; its result will arrive as a \
                      <task-notification> message."
                 )),
-                Ok(SendOutcome::Continued(o)) => ToolOutput::ok(format_outcome(&o)),
+                Ok(SendOutcome::Continued(o)) => ToolOutput::ok(format_outcome_for(
+                    &o,
+                    self.manager.parent_polls(&self.parent),
+                )),
                 Err(e) => ToolOutput::error(e.to_string()),
             }
         })
@@ -390,14 +436,20 @@ impl Tool for TaskOutputTool {
     }
 
     fn spec(&self) -> ToolSpec {
+        let description = if self.manager.root_polls() {
+            "Snapshot of a task: status, phase, usage, preview and output so far, and its result \
+             once it has ended. Background tasks send no notification: this is how their \
+             results are read. `block` waits up to timeout_ms (default 300000) for the task to \
+             end."
+        } else {
+            "Snapshot of a task: status, phase, usage, preview and output so far. For \
+             explicit status checks and diagnosis only — background results arrive \
+             on their own as <task-notification> messages, so never poll. `block` \
+             waits up to timeout_ms (default 300000) for the task to end."
+        };
         ToolSpec {
             name: TASK_OUTPUT_TOOL.into(),
-            description:
-                "Snapshot of a task: status, phase, usage, preview and output so far. For \
-                          explicit status checks and diagnosis only — background results arrive \
-                          on their own as <task-notification> messages, so never poll. `block` \
-                          waits up to timeout_ms (default 300000) for the task to end."
-                    .into(),
+            description: description.into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -542,6 +594,19 @@ mod tests {
         assert!(t.contains("do not poll"));
         let t = format_outcome(&outcome(Delivery::Promoted, TaskStatus::Running));
         assert!(t.contains("running (supervised background)"));
+    }
+
+    #[test]
+    fn a_parent_that_polls_is_told_to_call_task_output() {
+        for delivery in [Delivery::Background, Delivery::Promoted] {
+            let t = format_outcome_for(&outcome(delivery, TaskStatus::Running), true);
+            assert!(
+                t.contains("call TaskOutput") || t.contains("Call TaskOutput"),
+                "{t}"
+            );
+            assert!(!t.contains("do not poll"), "{t}");
+            assert!(!t.contains("task-notification"), "{t}");
+        }
     }
 
     #[test]

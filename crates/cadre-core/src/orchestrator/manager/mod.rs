@@ -144,6 +144,9 @@ pub(crate) struct Inner {
     /// Whether the root's `Agent` calls that do not say run in the background (front ends
     /// where the person keeps working while tasks run: RPC, interactive).
     pub root_background_default: std::sync::atomic::AtomicBool,
+    /// The root parent reads its tasks' results by polling `TaskOutput` (an MCP client): it
+    /// gets no `<task-notification>` messages.
+    pub root_polls: std::sync::atomic::AtomicBool,
     pub quota: Quota,
     pub pending: Pending,
     pub events: tokio::sync::broadcast::Sender<TaskEvent>,
@@ -230,6 +233,7 @@ impl TaskManager {
             plan_mode: std::sync::atomic::AtomicBool::new(false),
             compaction: Mutex::new(crate::compaction::CompactionSettings::default()),
             root_background_default: std::sync::atomic::AtomicBool::new(false),
+            root_polls: std::sync::atomic::AtomicBool::new(false),
             quota,
             pending: Pending::new(),
             events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,
@@ -404,6 +408,31 @@ impl TaskManager {
         self.inner
             .root_background_default
             .store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Say that the root parent gets no task notices and polls `TaskOutput` for results (an
+    /// MCP client is the parent): what the root's tools tell it follows.
+    pub fn set_root_polls(&self, on: bool) {
+        self.inner
+            .root_polls
+            .store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether `parent` reads its background results by polling (the root, when
+    /// [`TaskManager::set_root_polls`] said so); other parents get notices.
+    pub fn parent_polls(&self, parent: &ParentRef) -> bool {
+        parent.depth == 0
+            && self
+                .inner
+                .root_polls
+                .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Whether the root parent polls (see [`TaskManager::set_root_polls`]).
+    pub fn root_polls(&self) -> bool {
+        self.inner
+            .root_polls
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn plan_mode(&self) -> bool {

@@ -4,7 +4,8 @@ use cadre_protocol::{ContentBlock, UserContent};
 use serde_json::Value;
 
 /// The user message of `blocks` (ACP content blocks, as JSON): text as text, images as images
-/// (a model without image input gets Pi's note instead, as everywhere in cadre), resource links
+/// (PNG, JPEG, GIF or WebP in valid base64, else the prompt is refused; a model without image
+/// input gets Pi's note instead, as everywhere in cadre), resource links
 /// as a line naming them, embedded text resources as the text in a `<context>` element. Audio
 /// is refused: the agent does not declare it.
 pub fn user_content(blocks: &[Value]) -> Result<UserContent, String> {
@@ -18,6 +19,7 @@ pub fn user_content(blocks: &[Value]) -> Result<UserContent, String> {
                 let (Some(data), Some(mime_type)) = (s(block, "data"), s(block, "mimeType")) else {
                     return Err("an image block needs `data` and `mimeType`".into());
                 };
+                image_problem(&data, &mime_type)?;
                 out.push(ContentBlock::Image { data, mime_type });
             }
             "resource_link" => {
@@ -37,7 +39,7 @@ pub fn user_content(blocks: &[Value]) -> Result<UserContent, String> {
                         "<context uri=\"{}\">\n{text}\n</context>",
                         uri.replace('"', "%22")
                     ))),
-                    (None, Some(data), Some(mime)) if mime.starts_with("image/") => {
+                    (None, Some(data), Some(mime)) if image_problem(&data, &mime).is_ok() => {
                         out.push(ContentBlock::Image {
                             data,
                             mime_type: mime,
@@ -56,6 +58,48 @@ pub fn user_content(blocks: &[Value]) -> Result<UserContent, String> {
         return Err("the prompt is empty".into());
     }
     Ok(UserContent::Blocks(out))
+}
+
+/// The image types every provider takes: an image of another type, or one that is not valid
+/// base64, would be kept in the session and make every later request of it fail.
+const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// The largest image taken, base64-encoded (providers refuse larger ones).
+const MAX_IMAGE_BASE64: usize = 5 * 1024 * 1024;
+
+/// Why an image cannot go to the model, if it cannot.
+fn image_problem(data: &str, mime: &str) -> Result<(), String> {
+    if !IMAGE_TYPES.contains(&mime) {
+        let shown: String = mime.chars().take(64).collect();
+        return Err(format!(
+            "an image must be one of {} (got {shown:?})",
+            IMAGE_TYPES.join(", ")
+        ));
+    }
+    if data.len() > MAX_IMAGE_BASE64 {
+        return Err(format!(
+            "an image is at most {} MiB of base64 (got {} bytes)",
+            MAX_IMAGE_BASE64 / (1024 * 1024),
+            data.len()
+        ));
+    }
+    if !is_base64(data) {
+        return Err("an image's `data` must be standard, padded base64".into());
+    }
+    Ok(())
+}
+
+/// Standard, padded base64 (what providers decode).
+fn is_base64(data: &str) -> bool {
+    let bytes = data.as_bytes();
+    if bytes.is_empty() || !bytes.len().is_multiple_of(4) {
+        return false;
+    }
+    let body = data.trim_end_matches('=');
+    bytes.len() - body.len() <= 2
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
 }
 
 #[cfg(test)]
@@ -86,5 +130,20 @@ mod tests {
         assert!(user_content(&[]).is_err());
         assert!(user_content(&[json!({"type": "audio", "data": "", "mimeType": "a"})]).is_err());
         assert!(user_content(&[json!({"type": "image"})]).is_err());
+        let image = |data: &str, mime: &str| {
+            user_content(&[json!({"type": "image", "data": data, "mimeType": mime})])
+        };
+        assert!(image("iVBORw0KGgo=", "image/png").is_ok());
+        assert!(image("iVBORw0KGgo=", "image/svg+xml").is_err());
+        assert!(image("iVBORw0KGgo=", "text/html").is_err());
+        assert!(image("!!not base64", "image/png").is_err());
+        assert!(image("iVBORw0KGgo", "image/png").is_err(), "unpadded");
+        assert!(image(&"A".repeat(6 * 1024 * 1024), "image/png").is_err());
+        // An embedded blob that is no usable image is named, not sent.
+        let text = user_content(&[json!({"type": "resource", "resource":
+            {"uri": "file:///p/x.svg", "blob": "PHN2Zz4=", "mimeType": "image/svg+xml"}})])
+        .unwrap()
+        .to_text();
+        assert!(text.contains("binary content, not included"), "{text}");
     }
 }

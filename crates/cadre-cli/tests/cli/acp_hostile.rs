@@ -235,3 +235,47 @@ fn a_cancel_right_behind_its_prompt_cancels_the_turn() {
     assert!(fixture.server.requests().len() <= 1);
     raw.finish();
 }
+
+#[test]
+fn an_image_no_provider_takes_is_refused_and_never_stored() {
+    let fixture = Fixture::new();
+    fixture
+        .server
+        .script(Rule::new(Match::Always).reply(Reply::text("seen")));
+    let mut raw = Raw::start(&fixture);
+    initialize(&mut raw, json!({}));
+    let session = new_session(&mut raw, 2, &fixture.project);
+    let prompt = |id: i64, blocks: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+               "params": {"sessionId": session, "prompt": blocks}})
+        .to_string()
+    };
+    raw.send(&prompt(
+        3,
+        json!([{"type": "image", "data": "BOGUS!!data", "mimeType": "application/x-evil"},
+               {"type": "text", "text": "look"}]),
+    ));
+    let answer = raw.until_response(3).pop().unwrap();
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(
+        answer["error"]["data"]
+            .as_str()
+            .unwrap_or("")
+            .contains("an image must be one of"),
+        "{answer}"
+    );
+    // An embedded blob of a type providers refuse is named, not sent.
+    raw.send(&prompt(
+        4,
+        json!([{"type": "resource", "resource":
+                   {"uri": "file:///p/x.svg", "blob": "U1ZHQkxPQg==", "mimeType": "image/svg+xml"}},
+               {"type": "text", "text": "look"}]),
+    ));
+    let answer = raw.until_response(4).pop().unwrap();
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    raw.finish();
+    let text = std::fs::read_to_string(fixture.only_session()).unwrap();
+    assert!(!text.contains("BOGUS!!data"), "{text}");
+    assert!(!text.contains("U1ZHQkxPQg=="), "{text}");
+    assert!(text.contains("binary content, not included"), "{text}");
+}

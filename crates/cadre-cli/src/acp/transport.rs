@@ -115,9 +115,79 @@ impl Writer {
 /// One frame, redacted (streamed text has not passed the agent's redaction), flushed at once so
 /// the editor sees updates as they happen.
 fn write_line(line: &str) -> io::Result<()> {
-    let mut line = cadre_protocol::redact::redact_str(line).into_owned();
+    let line = bounded_error(line);
+    let mut line = cadre_protocol::redact::redact_str(&line).into_owned();
     line.push('\n');
     let mut out = io::stdout().lock();
     out.write_all(line.as_bytes())?;
     out.flush()
+}
+
+/// The longest error answer written as it is.
+const MAX_ERROR_FRAME: usize = 8 * 1024;
+/// The longest string kept in a shortened error answer.
+const MAX_ERROR_STRING: usize = 1024;
+
+/// An error answer whose message or data quotes what the client sent (a line that is valid
+/// JSON but too deep to read, a method or variant name, a path or session id of a megabyte)
+/// with each of its strings cut to [`MAX_ERROR_STRING`] characters: the client learns what was
+/// wrong without getting its megabyte back. Other frames are unchanged.
+fn bounded_error(line: &str) -> std::borrow::Cow<'_, str> {
+    // Updates and requests name their method first; only answers are looked into.
+    if line.len() <= MAX_ERROR_FRAME || line.starts_with("{\"jsonrpc\":\"2.0\",\"method\"") {
+        return line.into();
+    }
+    let Ok(mut frame) = serde_json::from_str::<serde_json::Value>(line) else {
+        return line.into();
+    };
+    if frame.get("method").is_some() {
+        return line.into();
+    }
+    let Some(error) = frame.get_mut("error") else {
+        return line.into();
+    };
+    shorten(error);
+    serde_json::to_string(&frame).map_or(line.into(), Into::into)
+}
+
+fn shorten(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(s) if s.chars().count() > MAX_ERROR_STRING => {
+            let kept: String = s.chars().take(MAX_ERROR_STRING).collect();
+            *s = format!("{kept}… ({} bytes in all)", s.len());
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(shorten),
+        serde_json::Value::Object(fields) => fields.values_mut().for_each(shorten),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn long_error_answers_are_cut_and_nothing_else_is() {
+        let long = "m".repeat(100_000);
+        let error = json!({"jsonrpc": "2.0", "id": 5,
+                           "error": {"code": -32601, "message": "Method not found", "data": long}})
+        .to_string();
+        let cut: Value = serde_json::from_str(&bounded_error(&error)).unwrap();
+        assert_eq!(cut["id"], 5);
+        assert_eq!(cut["error"]["code"], -32601);
+        let data = cut["error"]["data"].as_str().unwrap();
+        assert!(
+            data.len() < 2 * MAX_ERROR_STRING && data.contains("100000 bytes"),
+            "{data}"
+        );
+
+        let update = json!({"jsonrpc": "2.0", "method": "session/update",
+                            "params": {"update": {"text": long}}})
+        .to_string();
+        assert_eq!(bounded_error(&update), update);
+        let result = json!({"jsonrpc": "2.0", "id": 6, "result": {"x": long}}).to_string();
+        assert_eq!(bounded_error(&result), result);
+    }
 }

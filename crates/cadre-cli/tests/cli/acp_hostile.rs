@@ -279,3 +279,41 @@ fn an_image_no_provider_takes_is_refused_and_never_stored() {
     assert!(!text.contains("U1ZHQkxPQg=="), "{text}");
     assert!(text.contains("binary content, not included"), "{text}");
 }
+
+#[test]
+fn error_answers_do_not_send_a_clients_megabyte_back() {
+    let fixture = Fixture::new();
+    let mut raw = Raw::start(&fixture);
+    initialize(&mut raw, json!({}));
+    let n = 1024 * 1024;
+    // JSON too deep to read: a parse error, which quotes the line.
+    raw.send(&format!("{}{}", "[".repeat(n), "]".repeat(n)));
+    let lines = raw.until_response_null();
+    assert_eq!(error_code(&lines), -32700);
+    assert!(lines.last().unwrap().to_string().len() < 16 * 1024);
+    let cases = [
+        json!({"jsonrpc": "2.0", "id": 2, "method": "x".repeat(n)}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/new",
+               "params": {"cwd": format!("/{}", "a".repeat(n)), "mcpServers": []}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt",
+               "params": {"sessionId": "s".repeat(n), "prompt": [{"type": "text", "text": "x"}]}}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "session/prompt",
+               "params": {"sessionId": "s", "prompt": [{"type": "t".repeat(n)}]}}),
+    ];
+    for (case, code) in cases.iter().zip([-32601, -32602, -32602, -32602]) {
+        raw.send(&case.to_string());
+        let answer = raw
+            .until_response(case["id"].as_i64().unwrap())
+            .pop()
+            .unwrap();
+        assert_eq!(
+            answer["error"]["code"],
+            code,
+            "{}",
+            &answer.to_string()[..200]
+        );
+        let size = answer.to_string().len();
+        assert!(size < 16 * 1024, "an answer of {size} bytes");
+    }
+    raw.finish();
+}

@@ -53,13 +53,12 @@ pub async fn call(
     };
     let args = Value::Object(request.arguments.unwrap_or_default());
     let with_schema = name == "Agent" && args.get("output_schema").is_some_and(Value::is_object);
-    let reporter = Reporter::new(
+    let (reporter, observer) = Reporter::new(
         &name,
         &args,
         context.meta.get_progress_token(),
         context.peer.clone(),
         host.manager(),
-        served.claims(),
     );
     let ctx = host.context();
     let tool_ctx = ToolContext {
@@ -78,7 +77,9 @@ pub async fn call(
     let served_for_run = served.clone();
     let run_cancel = cancel.clone();
     let mut run = tokio::spawn(async move {
-        let output = execute(&served_for_run, tool.as_ref(), &args, tool_ctx, run_cancel).await;
+        let run = execute(&served_for_run, tool.as_ref(), &args, tool_ctx, run_cancel);
+        // The tasks this call launches are told to its reporter by id.
+        let output = cadre_core::orchestrator::manager::observe_launches(observer, run).await;
         record(&served_for_run, tool.name(), args, &output, client).await;
         output
     });

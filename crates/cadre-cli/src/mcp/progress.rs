@@ -1,73 +1,58 @@
 //! `notifications/progress` for a foreground `Agent` call, from the task manager's events:
 //! turns, tool calls and tokens of the tasks the call launched.
 //!
-//! Task events do not say which call launched a task, so a call claims the root-level tasks
-//! that start while it runs with one of its descriptions (first come, first served across
-//! concurrent calls), and the tasks those tasks launch.
+//! The manager tells the call which tasks it launched, by id (`observe_launches`), so two
+//! concurrent calls never take each other's tasks, whatever their descriptions; the tasks
+//! those tasks launch are known by their parent task id. A task's `Started` event can come
+//! before the call learns its id; it is kept until then.
 
-use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::{BTreeMap, HashMap};
 
-use cadre_core::orchestrator::manager::{TaskEvent, TaskManager};
+use cadre_core::orchestrator::manager::{LaunchObserver, TaskEvent, TaskManager};
 use cadre_protocol::TaskUsage;
 use rmcp::RoleServer;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::Peer;
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
-/// Task ids claimed by the in-flight calls of one session.
-#[derive(Clone, Default)]
-pub struct Claims(Arc<Mutex<HashSet<String>>>);
-
-impl Claims {
-    /// Claim `id`; false when another call has it.
-    fn claim(&self, id: &str) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id.to_string())
-    }
-
-    fn release(&self, ids: impl Iterator<Item = String>) {
-        let mut set = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        for id in ids {
-            set.remove(&id);
-        }
-    }
-}
+/// The most `Started` events of tasks not (yet) known to be this call's that are kept.
+const MAX_UNKNOWN_STARTS: usize = 1024;
 
 pub struct Reporter {
     /// `None`: nothing to report (no token, or not a foreground `Agent` call).
     target: Option<(ProgressToken, Peer<RoleServer>)>,
-    descriptions: Vec<String>,
     events: broadcast::Receiver<TaskEvent>,
-    claims: Claims,
+    launched: mpsc::UnboundedReceiver<String>,
     /// Where an ended task's final usage is read: a run's tokens are recorded at its end.
     manager: TaskManager,
 }
 
 impl Reporter {
+    /// The reporter of one call, and the observer the call's launches are run under.
     pub fn new(
         tool: &str,
         args: &Value,
         token: Option<ProgressToken>,
         peer: Peer<RoleServer>,
         manager: TaskManager,
-        claims: Claims,
-    ) -> Reporter {
+    ) -> (Reporter, LaunchObserver) {
         let background = args.get("run_in_background").and_then(Value::as_bool) == Some(true);
         let target = token
             .filter(|_| tool == "Agent" && !background)
             .map(|t| (t, peer));
-        Reporter {
+        let (tx, launched) = mpsc::unbounded_channel();
+        let observer = LaunchObserver::new(move |id| {
+            let _ = tx.send(id.to_string());
+        });
+        let reporter = Reporter {
             target,
-            descriptions: descriptions(args),
             events: manager.subscribe(),
-            claims,
+            launched,
             manager,
-        }
+        };
+        (reporter, observer)
     }
 
     /// Report until `done` is cancelled (the call has its result), then report the events
@@ -77,101 +62,118 @@ impl Reporter {
             return;
         };
         let mut state = State::default();
-        let mut guard = Release {
-            claims: self.claims.clone(),
-            ids: Vec::new(),
-        };
         let mut sent = 0.0;
         let mut ending = false;
         loop {
-            let received = if ending {
-                match self.events.try_recv() {
-                    Ok(event) => Ok(event),
-                    Err(broadcast::error::TryRecvError::Lagged(n)) => {
-                        Err(broadcast::error::RecvError::Lagged(n))
+            let messages = if ending {
+                // Launch ids first: an end already sent may be of a task just learnt.
+                if let Ok(id) = self.launched.try_recv() {
+                    state.learn(&id)
+                } else {
+                    match self.events.try_recv() {
+                        Ok(event) => self.apply(&mut state, &event),
+                        Err(broadcast::error::TryRecvError::Lagged(_)) => continue,
+                        Err(_) => return,
                     }
-                    Err(_) => return,
                 }
             } else {
                 tokio::select! {
                     biased;
-                    received = self.events.recv() => received,
+                    Some(id) = self.launched.recv() => state.learn(&id),
+                    received = self.events.recv() => match received {
+                        Ok(event) => self.apply(&mut state, &event),
+                        // A lagging listener misses events; the next turn carries the totals.
+                        Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(broadcast::error::RecvError::Closed) => return,
+                    },
                     () = done.cancelled() => {
                         ending = true;
                         continue;
                     }
                 }
             };
-            let event = match received {
-                Ok(event) => event,
-                // A lagging listener misses events; the next turn carries the totals anyway.
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(broadcast::error::RecvError::Closed) => return,
-            };
-            if let TaskEvent::Ended { task_id, .. } = &event
-                && let Some(slot) = state.tasks.get_mut(task_id)
-                && let Ok(snapshot) = self.manager.snapshot(task_id)
-            {
-                *slot = snapshot.usage;
-            }
-            let Some(message) = state.apply(&event, &self.descriptions, &self.claims) else {
-                continue;
-            };
-            guard.ids = state.tasks.keys().cloned().collect();
-            sent += 1.0;
-            let mut param = ProgressNotificationParam::new(token.clone(), sent);
-            param.message = Some(message);
-            if peer.notify_progress(param).await.is_err() {
-                return;
+            for message in messages {
+                sent += 1.0;
+                let mut param = ProgressNotificationParam::new(token.clone(), sent);
+                param.message = Some(message);
+                if peer.notify_progress(param).await.is_err() {
+                    return;
+                }
             }
         }
     }
-}
 
-/// Gives the call's claims back when its reporter ends.
-struct Release {
-    claims: Claims,
-    ids: Vec<String>,
-}
-
-impl Drop for Release {
-    fn drop(&mut self) {
-        self.claims.release(self.ids.drain(..));
+    fn apply(&self, state: &mut State, event: &TaskEvent) -> Vec<String> {
+        if let TaskEvent::Ended { task_id, .. } = event
+            && let Some(slot) = state.tasks.get_mut(task_id)
+            && let Ok(snapshot) = self.manager.snapshot(task_id)
+        {
+            *slot = snapshot.usage;
+        }
+        state.apply(event)
     }
-}
-
-/// The descriptions an `Agent` call launches tasks with.
-fn descriptions(args: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(d) = args.get("description").and_then(Value::as_str) {
-        out.push(d.to_string());
-    }
-    if let Some(tasks) = args.get("tasks").and_then(Value::as_array) {
-        out.extend(
-            tasks
-                .iter()
-                .filter_map(|t| t.get("description").and_then(Value::as_str))
-                .map(str::to_string),
-        );
-    }
-    out
 }
 
 #[derive(Default)]
 struct State {
     /// The call's tasks and their latest usage.
     tasks: BTreeMap<String, TaskUsage>,
+    /// Tasks the call launched whose start has not been seen yet.
+    launched: Vec<String>,
+    /// Started events of tasks not known to be the call's (yet): id → (agent, description,
+    /// parent).
+    unknown: HashMap<String, (String, String, Option<String>)>,
     ended: usize,
 }
 
 impl State {
-    /// Take `event` into account; the progress message when it concerns this call.
-    fn apply(
-        &mut self,
-        event: &TaskEvent,
-        descriptions: &[String],
-        claims: &Claims,
-    ) -> Option<String> {
+    /// The call launched `id`: its start (and its children's), if already seen, is reported.
+    fn learn(&mut self, id: &str) -> Vec<String> {
+        if self.tasks.contains_key(id) {
+            return Vec::new();
+        }
+        match self.unknown.remove(id) {
+            Some((agent, description, _)) => {
+                let mut out = vec![self.start(id, &agent, &description)];
+                out.extend(self.adopt_children());
+                out
+            }
+            None => {
+                self.launched.push(id.to_string());
+                Vec::new()
+            }
+        }
+    }
+
+    /// Kept starts whose parent is now one of the call's tasks.
+    fn adopt_children(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        loop {
+            let next = self.unknown.iter().find_map(|(id, (_, _, parent))| {
+                parent
+                    .as_ref()
+                    .filter(|p| self.tasks.contains_key(*p))
+                    .map(|_| id.clone())
+            });
+            let Some(id) = next else { return out };
+            if let Some((agent, description, _)) = self.unknown.remove(&id) {
+                out.push(self.start(&id, &agent, &description));
+            }
+        }
+    }
+
+    fn start(&mut self, id: &str, agent: &str, description: &str) -> String {
+        self.launched.retain(|l| l != id);
+        self.tasks.insert(id.to_string(), TaskUsage::default());
+        format!(
+            "{} started {agent} \"{description}\"; {}",
+            short(id),
+            self.totals()
+        )
+    }
+
+    /// Take `event` into account; the progress messages it gives when it concerns this call.
+    fn apply(&mut self, event: &TaskEvent) -> Vec<String> {
         match event {
             TaskEvent::Started {
                 task_id,
@@ -182,24 +184,32 @@ impl State {
             } => {
                 let ours = match parent_task_id {
                     Some(parent) => self.tasks.contains_key(parent),
-                    None => descriptions.iter().any(|d| d == description),
+                    None => self.launched.iter().any(|l| l == task_id),
                 };
-                if !ours || !claims.claim(task_id) {
-                    return None;
+                if !ours {
+                    if self.unknown.len() < MAX_UNKNOWN_STARTS {
+                        self.unknown.insert(
+                            task_id.clone(),
+                            (agent.clone(), description.clone(), parent_task_id.clone()),
+                        );
+                    }
+                    return Vec::new();
                 }
-                self.tasks.insert(task_id.clone(), TaskUsage::default());
-                Some(format!(
-                    "{} started {agent} \"{description}\"; {}",
-                    short(task_id),
-                    self.totals()
-                ))
+                if self.tasks.contains_key(task_id) {
+                    return Vec::new();
+                }
+                let mut out = vec![self.start(task_id, agent, description)];
+                out.extend(self.adopt_children());
+                out
             }
             TaskEvent::Turn {
                 task_id,
                 usage,
                 preview,
             } => {
-                let slot = self.tasks.get_mut(task_id)?;
+                let Some(slot) = self.tasks.get_mut(task_id) else {
+                    return Vec::new();
+                };
                 // Turn events carry the counters; tokens arrive with the end (kept if known).
                 let tokens = slot.tokens;
                 *slot = *usage;
@@ -207,21 +217,22 @@ impl State {
                     slot.tokens = tokens;
                 }
                 let preview = preview.chars().take(120).collect::<String>();
-                Some(format!("{}; {}: {preview}", self.totals(), short(task_id)))
+                vec![format!("{}; {}: {preview}", self.totals(), short(task_id))]
             }
             TaskEvent::Ended {
                 task_id, status, ..
             } => {
                 if !self.tasks.contains_key(task_id) {
-                    return None;
+                    self.unknown.remove(task_id);
+                    return Vec::new();
                 }
                 self.ended += 1;
-                Some(format!(
+                vec![format!(
                     "{} {}; {}",
                     short(task_id),
                     status.as_str(),
                     self.totals()
-                ))
+                )]
             }
         }
     }
@@ -242,9 +253,10 @@ impl State {
     }
 }
 
-/// A task id's first characters, enough to tell tasks apart in a message.
+/// A task as a message names it: by its whole id (ids made in the same millisecond share
+/// their first characters).
 fn short(id: &str) -> String {
-    format!("task {}", id.chars().take(13).collect::<String>())
+    format!("task {id}")
 }
 
 #[cfg(test)]
@@ -252,7 +264,6 @@ fn short(id: &str) -> String {
 mod tests {
     use super::*;
     use cadre_protocol::TaskStatus;
-    use serde_json::json;
 
     fn started(id: &str, parent: Option<&str>, description: &str) -> TaskEvent {
         TaskEvent::Started {
@@ -265,16 +276,17 @@ mod tests {
     }
 
     #[test]
-    fn a_call_follows_its_tasks_and_their_children_only() {
-        let claims = Claims::default();
-        let d = descriptions(&json!({"tasks": [{"description": "a"}, {"description": "b"}]}));
+    fn a_call_follows_the_tasks_it_launched_and_their_children_only() {
         let mut s = State::default();
-        assert!(s.apply(&started("1", None, "a"), &d, &claims).is_some());
-        assert!(s.apply(&started("2", None, "other"), &d, &claims).is_none());
-        assert!(
-            s.apply(&started("3", Some("1"), "nested"), &d, &claims)
-                .is_some()
-        );
+        // Its own task's start may come before or after the launch is known.
+        assert!(s.apply(&started("1", None, "same")).is_empty());
+        assert_eq!(s.learn("1").len(), 1);
+        assert!(s.learn("4").is_empty());
+        assert_eq!(s.apply(&started("4", None, "same")).len(), 1);
+        // Another call's task with the same description is not this call's.
+        assert!(s.apply(&started("2", None, "same")).is_empty());
+        assert_eq!(s.apply(&started("3", Some("1"), "nested")).len(), 1);
+        assert!(s.apply(&started("5", Some("2"), "theirs")).is_empty());
         let mut usage = TaskUsage {
             turns: 2,
             tool_calls_executed: 3,
@@ -286,20 +298,25 @@ mod tests {
             usage,
             preview: "looking".into(),
         };
-        let m = s.apply(&turn, &d, &claims).unwrap();
+        let m = s.apply(&turn).pop().unwrap();
         assert!(m.contains("turns 2, tool calls 3, tokens 10"), "{m}");
-        let end = TaskEvent::Ended {
-            task_id: "1".into(),
+        let end = |id: &str| TaskEvent::Ended {
+            task_id: id.into(),
             status: TaskStatus::Completed,
             termination: None,
         };
-        assert!(
-            s.apply(&end, &d, &claims)
-                .unwrap()
-                .contains("tasks 1/2 done")
-        );
-        // Another call with the same description cannot take a claimed task.
-        let mut other = State::default();
-        assert!(other.apply(&started("1", None, "a"), &d, &claims).is_none());
+        assert!(s.apply(&end("2")).is_empty());
+        let m = s.apply(&end("1")).pop().unwrap();
+        assert!(m.contains("tasks 1/3 done"), "{m}");
+    }
+
+    #[test]
+    fn a_child_started_before_its_parent_was_known_is_adopted() {
+        let mut s = State::default();
+        assert!(s.apply(&started("1", None, "a")).is_empty());
+        assert!(s.apply(&started("2", Some("1"), "b")).is_empty());
+        let messages = s.learn("1");
+        assert_eq!(messages.len(), 2, "{messages:?}");
+        assert!(s.unknown.is_empty());
     }
 }

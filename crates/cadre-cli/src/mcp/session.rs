@@ -15,8 +15,6 @@ pub struct Served {
 
 struct Inner {
     host: Host,
-    /// Tasks claimed by this session's in-flight `Agent` calls (see `progress`).
-    claims: super::progress::Claims,
     drain: tokio::task::JoinHandle<()>,
     /// Set once the session was closed on purpose (not left to `Drop`).
     closed: std::sync::atomic::AtomicBool,
@@ -36,7 +34,6 @@ impl Served {
         Ok(Served {
             inner: Arc::new(Inner {
                 host: started.host,
-                claims: super::progress::Claims::default(),
                 drain,
                 closed: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -45,10 +42,6 @@ impl Served {
 
     pub fn host(&self) -> &Host {
         &self.inner.host
-    }
-
-    pub fn claims(&self) -> super::progress::Claims {
-        self.inner.claims.clone()
     }
 
     /// End the session: running tasks are stopped (L6, recorded `stopped`) and the session

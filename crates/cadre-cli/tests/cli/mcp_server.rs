@@ -263,6 +263,50 @@ fn foreground_call(mode: &str) {
 }
 
 #[test]
+fn concurrent_calls_with_one_description_each_report_their_own_task() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    script_children(&f);
+    let report = run_stdio(&f, &python, "concurrent");
+    let calls = report["calls"].as_array().unwrap();
+    let id_of = |call: &Value| {
+        let text = call["result"]["text"].as_str().unwrap();
+        let rest = text
+            .strip_prefix("Task ")
+            .unwrap_or_else(|| panic!("{text}"));
+        rest.split(' ').next().unwrap().to_string()
+    };
+    let ids = [id_of(&calls[0]), id_of(&calls[1])];
+    assert_ne!(ids[0], ids[1], "{report:#}");
+    for (i, call) in calls.iter().enumerate() {
+        let progress: Vec<&str> = call["progress"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let own = &ids[i];
+        let other = &ids[1 - i];
+        assert!(
+            progress
+                .iter()
+                .any(|m| m.contains(&format!("task {own} started"))),
+            "call {i}: {progress:#?}"
+        );
+        assert!(
+            progress
+                .iter()
+                .any(|m| m.contains(&format!("task {own} completed"))),
+            "call {i}: {progress:#?}"
+        );
+        assert!(
+            progress.iter().all(|m| !m.contains(other.as_str())),
+            "call {i} reports the other call's task: {progress:#?}"
+        );
+    }
+}
+
+#[test]
 fn an_output_schema_gives_structured_content() {
     let Some(python) = python() else { return };
     let f = Fixture::new();

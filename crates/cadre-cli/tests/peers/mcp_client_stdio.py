@@ -218,7 +218,35 @@ async def writer(client, report):
     report["result"] = result_json(result)
 
 
+async def concurrent(client, report):
+    """Two foreground calls at once with the same description, each with its own progress."""
+    report["calls"] = [None, None]
+
+    async def one(i):
+        progress = []
+
+        async def on_progress(value, total, message):
+            progress.append(message)
+
+        result = await client.call_tool(
+            "Agent",
+            {
+                "subagent_type": "Explore",
+                "description": "Same words",
+                "prompt": f"[child] Read notes.txt, call {i}.",
+            },
+            read_timeout_seconds=TIMEOUT,
+            progress_callback=on_progress,
+        )
+        report["calls"][i] = {"result": result_json(result), "progress": progress}
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(one, 0)
+        group.start_soon(one, 1)
+
+
 SCENARIOS = {
+    "concurrent": concurrent,
     "writer": writer,
     "tools": tools,
     "foreground": foreground,

@@ -76,6 +76,7 @@ pub(crate) async fn launch(
         };
         match started {
             Ok(h) => {
+                super::observe::launched(&lock(&h.record).id);
                 if sequential {
                     wait_foreground(inner, std::slice::from_ref(&h), cancel.clone()).await;
                 }

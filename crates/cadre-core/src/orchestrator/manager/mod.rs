@@ -30,6 +30,7 @@ mod digest;
 mod handle;
 mod launch;
 mod mirror;
+mod observe;
 mod pending;
 mod prepare;
 mod prompt;
@@ -58,6 +59,7 @@ use pending::Pending;
 
 pub use crate::handoff::contract::{EMPTY_COMPLETION_NUDGE, OUTPUT_CONTRACT_HEADING};
 pub use mirror::ConversationMirror;
+pub use observe::{LaunchObserver, observe_launches};
 pub use pending::PendingGuard;
 pub use prepare::FORK_OPEN_CALL_RESULT;
 pub use types::{

@@ -232,6 +232,14 @@ fn foreground_call(mode: &str) {
     let last = messages.last().unwrap();
     assert!(last.contains("completed; tasks 1/1 done"), "{messages:?}");
     assert!(last.contains("tokens 116"), "{messages:?}");
+    // Tokens count up turn by turn, not only at the end: the first turn's (40+7) are there
+    // while the task still runs.
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("tasks 0/1 done, turns 1,") && m.contains("tokens 47")),
+        "{messages:?}"
+    );
     let values: Vec<f64> = progress
         .iter()
         .map(|p| p["progress"].as_f64().unwrap())

@@ -77,6 +77,9 @@ pub(crate) struct TaskHandle {
     /// Where a task with `output_schema` keeps its accepted structured output (V8).
     pub structured: Mutex<Option<StructuredSlot>>,
     pub started: Instant,
+    /// Tokens of the turns of the current run, for progress (`TaskEvent::Turn`) only: the
+    /// record adds the run's usage once, when the run ends, and this goes back to zero then.
+    pub live_tokens: Mutex<cadre_protocol::Usage>,
 }
 
 impl TaskHandle {
@@ -109,6 +112,7 @@ impl TaskHandle {
             scope: Mutex::new(None),
             structured: Mutex::new(None),
             started: Instant::now(),
+            live_tokens: Mutex::new(cadre_protocol::Usage::default()),
         }
     }
 

@@ -359,13 +359,20 @@ fn on_event(inner: &Arc<Inner>, h: &Arc<TaskHandle>, ev: AgentEvent) {
             lc.write_counters(&mut r.usage);
             r.phase = lc.phase();
             drop(lc);
+            // The record's tokens grow once, at the run's end; a turn event carries them
+            // with the tokens of this run's turns so far.
+            let mut live = lock(&h.live_tokens);
+            live.add(&a.usage);
             if inner.events.receiver_count() > 0 {
+                let mut usage = r.usage;
+                usage.tokens.add(&live);
                 let _ = inner.events.send(TaskEvent::Turn {
                     task_id: r.id.clone(),
-                    usage: r.usage,
+                    usage,
                     preview: preview(&text),
                 });
             }
+            drop(live);
             drop(r);
             apply_actions(inner, h, actions);
         }
@@ -517,6 +524,7 @@ async fn finish(
         r.phase = TaskPhase::Terminal;
         lc.write_counters(&mut r.usage);
         r.usage.tokens.add(&usage);
+        *lock(&h.live_tokens) = Usage::default();
         r.error = lc
             .error()
             .map(str::to_string)

@@ -126,6 +126,16 @@ fn deaf_editor(fixture: &Fixture) -> (std::process::Child, impl Sized) {
     fixture
         .server
         .script(Rule::new(Match::Always).reply(Reply::text(&big)));
+    deaf_turn(fixture, || {
+        fixture.session_files().first().is_some_and(|f| {
+            std::fs::read_to_string(f).is_ok_and(|t| t.contains("output nobody reads"))
+        })
+    })
+}
+
+/// An editor that stops reading once it has its session, and prompts a turn the fixture has
+/// scripted; returns once `ready`.
+fn deaf_turn(fixture: &Fixture, ready: impl FnMut() -> bool) -> (std::process::Child, impl Sized) {
     let mut cmd = fixture.command(&["acp", "--model", "fake/m1"]);
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -161,11 +171,7 @@ fn deaf_editor(fixture: &Fixture) -> (std::process::Child, impl Sized) {
                                    "prompt": [{"type": "text", "text": "talk a lot"}]}});
     writeln!(stdin, "{prompt}").unwrap();
     stdin.flush().unwrap();
-    crate::harness::wait_until("the reply in the session file", || {
-        fixture.session_files().first().is_some_and(|f| {
-            std::fs::read_to_string(f).is_ok_and(|t| t.contains("output nobody reads"))
-        })
-    });
+    crate::harness::wait_until("the turn to be under way", ready);
     (child, stdout)
 }
 
@@ -183,6 +189,32 @@ fn end_of_input_ends_the_agent_even_when_the_editor_does_not_read() {
             .any(|e| e.to_string().contains("output nobody reads")),
         "the reply is kept"
     );
+}
+
+#[test]
+fn end_of_input_ends_the_agent_when_the_editor_does_not_read_a_command_that_keeps_talking() {
+    let fixture = Fixture::new();
+    fixture
+        .server
+        .script(Rule::new(Match::assistant_turns(0)).reply(Reply::tool_call(
+            "call_chatty",
+            "bash",
+            json!({"command": "echo $$ > chatty.pid; while :; do seq 1 3000; sleep 0.05; done"}),
+        )));
+    let pid_file = fixture.project.join("chatty.pid");
+    let (mut child, _unread) = deaf_turn(&fixture, || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n'))
+    });
+    // Output for a while (ten updates a second): more than the pipe and the writer's queue
+    // hold, so the connection's own end waits on the editor too.
+    std::thread::sleep(Duration::from_secs(8));
+    drop(child.stdin.take());
+    let status = exit_of(&mut child);
+    assert!(status.success(), "{status:?}");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    crate::harness::wait_until("the command to be stopped", || {
+        !Path::new(&format!("/proc/{}", pid.trim())).exists()
+    });
 }
 
 #[test]

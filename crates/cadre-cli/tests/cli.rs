@@ -9,12 +9,12 @@
 #[path = "cli/harness.rs"]
 mod harness;
 
+#[path = "cli/abort.rs"]
+mod abort;
 #[path = "cli/acp.rs"]
 mod acp;
 #[path = "cli/acp_hostile.rs"]
 mod acp_hostile;
-#[path = "cli/abort.rs"]
-mod abort;
 #[path = "cli/compaction_pi.rs"]
 mod compaction_pi;
 #[path = "cli/config.rs"]

@@ -19,10 +19,10 @@ mod signals;
 mod tasks;
 pub mod views;
 
+pub use cadre_mcp::{McpServerConfig, McpTransport};
 pub use context::{
     HostContext, IDLE_TIMEOUT_VAR, RETRY_BASE_VAR, RuntimeKey, parse_thinking, pick_model,
 };
-pub use cadre_mcp::{McpServerConfig, McpTransport};
 pub use options::{Confirmer, HostOptions, SessionChoice};
 pub use orchestration::ORCHESTRATION_TOOLS;
 pub use service::{

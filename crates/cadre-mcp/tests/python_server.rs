@@ -7,7 +7,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use cadre_mcp::{McpServerConfig, McpSet, McpTransport, ServerLimits, ServerPlace};
@@ -16,30 +15,11 @@ use cadre_tools::{Tool, ToolContext, ToolOutput};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-const VENV_PYTHON: &str = "/tmp/cadre-py-mcp2.3.0-acp0.12.1/bin/python";
 /// Only a guard against a hung test; nothing asserts how fast anything is.
 const GUARD: Duration = Duration::from_secs(60);
 
 fn python() -> Option<PathBuf> {
-    let path = std::env::var_os("CADRE_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(VENV_PYTHON));
-    let works = Command::new(&path)
-        .args(["-c", "import mcp.server.mcpserver"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if works {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("CI").is_err(),
-        "no Python with the MCP SDK at {} (set CADRE_TEST_PYTHON)",
-        path.display()
-    );
-    eprintln!("note: skipped: no Python with the MCP SDK (set CADRE_TEST_PYTHON)");
-    None
+    cadre_testkit::peers::python_with_mcp()
 }
 
 fn config(python: &Path, name: &str, args: &[&str], marker: &Path) -> McpServerConfig {

@@ -58,6 +58,7 @@ mod anthropic;
 mod http;
 mod matcher;
 mod openai;
+pub mod peers;
 mod request;
 mod script;
 mod server;

@@ -15,34 +15,10 @@ use serde_json::{Value, json};
 use crate::harness::{Fixture, HANG_GUARD, Running, Wire, wait_until};
 use crate::orchestration::task_records;
 
-const VENV_PYTHON: &str = "/tmp/cadre-py-mcp2.3.0-acp0.12.1/bin/python";
 const CHILD: &str = "[mcp-child]";
 
-/// The interpreter with the MCP SDK: `CADRE_TEST_PYTHON`, else the venv `.ci/run` makes. Under
-/// CI a missing one fails the test; elsewhere the test is skipped with a note.
 fn python() -> Option<PathBuf> {
-    let path = std::env::var_os("CADRE_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(VENV_PYTHON));
-    let works = Command::new(&path)
-        .args(["-c", "import mcp.server.mcpserver"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if works {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("CI").is_err(),
-        "no Python with the MCP SDK at {} (set CADRE_TEST_PYTHON)",
-        path.display()
-    );
-    eprintln!(
-        "note: skipped: no Python with the MCP SDK at {} (set CADRE_TEST_PYTHON)",
-        path.display()
-    );
-    None
+    cadre_testkit::peers::python_with_mcp()
 }
 
 fn server_script() -> String {

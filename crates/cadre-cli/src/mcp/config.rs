@@ -30,6 +30,9 @@ impl Setup {
         options.background_by_default = false;
         options.stream_updates = false;
         options.client_is_parent = true;
+        // The root session is built while the handshake is answered; a model that cannot be
+        // used is an error now, before anything is served, as for `-p`.
+        ctx.pick_model(options.model.as_deref())?;
         Ok(Setup { ctx, options })
     }
 }

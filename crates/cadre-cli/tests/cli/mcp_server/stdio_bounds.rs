@@ -210,3 +210,12 @@ fn arguments_that_are_not_an_object_are_invalid_params_naming_them() {
     let (code, stderr) = exit_of(child);
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+#[test]
+fn an_unknown_model_fails_before_anything_is_served() {
+    let f = Fixture::new();
+    let out = f.run(&["mcp", "--model", "nope/x"]);
+    assert!(out.stdout.is_empty(), "{out:#?}");
+    let line = out.assert_one_line_error();
+    assert!(line.contains("unknown model `nope/x`"), "{line}");
+}

@@ -24,7 +24,7 @@ pub use context::{
     HostContext, IDLE_TIMEOUT_VAR, RETRY_BASE_VAR, RuntimeKey, parse_thinking, pick_model,
 };
 pub use options::{Confirmer, HostOptions, SessionChoice};
-pub use orchestration::ORCHESTRATION_TOOLS;
+pub use orchestration::{ORCHESTRATION_TOOLS, root_tool_specs};
 pub use service::{
     Delivery, Host, HostError, HostEvent, HostState, InterruptHandle, StartedHost, Switched,
 };

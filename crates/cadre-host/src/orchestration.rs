@@ -27,6 +27,25 @@ const STOP_REQUEST_POLL: Duration = Duration::from_millis(200);
 /// Names of the orchestration tools, as the model sees them.
 pub const ORCHESTRATION_TOOLS: &[&str] = &["Agent", "SendMessage", "TaskOutput", "TaskStop"];
 
+/// The root's orchestration tool specs as a session built from `home`, `cwd`, `trust` and
+/// `settings` would give them, without building one (a front end answering `tools/list`
+/// while its session starts). `root_polls`: see `TaskManager::set_root_polls`.
+pub fn root_tool_specs(
+    home: &CadreHome,
+    cwd: &Path,
+    trust: ProjectTrust,
+    settings: Option<&serde_json::Value>,
+    root_polls: bool,
+) -> Result<Vec<cadre_protocol::ToolSpec>> {
+    let parsed = SubagentSettings::from_value(settings).context("invalid `subagents` settings")?;
+    let roster = discover(&DiscoverOptions::new(home.clone(), cwd, trust));
+    Ok(cadre_core::orchestrator::tools::root_tool_specs(
+        &parsed.settings,
+        &roster,
+        root_polls,
+    ))
+}
+
 /// What the root session needs to delegate.
 pub struct Orchestration {
     pub manager: TaskManager,

@@ -70,6 +70,34 @@ impl CadreMcp {
         }
     }
 
+    /// The tools' specs: the session's own, or — while it is still being built (its MCP
+    /// servers starting) or not built yet — the same specs made from the setup, so listing
+    /// the tools never waits for the servers.
+    async fn tool_specs(&self) -> Result<Vec<cadre_protocol::ToolSpec>, McpError> {
+        let own = self.session_mode.load(Ordering::SeqCst);
+        let cell = if own { &self.own } else { &self.process };
+        if let Some(served) = cell.get() {
+            return Ok(served
+                .host()
+                .orchestration_tools()
+                .iter()
+                .map(|t| t.spec())
+                .collect());
+        }
+        let Some(setup) = &self.setup else {
+            return Err(McpError::internal_error("the session has ended", None));
+        };
+        let ctx = &setup.ctx;
+        cadre_host::root_tool_specs(
+            &ctx.home,
+            &ctx.cwd,
+            ctx.trust.clone(),
+            ctx.settings.subagents.as_ref(),
+            setup.options.client_is_parent,
+        )
+        .map_err(|e| McpError::internal_error(format!("cannot list the tools: {e:#}"), None))
+    }
+
     /// The root session this request is served by.
     async fn served(&self) -> Result<Served, McpError> {
         let own = self.session_mode.load(Ordering::SeqCst);
@@ -125,12 +153,11 @@ impl ServerHandler for CadreMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let served = self.served().await?;
-        let tools: Vec<serde_json::Value> = served
-            .host()
-            .orchestration_tools()
+        let tools: Vec<serde_json::Value> = self
+            .tool_specs()
+            .await?
             .iter()
-            .map(|t| super::call::tool_json(&t.spec()))
+            .map(super::call::tool_json)
             .collect();
         serde_json::from_value(json!({ "resultType": "complete", "tools": tools }))
             .map_err(|e| McpError::internal_error(format!("tool list: {e}"), None))

@@ -16,6 +16,8 @@ use super::manager::{
 };
 use super::output::neutralize;
 use super::policy::usage_line;
+use super::settings::SubagentSettings;
+use crate::roles::Roster;
 
 pub const SEND_MESSAGE_TOOL: &str = "SendMessage";
 pub const TASK_OUTPUT_TOOL: &str = "TaskOutput";
@@ -29,6 +31,128 @@ pub fn root_tools(manager: &TaskManager, root: &ParentRef) -> Vec<std::sync::Arc
         std::sync::Arc::new(TaskOutputTool::new(manager.clone())),
         std::sync::Arc::new(TaskStopTool::new(manager.clone())),
     ]
+}
+
+/// The root's four tool specs from what they depend on: the subagent settings, the roster
+/// and whether the root polls for results. A front end can list them before its session
+/// exists; the tools' own `spec` gives the same.
+pub fn root_tool_specs(
+    settings: &SubagentSettings,
+    roster: &Roster,
+    root_polls: bool,
+) -> Vec<ToolSpec> {
+    vec![
+        agent_spec(settings, roster, root_polls),
+        send_message_spec(),
+        task_output_spec(root_polls),
+        task_stop_spec(),
+    ]
+}
+
+fn agent_spec(settings: &SubagentSettings, roster: &Roster, polls: bool) -> ToolSpec {
+    let mut description = String::from(
+        "Launch a subagent: a separate agent with its own context, role and tools, that works \
+         on a task and returns its final answer. Use `tasks` to run independent tasks in \
+         parallel in one call. A foreground call returns when the task(s) end; with \
+         run_in_background it returns the task id(s) at once and each result arrives later \
+         as a <task-notification> message (never poll for it).\n\nAgent types:\n",
+    );
+    if polls {
+        description = description.replace(
+            "each result arrives later as a <task-notification> message (never poll for it)",
+            "TaskOutput with block=true waits for each result (no notification is sent)",
+        );
+    }
+    description.push_str(&roster.summary());
+    let _ = write!(
+        description,
+        "\nAt most {} tasks per call.",
+        settings.max_tasks_per_launch
+    );
+    let mut props = task_properties();
+    let entry = json!({
+        "type": "object",
+        "properties": props.clone(),
+        "required": ["description", "prompt"]
+    });
+    if let Value::Object(map) = &mut props {
+        map.insert(
+            "tasks".into(),
+            json!({
+                "type": "array",
+                "maxItems": settings.max_tasks_per_launch,
+                "items": entry,
+                "description": "Independent tasks to run in parallel (instead of the top-level description/prompt). Entries inherit the top-level warning values."
+            }),
+        );
+    }
+    ToolSpec {
+        name: super::capability::AGENT_TOOL.to_string(),
+        description,
+        parameters: json!({"type": "object", "properties": props}),
+    }
+}
+
+fn send_message_spec() -> ToolSpec {
+    ToolSpec {
+        name: SEND_MESSAGE_TOOL.into(),
+        description: "Continue a task: a running task receives the message at its next turn; \
+                      a finished one is reopened with its conversation, tools and budgets and \
+                      runs again (one-shot agent types refuse). `to` is a task id, a unique id \
+                      prefix or a task name."
+            .into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "to": {"type": "string", "description": "Task id, unique id prefix, or name."},
+                "message": {"type": "string", "description": "The message for the task."}
+            },
+            "required": ["to", "message"]
+        }),
+    }
+}
+
+fn task_output_spec(polls: bool) -> ToolSpec {
+    let description = if polls {
+        "Snapshot of a task: status, phase, usage, preview and output so far, and its result \
+         once it has ended. Background tasks send no notification: this is how their \
+         results are read. `block` waits up to timeout_ms (default 300000) for the task to \
+         end."
+    } else {
+        "Snapshot of a task: status, phase, usage, preview and output so far. For \
+         explicit status checks and diagnosis only — background results arrive \
+         on their own as <task-notification> messages, so never poll. `block` \
+         waits up to timeout_ms (default 300000) for the task to end."
+    };
+    ToolSpec {
+        name: TASK_OUTPUT_TOOL.into(),
+        description: description.into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "task_id": {"type": "string", "description": "Task id, unique id prefix, or name."},
+                "block": {"type": "boolean"},
+                "timeout_ms": {"type": "integer", "minimum": 0}
+            },
+            "required": ["task_id"]
+        }),
+    }
+}
+
+fn task_stop_spec() -> ToolSpec {
+    ToolSpec {
+        name: TASK_STOP_TOOL.into(),
+        description: "Stop a running task. Its partial output is kept; its status becomes \
+                      stopped. Use only for explicit cancellation or clearly wasted work."
+            .into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "task_id": {"type": "string", "description": "Task id, unique id prefix, or name."}
+            },
+            "required": ["task_id"]
+        }),
+    }
 }
 
 /// `Agent`: launch one task or a parallel set (O1).
@@ -89,48 +213,11 @@ impl Tool for AgentTool {
     }
 
     fn spec(&self) -> ToolSpec {
-        let settings = self.manager.settings();
-        let mut description = String::from(
-            "Launch a subagent: a separate agent with its own context, role and tools, that works \
-             on a task and returns its final answer. Use `tasks` to run independent tasks in \
-             parallel in one call. A foreground call returns when the task(s) end; with \
-             run_in_background it returns the task id(s) at once and each result arrives later \
-             as a <task-notification> message (never poll for it).\n\nAgent types:\n",
-        );
-        if self.manager.parent_polls(&self.parent) {
-            description = description.replace(
-                "each result arrives later as a <task-notification> message (never poll for it)",
-                "TaskOutput with block=true waits for each result (no notification is sent)",
-            );
-        }
-        description.push_str(&self.manager.roster().summary());
-        let _ = write!(
-            description,
-            "\nAt most {} tasks per call.",
-            settings.max_tasks_per_launch
-        );
-        let mut props = task_properties();
-        let entry = json!({
-            "type": "object",
-            "properties": props.clone(),
-            "required": ["description", "prompt"]
-        });
-        if let Value::Object(map) = &mut props {
-            map.insert(
-                "tasks".into(),
-                json!({
-                    "type": "array",
-                    "maxItems": settings.max_tasks_per_launch,
-                    "items": entry,
-                    "description": "Independent tasks to run in parallel (instead of the top-level description/prompt). Entries inherit the top-level warning values."
-                }),
-            );
-        }
-        ToolSpec {
-            name: self.name().to_string(),
-            description,
-            parameters: json!({"type": "object", "properties": props}),
-        }
+        agent_spec(
+            self.manager.settings(),
+            self.manager.roster(),
+            self.manager.parent_polls(&self.parent),
+        )
     }
 
     fn execute<'a>(&'a self, args: Value, ctx: ToolContext) -> BoxFuture<'a, ToolOutput> {
@@ -365,22 +452,7 @@ impl Tool for SendMessageTool {
     }
 
     fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: SEND_MESSAGE_TOOL.into(),
-            description: "Continue a task: a running task receives the message at its next turn; \
-                          a finished one is reopened with its conversation, tools and budgets and \
-                          runs again (one-shot agent types refuse). `to` is a task id, a unique id \
-                          prefix or a task name."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "to": {"type": "string", "description": "Task id, unique id prefix, or name."},
-                    "message": {"type": "string", "description": "The message for the task."}
-                },
-                "required": ["to", "message"]
-            }),
-        }
+        send_message_spec()
     }
 
     fn execute<'a>(&'a self, args: Value, _ctx: ToolContext) -> BoxFuture<'a, ToolOutput> {
@@ -436,30 +508,7 @@ impl Tool for TaskOutputTool {
     }
 
     fn spec(&self) -> ToolSpec {
-        let description = if self.manager.root_polls() {
-            "Snapshot of a task: status, phase, usage, preview and output so far, and its result \
-             once it has ended. Background tasks send no notification: this is how their \
-             results are read. `block` waits up to timeout_ms (default 300000) for the task to \
-             end."
-        } else {
-            "Snapshot of a task: status, phase, usage, preview and output so far. For \
-             explicit status checks and diagnosis only — background results arrive \
-             on their own as <task-notification> messages, so never poll. `block` \
-             waits up to timeout_ms (default 300000) for the task to end."
-        };
-        ToolSpec {
-            name: TASK_OUTPUT_TOOL.into(),
-            description: description.into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "task_id": {"type": "string", "description": "Task id, unique id prefix, or name."},
-                    "block": {"type": "boolean"},
-                    "timeout_ms": {"type": "integer", "minimum": 0}
-                },
-                "required": ["task_id"]
-            }),
-        }
+        task_output_spec(self.manager.root_polls())
     }
 
     fn execute<'a>(&'a self, args: Value, _ctx: ToolContext) -> BoxFuture<'a, ToolOutput> {
@@ -499,19 +548,7 @@ impl Tool for TaskStopTool {
     }
 
     fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: TASK_STOP_TOOL.into(),
-            description: "Stop a running task. Its partial output is kept; its status becomes \
-                          stopped. Use only for explicit cancellation or clearly wasted work."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "task_id": {"type": "string", "description": "Task id, unique id prefix, or name."}
-                },
-                "required": ["task_id"]
-            }),
-        }
+        task_stop_spec()
     }
 
     fn execute<'a>(&'a self, args: Value, _ctx: ToolContext) -> BoxFuture<'a, ToolOutput> {

@@ -132,7 +132,7 @@ fn the_first_sigterm_stops_the_tasks_and_exits_while_stdin_stays_open() {
 }
 
 #[test]
-fn initialize_is_answered_while_a_configured_server_is_still_starting() {
+fn initialize_and_tools_list_are_answered_while_a_configured_server_is_still_starting() {
     let f = Fixture::new();
     // A server that never answers, and a start-up timeout longer than the test's guard: the
     // handshake must not wait for it.
@@ -145,6 +145,23 @@ fn initialize_is_answered_while_a_configured_server_is_still_starting() {
     stdin.write_all(b"\n").unwrap();
     let init = answer(&rx, 1);
     assert_eq!(init["result"]["serverInfo"]["name"], "cadre", "{init}");
+    // Listing the tools does not wait for the server either.
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    );
+    let listed = answer(&rx, 2);
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["Agent", "SendMessage", "TaskOutput", "TaskStop"]);
     drop(stdin);
     let (code, stderr) = exit_of(child);
     assert_eq!(code, Some(0), "{stderr}");

@@ -7,6 +7,7 @@
 //! prompt turn) run on tasks of their own, so the dispatch loop keeps reading: a
 //! `session/cancel` is seen while the turn it cancels runs.
 
+mod backlog;
 mod content;
 mod permission;
 mod replay;
@@ -46,9 +47,10 @@ const END_OF_INPUT_WAIT: Duration = Duration::from_secs(10);
 const LAST_FRAMES_WAIT: Duration = Duration::from_secs(5);
 
 pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
-    let sessions = Arc::new(Sessions::new(args.serve));
+    let backlog = backlog::Backlog::default();
+    let sessions = Arc::new(Sessions::new(args.serve, backlog.clone()));
     let input_ended = CancellationToken::new();
-    let (writer, sink) = transport::Writer::start();
+    let (writer, sink) = transport::Writer::start(backlog);
     let transport = Lines::new(
         Box::pin(sink),
         Box::pin(transport::stdin_lines(input_ended.clone())),
@@ -179,6 +181,7 @@ async fn serve(
                             for update in replay::history(&history, &cwd) {
                                 session::send_update(
                                     &cx,
+                                    &sessions.backlog,
                                     Update {
                                         session: id.clone(),
                                         update,

@@ -18,6 +18,7 @@ use cadre_protocol::StopReason as CadreStop;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc, oneshot};
 
+use super::backlog::Backlog;
 use super::permission::EditorConfirmer;
 use super::view::{CurrentCall, Update, View};
 use crate::args::ServeArgs;
@@ -31,6 +32,8 @@ const ABORT_AGAIN: Duration = Duration::from_millis(100);
 /// What every session of the connection shares: the flags and the client's capabilities.
 pub struct Sessions {
     args: ServeArgs,
+    /// How far the editor is behind in reading updates.
+    pub backlog: Backlog,
     /// The client declared the `subagents` capability (children as subagent sessions).
     pub subagents: AtomicBool,
     open: Mutex<HashMap<String, Arc<Session>>>,
@@ -52,9 +55,10 @@ pub struct Session {
 pub type Refusal = String;
 
 impl Sessions {
-    pub fn new(args: ServeArgs) -> Sessions {
+    pub fn new(args: ServeArgs, backlog: Backlog) -> Sessions {
         Sessions {
             args,
+            backlog,
             subagents: AtomicBool::new(false),
             open: Mutex::new(HashMap::new()),
             loading: Mutex::new(std::collections::HashSet::new()),
@@ -214,7 +218,13 @@ impl Sessions {
             Some(host.manager()),
         );
         let (barrier, barriers) = mpsc::unbounded_channel();
-        tokio::spawn(forward(started.events, barriers, view, cx.clone()));
+        tokio::spawn(forward(
+            started.events,
+            barriers,
+            view,
+            cx.clone(),
+            self.backlog.clone(),
+        ));
         let session = Arc::new(Session {
             host,
             running: AtomicBool::new(false),
@@ -351,10 +361,13 @@ async fn forward(
     mut barriers: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
     mut view: View,
     cx: ConnectionTo<Client>,
+    backlog: Backlog,
 ) {
     let send = |view: &mut View, event: &HostEvent| {
         for update in view.on_event(event) {
-            send_update(&cx, update);
+            if !backlog.skips(&update.update) {
+                send_update(&cx, &backlog, update);
+            }
         }
     };
     loop {
@@ -378,11 +391,13 @@ async fn forward(
     }
 }
 
-pub fn send_update(cx: &ConnectionTo<Client>, update: Update) {
+pub fn send_update(cx: &ConnectionTo<Client>, backlog: &Backlog, update: Update) {
     let value = json!({"sessionId": update.session, "update": update.update});
     match serde_json::from_value::<SessionNotification>(value) {
         Ok(notification) => {
-            let _ = cx.send_notification(notification);
+            if cx.send_notification(notification).is_ok() {
+                backlog.queued();
+            }
         }
         Err(e) => errln!("cadre acp: an update could not be built: {e}"),
     }

@@ -15,7 +15,11 @@ use futures_util::{Sink, Stream};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::backlog::Backlog;
 use crate::rpc::input::{self, Line};
+
+/// How a `session/update` frame starts (the SDK writes `jsonrpc` and `method` first).
+const UPDATE_FRAME: &str = "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\"";
 
 /// Frames queued for the writer thread (the SDK's own queue holds the rest).
 const QUEUED_FRAMES: usize = 64;
@@ -70,7 +74,9 @@ pub struct Writer {
 
 impl Writer {
     /// Start the writer thread; the sink feeds it one frame per line.
-    pub fn start() -> (
+    pub fn start(
+        backlog: Backlog,
+    ) -> (
         Writer,
         impl Sink<String, Error = io::Error> + Send + 'static,
     ) {
@@ -83,6 +89,9 @@ impl Writer {
                             // The editor closed stdout: the sink's next send fails, and
                             // with it the connection.
                             return;
+                        }
+                        if line.starts_with(UPDATE_FRAME) {
+                            backlog.written();
                         }
                     }
                     Out::Flush(done) => {

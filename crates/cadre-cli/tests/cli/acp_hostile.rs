@@ -349,3 +349,69 @@ fn error_answers_do_not_send_a_clients_megabyte_back() {
     }
     raw.finish();
 }
+
+#[test]
+fn an_editor_far_behind_is_not_sent_intermediate_tool_output() {
+    let fixture = Fixture::new();
+    let s = &fixture.server;
+    s.script(Rule::new(Match::assistant_turns(0)).reply(Reply::tool_call(
+        "call_chatty",
+        "bash",
+        json!({"command": "i=0; while [ $i -lt 60 ]; do seq 1 3000; sleep 0.1; \
+                               i=$((i+1)); done; echo LAST-LINE; touch done.marker"}),
+    )));
+    s.script(Rule::new(Match::Always).reply(Reply::text("done")));
+    let mut cmd = fixture.command(&["acp", "--model", "fake/m1"]);
+    cmd.env("CADRE_ACP_MAX_BEHIND", "10")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut read_until = |id: i64| {
+        let mut lines = Vec::new();
+        loop {
+            let mut line = String::new();
+            assert!(stdout.read_line(&mut line).unwrap() > 0, "stdout ended");
+            let value: Value = serde_json::from_str(&line).unwrap();
+            let done = value["id"] == id && value.get("method").is_none();
+            lines.push(value);
+            if done {
+                return lines;
+            }
+        }
+    };
+    let mut send = |request: Value| {
+        writeln!(stdin, "{request}").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+    read_until(1);
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                "params": {"cwd": fixture.project, "mcpServers": []}}));
+    let session = read_until(2).pop().unwrap()["result"]["sessionId"].clone();
+    send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}}),
+    );
+    // Not read while the command talks (about sixty updates of its output so far).
+    crate::harness::wait_until("the command to end", || {
+        fixture.project.join("done.marker").exists()
+    });
+    let lines = read_until(3);
+    assert_eq!(lines.last().unwrap()["result"]["stopReason"], "end_turn");
+    let updates = crate::acp::updates_of(&lines);
+    let of_call: Vec<&Value> = updates
+        .iter()
+        .filter(|u| u["toolCallId"] == "call_chatty" && u["sessionUpdate"] == "tool_call_update")
+        .collect();
+    let intermediate = of_call.iter().filter(|u| u.get("status").is_none()).count();
+    assert!(intermediate <= 25, "{intermediate} intermediate updates");
+    let last = of_call.last().unwrap();
+    assert_eq!(last["status"], "completed", "{last}");
+    assert!(last["content"].to_string().contains("LAST-LINE"), "{last}");
+    drop(stdin);
+    assert!(exit_of(&mut child).success());
+}

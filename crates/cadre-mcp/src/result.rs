@@ -7,31 +7,13 @@
 //! every other tool's output, and `isError` is the result's error flag.
 
 use cadre_protocol::ContentBlock;
+use cadre_protocol::image::{MAX_IMAGE_BASE64, is_base64, is_image_type};
 use cadre_tools::ToolOutput;
 use cadre_tools::truncate::{Limits, format_size, head_on_char_boundary, truncate_head};
 use serde_json::{Value, json};
 
-/// The largest image kept, in bytes of base64 (about 3.75 MB of image): providers refuse
-/// larger ones, and a session file should not hold them.
-pub const MAX_IMAGE_BASE64: usize = 5 * 1024 * 1024;
 /// The most images kept from one result.
 pub const MAX_IMAGES: usize = 8;
-
-/// The image types every provider takes; any other would make the next request fail.
-pub const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
-
-/// Whether `data` is standard, padded base64 (what providers decode).
-fn is_base64(data: &str) -> bool {
-    let bytes = data.as_bytes();
-    if bytes.is_empty() || !bytes.len().is_multiple_of(4) {
-        return false;
-    }
-    let body = data.trim_end_matches('=');
-    bytes.len() - body.len() <= 2
-        && body
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
-}
 
 /// Map a `CallToolResult` (as JSON) from server `server`'s tool `tool`.
 pub fn map_result(server: &str, tool: &str, result: &Value) -> ToolOutput {
@@ -70,7 +52,7 @@ pub fn map_result(server: &str, tool: &str, result: &Value) -> ToolOutput {
                     push(&format!(
                         "[image {mime} left out: more than {MAX_IMAGES} images]"
                     ));
-                } else if !IMAGE_TYPES.contains(&mime) {
+                } else if !is_image_type(mime) {
                     push(&format!(
                         "[image with unusable type {:?} left out]",
                         crate::shown::server_text(mime)

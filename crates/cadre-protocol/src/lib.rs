@@ -8,6 +8,7 @@
 mod bash_execution;
 mod event;
 mod message;
+pub mod image;
 pub mod redact;
 mod session;
 mod task;

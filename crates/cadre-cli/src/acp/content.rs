@@ -1,5 +1,6 @@
 //! A `session/prompt`'s content blocks as the user message cadre sends the model.
 
+use cadre_protocol::image::{IMAGE_TYPES, MAX_IMAGE_BASE64, is_base64, is_image_type};
 use cadre_protocol::{ContentBlock, UserContent};
 use serde_json::Value;
 
@@ -60,16 +61,9 @@ pub fn user_content(blocks: &[Value]) -> Result<UserContent, String> {
     Ok(UserContent::Blocks(out))
 }
 
-/// The image types every provider takes: an image of another type, or one that is not valid
-/// base64, would be kept in the session and make every later request of it fail.
-const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
-
-/// The largest image taken, base64-encoded (providers refuse larger ones).
-const MAX_IMAGE_BASE64: usize = 5 * 1024 * 1024;
-
 /// Why an image cannot go to the model, if it cannot.
 fn image_problem(data: &str, mime: &str) -> Result<(), String> {
-    if !IMAGE_TYPES.contains(&mime) {
+    if !is_image_type(mime) {
         let shown: String = mime.chars().take(64).collect();
         return Err(format!(
             "an image must be one of {} (got {shown:?})",
@@ -87,19 +81,6 @@ fn image_problem(data: &str, mime: &str) -> Result<(), String> {
         return Err("an image's `data` must be standard, padded base64".into());
     }
     Ok(())
-}
-
-/// Standard, padded base64 (what providers decode).
-fn is_base64(data: &str) -> bool {
-    let bytes = data.as_bytes();
-    if bytes.is_empty() || !bytes.len().is_multiple_of(4) {
-        return false;
-    }
-    let body = data.trim_end_matches('=');
-    bytes.len() - body.len() <= 2
-        && body
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
 }
 
 #[cfg(test)]

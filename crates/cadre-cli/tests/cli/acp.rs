@@ -22,25 +22,7 @@ const FINAL: &str = "All done: alpha line.";
 
 /// The Python with the ACP SDK, or `None` (with a note) outside CI when it is missing.
 fn python() -> Option<PathBuf> {
-    let path = std::env::var_os("CADRE_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp/cadre-py-mcp2.3.0-acp0.12.1/bin/python"));
-    let works = Command::new(&path)
-        .args(["-c", "import acp"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if works {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI: no Python with the ACP SDK at {} (set CADRE_TEST_PYTHON)",
-        path.display()
-    );
-    eprintln!("note: skipped: no Python with the ACP SDK (set CADRE_TEST_PYTHON)");
-    None
+    cadre_testkit::peers::python_with_acp()
 }
 
 fn peer_script() -> PathBuf {

@@ -20,33 +20,11 @@ mod stdio_bounds;
 
 const CHILD: &str = "[child]";
 const HANG: &str = "[hang]";
-const VENV_PYTHON: &str = "/tmp/cadre-py-mcp2.3.0-acp0.12.1/bin/python";
 
 /// The interpreter with the MCP SDK: `CADRE_TEST_PYTHON`, else the venv `.ci/run` makes. Under
 /// CI a missing one fails the test; elsewhere the test is skipped with a note.
 fn python() -> Option<PathBuf> {
-    let path = std::env::var_os("CADRE_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(VENV_PYTHON));
-    let works = Command::new(&path)
-        .args(["-c", "import mcp"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if works {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("CI").is_err(),
-        "no Python with the MCP SDK at {} (set CADRE_TEST_PYTHON)",
-        path.display()
-    );
-    eprintln!(
-        "note: skipped: no Python with the MCP SDK at {} (set CADRE_TEST_PYTHON)",
-        path.display()
-    );
-    None
+    cadre_testkit::peers::python_with_mcp()
 }
 
 fn peer(script: &str) -> PathBuf {

@@ -7,8 +7,8 @@
 
 mod bash_execution;
 mod event;
-mod message;
 pub mod image;
+mod message;
 pub mod redact;
 mod session;
 mod task;

@@ -333,7 +333,7 @@ const RICH_BODY: &str = r#"{
             "tool_calls": [
                 {
                     "function": {
-                        "arguments": "{\"limit\":10,\"path\":\"a.txt\"}",
+                        "arguments": "{\"path\":\"a.txt\",\"limit\":10}",
                         "name": "read"
                     },
                     "id": "toolu_1",

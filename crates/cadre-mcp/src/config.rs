@@ -344,23 +344,24 @@ mod tests {
         let (servers, problems) = parse_mcp_json(text).unwrap();
         assert!(problems.is_empty(), "{problems:?}");
         let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["bare", "fs", "typed", "web"]);
-        assert_eq!(servers[0].transport.kind(), "http");
+        // In the file's order, as Claude Code lists them.
+        assert_eq!(names, ["fs", "typed", "web", "bare"]);
+        assert_eq!(servers[3].transport.kind(), "http");
         let McpTransport::Stdio {
             command,
             args,
             env,
             cwd,
-        } = &servers[1].transport
+        } = &servers[0].transport
         else {
-            panic!("{:?}", servers[1]);
+            panic!("{:?}", servers[0]);
         };
         assert_eq!(
             (command.as_str(), args.len(), env["K"].as_str(), cwd),
             ("npx", 2, "v", &None)
         );
-        let McpTransport::Http { url, headers } = &servers[3].transport else {
-            panic!("{:?}", servers[3]);
+        let McpTransport::Http { url, headers } = &servers[2].transport else {
+            panic!("{:?}", servers[2]);
         };
         assert_eq!(
             (url.as_str(), headers["Authorization"].as_str()),

@@ -380,10 +380,10 @@ mod tests {
         assert_eq!(parts[0], "[User]: fix it");
         assert_eq!(parts[1], "[Assistant thinking]: look first");
         assert_eq!(parts[2], "[Assistant]: Reading.");
-        // Arguments in the order the parsed object keeps them (sorted by key).
+        // Arguments in the order the model wrote them, as Pi (JavaScript) keeps them.
         assert_eq!(
             parts[3],
-            "[Assistant tool calls]: read(offset=1, path=\"src/a.rs\"); bash(command=\"ls\")"
+            "[Assistant tool calls]: read(path=\"src/a.rs\", offset=1); bash(command=\"ls\")"
         );
         assert!(parts[4].starts_with("[Tool result]: yyyy"));
         assert_eq!(parts[5], "[... 5 more characters truncated]");

@@ -371,8 +371,8 @@ mod tests {
             e,
             [
                 "$: missing required property `n`",
-                "$: property `extra` is not allowed",
-                "$.name: expected string, got integer"
+                "$.name: expected string, got integer",
+                "$: property `extra` is not allowed"
             ]
         );
         assert_eq!(

@@ -297,7 +297,7 @@ async fn start(
             die_with_parent(&mut cmd);
             let mut child = cmd
                 .spawn()
-                .map_err(|e| format!("cannot run {command}: {}", e.kind()))?;
+                .map_err(|e| format!("cannot run {command}: {}", spawn_cause(&e)))?;
             let group = child
                 .id()
                 .and_then(|pid| i32::try_from(pid).ok())
@@ -622,5 +622,14 @@ async fn drain_stderr(mut stderr: tokio::process::ChildStderr, log: Option<PathB
     }
     if let Some(mut f) = file {
         let _ = f.flush().await;
+    }
+}
+
+/// Why a server's command could not be started, in words a person can act on.
+fn spawn_cause(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such program (is it installed and on PATH?)".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied (is it executable?)".into(),
+        kind => kind.to_string(),
     }
 }

@@ -410,7 +410,7 @@ fn a_server_that_fails_to_start_is_a_warning_and_the_others_work() {
         out.stderr
     );
     assert!(
-        out.stderr.contains("warning: MCP server `missing` (stdio /nonexistent/mcp-server) did not start: cannot run /nonexistent/mcp-server"),
+        out.stderr.contains("warning: MCP server `missing` (stdio /nonexistent/mcp-server) did not start: cannot run /nonexistent/mcp-server: no such program (is it installed and on PATH?)"),
         "{}",
         out.stderr
     );

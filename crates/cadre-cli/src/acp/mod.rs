@@ -12,7 +12,6 @@ mod content;
 mod permission;
 mod replay;
 mod session;
-mod stored;
 mod tools;
 mod transport;
 mod view;

@@ -148,7 +148,7 @@ impl Sessions {
     ) -> Result<(String, Vec<cadre_protocol::Message>), Refusal> {
         let servers = mcp_configs(mcp_servers)?;
         let ctx = HostContext::load(cwd, self.args.trust, runtime_key(&self.args))
-            .map_err(|e| one_line(&e))?;
+            .map_err(|e| crate::one_line(&e))?;
         for note in &ctx.notes {
             errln!("cadre: {note}");
         }
@@ -156,7 +156,7 @@ impl Sessions {
             // The exact id among this directory's sessions, never `--session`'s rules.
             Some(id) => {
                 let dir = ctx.session_dir(self.args.session_dir.as_deref());
-                let path = super::stored::find(&dir, id).ok_or_else(|| {
+                let path = cadre_core::session::find_session_by_id(&dir, id).ok_or_else(|| {
                     format!(
                         "no session with the id `{id}` among the sessions of `{}` (in {})",
                         cwd.display(),
@@ -190,7 +190,7 @@ impl Sessions {
         };
         let started = Host::start(Arc::new(ctx), options)
             .await
-            .map_err(|e| one_line(&e))?;
+            .map_err(|e| crate::one_line(&e))?;
         for warning in &started.warnings {
             errln!("cadre: {warning}");
         }
@@ -480,15 +480,4 @@ fn runtime_key(args: &ServeArgs) -> Option<cadre_host::RuntimeKey> {
         model: model_arg(args)?,
         key: args.api_key.as_ref()?.expose().to_string(),
     })
-}
-
-fn one_line(e: &anyhow::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for cause in e.chain() {
-        let s = cause.to_string();
-        if !parts.iter().any(|p| p.contains(&s)) {
-            parts.push(s);
-        }
-    }
-    parts.join(": ")
 }

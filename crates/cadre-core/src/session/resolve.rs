@@ -203,6 +203,24 @@ fn one_match(
 }
 
 /// The sessions of `dirs` whose header id starts with `prefix`.
+/// The session file in `dir` whose header carries exactly `id` (an ACP `session/load`: an
+/// editor hands back ids cadre gave it). Unlike `--session`, no prefix, no other directory and
+/// no file named by the argument: only this directory's regular `.jsonl` files are opened, so
+/// a repository's files are never read or written as sessions. cadre names files
+/// `<time>_<id>.jsonl`, so those are read first.
+pub fn find_session_by_id(dir: &Path, id: &str) -> Option<PathBuf> {
+    let mut candidates = session_files(dir);
+    let suffix = format!("_{id}.jsonl");
+    candidates.sort_by_key(|p| {
+        !p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(&suffix))
+    });
+    candidates
+        .into_iter()
+        .find(|p| read_header(p).is_some_and(|c| c.id == id))
+}
+
 fn matching_sessions(dirs: &[PathBuf], prefix: &str) -> Vec<SessionCandidate> {
     dirs.iter()
         .flat_map(|dir| session_files(dir))
@@ -450,5 +468,28 @@ mod tests {
             resolve_session_arg("cafe", &h.cwd, &custom, &h.sessions),
             Ok(SessionArg::Existing(mine))
         );
+    }
+
+    #[test]
+    fn by_id_only_the_whole_id_of_a_regular_session_file_is_found() {
+        let header = |id: &str| {
+            format!("{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"cwd\":\"/p\"}}\n")
+        };
+        let find = find_session_by_id;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("t_abc-123.jsonl"), header("abc-123")).unwrap();
+        std::fs::write(d.join("other.jsonl"), header("zzz")).unwrap();
+        std::fs::write(d.join("notes.jsonl"), "not a session\n").unwrap();
+        assert_eq!(find(d, "abc-123"), Some(d.join("t_abc-123.jsonl")));
+        assert_eq!(find(d, "zzz"), Some(d.join("other.jsonl")));
+        assert_eq!(find(d, "abc"), None, "a prefix is not an id");
+        assert_eq!(find(d, "notes"), None);
+        std::os::unix::fs::symlink(d.join("t_abc-123.jsonl"), d.join("t_lnk.jsonl")).unwrap();
+        std::fs::remove_file(d.join("t_abc-123.jsonl")).unwrap();
+        std::fs::write(d.join("target.jsonl.txt"), header("lnk")).unwrap();
+        std::os::unix::fs::symlink(d.join("target.jsonl.txt"), d.join("x_lnk.jsonl")).unwrap();
+        assert_eq!(find(d, "lnk"), None, "links are not followed");
+        assert_eq!(find(&d.join("missing"), "abc-123"), None);
     }
 }

@@ -63,6 +63,17 @@ impl Signals {
 /// shell expects (128 + signal). Register it before the run starts, so no signal slips
 /// through to the default handler; abort the task when the run is over.
 pub fn interrupt_on_signal(host: InterruptHandle) -> (Arc<AtomicI32>, tokio::task::JoinHandle<()>) {
+    on_signal(move || host.interrupt(), "the abort")
+}
+
+/// The first SIGINT or SIGTERM calls `first`; a second exits at once with 128 + signal
+/// (ending the MCP servers' process groups first), saying it did not wait for `waited_for`.
+/// The first signal's number is stored in the returned cell (0: none yet); abort the task
+/// when it is no longer wanted.
+pub fn on_signal(
+    first: impl FnOnce() + Send + 'static,
+    waited_for: &'static str,
+) -> (Arc<AtomicI32>, tokio::task::JoinHandle<()>) {
     let received = Arc::new(AtomicI32::new(0));
     let cell = received.clone();
     let signals = Signals::new().ok();
@@ -74,12 +85,12 @@ pub fn interrupt_on_signal(host: InterruptHandle) -> (Arc<AtomicI32>, tokio::tas
             return;
         };
         cell.store(signal, Ordering::SeqCst);
-        host.interrupt();
+        first();
         if let Some(again) = signals.next().await {
-            let _ = std::io::Write::write_all(
-                &mut std::io::stderr(),
-                b"cadre: error: interrupted again; exiting without waiting for the abort\n",
+            let line = format!(
+                "cadre: error: interrupted again; exiting without waiting for {waited_for}\n"
             );
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
             // Exiting runs no destructor: the MCP servers' process groups are ended here.
             cadre_mcp::stop_all();
             std::process::exit(128 + again);

@@ -5,7 +5,7 @@
 //! end the connection, which would otherwise wait for the client's end of input.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::AtomicI32;
 
 use tokio_util::sync::CancellationToken;
 
@@ -16,27 +16,8 @@ pub fn first_signal_stops() -> (
     CancellationToken,
     tokio::task::JoinHandle<()>,
 ) {
-    let received = Arc::new(AtomicI32::new(0));
     let stop = CancellationToken::new();
-    let signals = cadre_host::Signals::new().ok();
-    let (cell, token) = (received.clone(), stop.clone());
-    let task = tokio::spawn(async move {
-        let Some(mut signals) = signals else {
-            return;
-        };
-        let Some(signal) = signals.next().await else {
-            return;
-        };
-        cell.store(signal, Ordering::SeqCst);
-        token.cancel();
-        if let Some(again) = signals.next().await {
-            errln!(
-                "cadre: error: interrupted again; exiting without waiting for the tasks to stop"
-            );
-            // Exiting runs no destructor: the MCP servers' process groups are ended here.
-            cadre_mcp::stop_all();
-            std::process::exit(128 + again);
-        }
-    });
+    let token = stop.clone();
+    let (received, task) = cadre_host::on_signal(move || token.cancel(), "the tasks to stop");
     (received, stop, task)
 }

@@ -113,7 +113,19 @@ pub enum DiagnosticKind {
 pub struct Diagnostic {
     pub kind: DiagnosticKind,
     pub file: Option<PathBuf>,
+    /// The 1-based line of `file` the problem is on, when one line is at fault.
+    pub line: Option<usize>,
     pub message: String,
+}
+
+impl Diagnostic {
+    /// Whether this diagnostic means something was refused (`cadre doctor` exits non-zero).
+    pub fn is_error(&self) -> bool {
+        matches!(
+            self.kind,
+            DiagnosticKind::Malformed | DiagnosticKind::UnreadableDir
+        )
+    }
 }
 
 /// Why a name cannot be launched.
@@ -341,6 +353,7 @@ pub fn discover(opts: &DiscoverOptions) -> Roster {
                 state.diagnostics.push(Diagnostic {
                     kind: DiagnosticKind::Untrusted,
                     file: Some(source.dir.clone()),
+                    line: None,
                     message: format!(
                         "{} ignored: the project is not trusted",
                         source.dir.display()
@@ -479,6 +492,7 @@ impl State {
         self.diagnostics.push(Diagnostic {
             kind: DiagnosticKind::Override,
             file: entry.origin().file,
+            line: None,
             message,
         });
         self.entries.insert(key, entry);
@@ -549,6 +563,7 @@ impl State {
                         self.diagnostics.push(Diagnostic {
                             kind: DiagnosticKind::Note,
                             file: Some(path.clone()),
+                            line: None,
                             message: note.clone(),
                         });
                     }
@@ -580,6 +595,7 @@ impl State {
         self.diagnostics.push(Diagnostic {
             kind: DiagnosticKind::Malformed,
             file: Some(file.clone()),
+            line: None,
             message: format!("{}: {reason}", file.display()),
         });
         self.place(
@@ -602,6 +618,7 @@ impl State {
         self.diagnostics.push(Diagnostic {
             kind: DiagnosticKind::UnreadableDir,
             file: Some(source.dir.clone()),
+            line: None,
             message: reason.clone(),
         });
         for key in &self.order {

@@ -131,6 +131,10 @@ pub struct RoleDef {
     pub skills: Vec<String>,
     pub readonly: bool,
     pub shell_policy: ShellPolicy,
+    /// Command patterns from Claude Code `Bash(…)` tool entries (`git diff:*`, `npm test`):
+    /// when non-empty, the role's bash runs only commands these patterns allow, on top of
+    /// `shell_policy`. Empty: no allowlist.
+    pub bash_allow: Vec<String>,
     /// `None`: the mode's default.
     pub background: Option<bool>,
     pub context: ContextMode,

@@ -82,6 +82,10 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+mod allow;
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod allow_tests;
 mod git;
 mod inspect;
 mod lex;
@@ -91,6 +95,7 @@ mod options;
 mod tests;
 mod verify;
 
+pub use allow::{CommandAllowlist, MAX_PATTERN_CHARS, MAX_PATTERNS};
 use inspect::{INSPECT_COMMANDS, check_inspect, is_assignment};
 use lex::{Word, check_redirect, split_commands, tokenize};
 
@@ -172,13 +177,33 @@ impl FromStr for ShellPolicy {
     }
 }
 
-/// Why a command was refused: the policy, the part of the command at fault and the reason.
+/// Why a command was refused: the policy (or the role's command allowlist), the part of the
+/// command at fault and the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the `{policy}` shell policy refuses {part}: {reason}")]
+#[error("{}", self.message())]
 pub struct PolicyRefusal {
     pub policy: ShellPolicy,
     pub part: String,
     pub reason: String,
+    /// Refused by the role's `Bash(…)` command patterns ([`CommandAllowlist`]), not by
+    /// `policy`.
+    pub allowlist: bool,
+}
+
+impl PolicyRefusal {
+    fn message(&self) -> String {
+        let PolicyRefusal {
+            policy,
+            part,
+            reason,
+            allowlist,
+        } = self;
+        if *allowlist {
+            format!("the role's command allowlist refuses {part}: {reason}")
+        } else {
+            format!("the `{policy}` shell policy refuses {part}: {reason}")
+        }
+    }
 }
 
 /// Check `command` against `policy` without running anything.
@@ -187,6 +212,7 @@ pub fn check_command(policy: ShellPolicy, command: &str) -> Result<(), PolicyRef
         policy,
         part,
         reason,
+        allowlist: false,
     };
     match policy {
         ShellPolicy::Unrestricted => return Ok(()),

@@ -40,7 +40,7 @@ use crate::sandbox::{
     SandboxConfig, SandboxStatus, ScratchCleanup, ensure_scratch_dir, landlock_status, sandbox_args,
 };
 use crate::shell_env::{ConfigScope, harden_for_inspect, process_shell_env, program_overrides};
-use crate::shell_policy::{ShellPolicy, check_command};
+use crate::shell_policy::{CommandAllowlist, ShellPolicy, check_command};
 use crate::supervise::{Containment, process_supervisor, supervise_args};
 use crate::truncate::{
     DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Limits, TruncatedBy, Truncation, format_size,
@@ -67,6 +67,8 @@ pub struct BashTool {
     timeout_limit: Option<Duration>,
     /// Checked before every command runs.
     policy: ShellPolicy,
+    /// The role's `Bash(…)` command patterns, checked next to `policy` (both must pass).
+    allowlist: Option<CommandAllowlist>,
     /// Set for read-only roles: commands run only inside the kernel sandbox.
     sandbox: Option<SandboxConfig>,
     /// The binary that supervises commands (see [`crate::supervise`]); `None`: the process's
@@ -113,6 +115,13 @@ impl BashTool {
         if let Some(config) = &mut self.sandbox {
             config.policy = policy;
         }
+        self
+    }
+
+    /// Run only the commands `allowlist` allows, on top of the policy. An allowlist that
+    /// allows every command (`*`) is no allowlist.
+    pub fn with_allowlist(mut self, allowlist: CommandAllowlist) -> Self {
+        self.allowlist = (!allowlist.allows_all()).then_some(allowlist);
         self
     }
 
@@ -166,6 +175,10 @@ impl BashTool {
 
     pub fn policy(&self) -> ShellPolicy {
         self.policy
+    }
+
+    pub fn allowlist(&self) -> Option<&CommandAllowlist> {
+        self.allowlist.as_ref()
     }
 
     pub fn sandbox(&self) -> Option<&SandboxConfig> {
@@ -259,6 +272,10 @@ impl Tool for BashTool {
             description.push(' ');
             description.push_str(summary);
         }
+        if let Some(summary) = self.allowlist.as_ref().and_then(CommandAllowlist::summary) {
+            description.push(' ');
+            description.push_str(&summary);
+        }
         ToolSpec {
             name: "bash".into(),
             description,
@@ -307,6 +324,10 @@ impl Tool for BashTool {
             if let Err(refusal) = check_command(self.policy, &command) {
                 return ToolOutput::error(format!("Command not run: {refusal}"))
                     .with_details(json!({ "exitCode": null, "blocked": "shell-policy" }));
+            }
+            if let Some(Err(refusal)) = self.allowlist.as_ref().map(|a| a.check(&command)) {
+                return ToolOutput::error(format!("Command not run: {refusal}"))
+                    .with_details(json!({ "exitCode": null, "blocked": "command-allowlist" }));
             }
             let launch = match &self.sandbox {
                 None => Launch::Direct,

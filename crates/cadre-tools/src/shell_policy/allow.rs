@@ -186,7 +186,9 @@ impl CommandAllowlist {
             .map_err(|e| refuse(e.part, format!("{}; {}", e.reason, allowed())))?;
         for cmd in &commands {
             for redirect in &cmd.redirects {
-                check_redirect(redirect).map_err(|reason| refuse(redirect.display(), reason))?;
+                check_redirect(redirect).map_err(|reason| {
+                    refuse(redirect.display(), format!("{reason}; {}", allowed()))
+                })?;
             }
             self.check_simple(&cmd.words)
                 .map_err(|reason| refuse(cmd.display(), format!("{reason}; {}", allowed())))?;

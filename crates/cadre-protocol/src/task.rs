@@ -193,6 +193,9 @@ pub struct TaskRecord {
     pub tools: Vec<String>,
     pub readonly: bool,
     pub shell_policy: String,
+    /// The role's `Bash(…)` command patterns, kept so a continuation runs only them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bash_allow: Vec<String>,
     /// A scoped probe's paths (S4), kept so a continuation stays inside them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub scope: Vec<String>,

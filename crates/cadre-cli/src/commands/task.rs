@@ -261,6 +261,9 @@ fn show(r: &TaskRecord, output_path: &Path, now: SystemTime) -> String {
     if !r.shell_policy.is_empty() {
         let _ = write!(tools, "; shell {}", r.shell_policy);
     }
+    if !r.bash_allow.is_empty() {
+        let _ = write!(tools, "; bash only {}", r.bash_allow.join(", "));
+    }
     field("tools", &tools);
     field("budgets", &budgets(r));
     field("usage", &usage(r));
@@ -559,6 +562,17 @@ mod tests {
         ] {
             assert!(out.contains(want), "missing {want:?} in:\n{out}");
         }
+    }
+
+    #[test]
+    fn show_names_the_command_patterns_next_to_the_shell_policy() {
+        let mut r = record("0192aaaa-0002", None, "/p/one", "2026-01-01T00:00:01Z");
+        r.tools = vec!["read".into(), "bash".into()];
+        r.shell_policy = "unrestricted".into();
+        r.bash_allow = vec!["git status:*".into(), "npm test".into()];
+        let out = show(&r, Path::new("/o/output.md"), SystemTime::now());
+        let want = "tools:        read, bash; shell unrestricted; bash only git status:*, npm test";
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub enum RefusalReason {
     ShellPolicy,
     /// A read-only child's bash could not be sandboxed, so it did not run (S2).
     SandboxUnavailable,
+    /// The command matched none of the role's `Bash(…)` command patterns.
+    CommandAllowlist,
 }
 
 impl RefusalReason {
@@ -37,16 +39,19 @@ impl RefusalReason {
             RefusalReason::ToolBudget => "tool budget reached",
             RefusalReason::ShellPolicy => "shell policy",
             RefusalReason::SandboxUnavailable => "no sandbox",
+            RefusalReason::CommandAllowlist => "not an allowed command",
         }
     }
 
     /// The reason a tool gave in its result's `details.blocked` for a call it refused before
-    /// doing anything (cadre's bash: `shell-policy`, `sandbox-unavailable`). Anything else
+    /// doing anything (cadre's bash: `shell-policy`, `sandbox-unavailable`,
+    /// `command-allowlist`). Anything else
     /// is not a refusal.
     pub fn from_tool_detail(blocked: &str) -> Option<RefusalReason> {
         match blocked {
             "shell-policy" => Some(RefusalReason::ShellPolicy),
             "sandbox-unavailable" => Some(RefusalReason::SandboxUnavailable),
+            "command-allowlist" => Some(RefusalReason::CommandAllowlist),
             _ => None,
         }
     }
@@ -215,6 +220,10 @@ mod tests {
         assert_eq!(
             RefusalReason::from_tool_detail("sandbox-unavailable"),
             Some(RefusalReason::SandboxUnavailable)
+        );
+        assert_eq!(
+            RefusalReason::from_tool_detail("command-allowlist"),
+            Some(RefusalReason::CommandAllowlist)
         );
         assert_eq!(RefusalReason::from_tool_detail("whatever"), None);
     }

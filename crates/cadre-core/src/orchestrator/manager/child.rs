@@ -8,6 +8,7 @@ use std::sync::Arc;
 use cadre_llm::Model;
 use cadre_protocol::{Message, ThinkingLevel};
 use cadre_tools::sandbox::{SandboxConfig, scratch_dir_path};
+use cadre_tools::shell_policy::CommandAllowlist;
 use cadre_tools::{BashTool, ToolRegistry};
 use tokio::sync::mpsc;
 
@@ -69,6 +70,8 @@ pub(crate) struct ChildBuild<'a> {
     /// The enforced read-only flag and shell policy (the role's, or as persisted on reopen).
     pub readonly: bool,
     pub shell_policy: ShellPolicy,
+    /// The role's `Bash(…)` command patterns (or as persisted on reopen); empty: none.
+    pub bash_allow: &'a [String],
     pub task_id: &'a str,
     pub depth: u32,
     pub role: &'a RoleDef,
@@ -153,8 +156,8 @@ fn shared_specs(inner: &Inner, b: &ChildBuild<'_>, tools: &mut ToolRegistry) {
     }
     let plans_in = b.role.allow_plan_files.then_some(&b.cwd);
     let key = format!(
-        "{:?}|{}|{:?}|{:?}|{}",
-        b.caps.tools, b.readonly, b.shell_policy, plans_in, b.role.network
+        "{:?}|{}|{:?}|{:?}|{}|{:?}",
+        b.caps.tools, b.readonly, b.shell_policy, plans_in, b.role.network, b.bash_allow
     );
     let mut cache = lock(&inner.child_specs);
     match cache.get(&key) {
@@ -167,7 +170,8 @@ fn shared_specs(inner: &Inner, b: &ChildBuild<'_>, tools: &mut ToolRegistry) {
     }
 }
 
-/// The child's bash: its role's shell policy is checked before every command (S3); a read-only
+/// The child's bash: its role's shell policy and command patterns are checked before every
+/// command (S3; patterns that cannot be read fail the launch, never widen it); a read-only
 /// role's commands run only inside the kernel sandbox, writable beneath a private scratch
 /// directory (and `.cadre/plans/` with `allowPlanFiles`), never unsandboxed (S2). Every child's
 /// commands end with their call — whatever they started, `setsid` included — and time out
@@ -183,8 +187,14 @@ fn child_bash(
         .or(inner.settings.bash_timeout_ms)
         .map(std::time::Duration::from_millis);
     let policy = b.shell_policy;
+    let allowlist = CommandAllowlist::parse(b.bash_allow).map_err(|e| {
+        LaunchError::NotAllowed(format!("the role's Bash(…) command patterns: {e}"))
+    })?;
     if !b.readonly {
-        let bash = BashTool::new().with_policy(policy).contained();
+        let bash = BashTool::new()
+            .with_policy(policy)
+            .with_allowlist(allowlist)
+            .contained();
         return Ok(Arc::new(bash.with_reaping().with_timeout_limit(timeout)));
     }
     let refused = |what: &str, e: String| {
@@ -215,6 +225,7 @@ fn child_bash(
         policy,
         network: b.role.network,
     })
+    .with_allowlist(allowlist)
     .with_reaping()
     .with_timeout_limit(timeout);
     let bash = if inner.settings.keep_scratch {

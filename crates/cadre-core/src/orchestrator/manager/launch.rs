@@ -241,6 +241,7 @@ pub(crate) async fn start(
         tools: p.caps.tools.clone(),
         readonly: p.role.readonly,
         shell_policy: p.role.shell_policy.as_str().into(),
+        bash_allow: p.role.bash_allow.clone(),
         scope: p.spec.scope.clone(),
         one_shot: p.role.one_shot,
         trusted: inner.trusted,
@@ -360,6 +361,7 @@ pub(crate) async fn start(
         ChildBuild {
             readonly: p.role.readonly,
             shell_policy: p.role.shell_policy,
+            bash_allow: &p.role.bash_allow,
             task_id: &id,
             depth: parent.depth + 1,
             role: &p.role,
@@ -483,6 +485,7 @@ fn rebuild_agent(
                 ChildBuild {
                     readonly: role.readonly,
                     shell_policy: role.shell_policy,
+                    bash_allow: &role.bash_allow,
                     task_id: &id,
                     depth,
                     role: &role,

@@ -174,6 +174,8 @@ async fn reopen_with(
         ChildBuild {
             readonly: record.readonly,
             shell_policy: parse_shell_policy(&record.shell_policy),
+            // The record's patterns, whatever the role file says now.
+            bash_allow: &record.bash_allow,
             task_id: id,
             depth: record.depth,
             role: &role,

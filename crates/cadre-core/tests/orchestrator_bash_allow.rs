@@ -1,0 +1,209 @@
+//! A role's `Bash(…)` command patterns hold for the whole life of its task: at launch, in a
+//! worktree, and after a continuation (SendMessage), from the task record.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::Duration;
+
+use cadre_core::orchestrator::manager::{LaunchError, LaunchSpec, SendOutcome, TaskOutcome};
+use cadre_core::roles::{RoleDef, ToolList, builtin_roles};
+use cadre_llm::CompletionRequest;
+use cadre_protocol::TaskRecord;
+use common::{
+    Models, ROOT_SESSION_ID, Reply, Scripted, call, git, last_text, single, spec, start_manager,
+    text,
+};
+use serde_json::json;
+
+const GUARD: Duration = Duration::from_secs(20);
+const MODELS: Models = Models(&["scripted"]);
+
+fn allowed_role(name: &str, patterns: &[&str]) -> RoleDef {
+    RoleDef {
+        name: name.into(),
+        description: format!("test role {name}"),
+        tools: ToolList::Named(vec!["read".into(), "bash".into()]),
+        bash_allow: patterns.iter().map(|p| p.to_string()).collect(),
+        prompt: format!("ROLE BODY OF {name}"),
+        ..RoleDef::default()
+    }
+}
+
+struct Harness {
+    manager: cadre_core::orchestrator::manager::TaskManager,
+    root: cadre_core::orchestrator::manager::ParentRef,
+    provider: std::sync::Arc<Scripted>,
+    dir: tempfile::TempDir,
+}
+
+fn harness(handler: impl Fn(&CompletionRequest) -> Reply + Send + Sync + 'static) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("work")).unwrap();
+    let provider = Scripted::new(handler);
+    let mut defs: Vec<RoleDef> = builtin_roles();
+    defs.push(allowed_role(
+        "status-only",
+        &["git status:*", "echo allowed:*"],
+    ));
+    defs.push(allowed_role("bad-patterns", &["git diff && rm"]));
+    let (manager, root, _rx) =
+        start_manager(dir.path(), provider.clone(), MODELS, defs, &json!({}));
+    Harness {
+        manager,
+        root,
+        provider,
+        dir,
+    }
+}
+
+impl Harness {
+    async fn launch(&self, s: LaunchSpec) -> Result<TaskOutcome, LaunchError> {
+        tokio::time::timeout(GUARD, self.manager.launch(&self.root, s, None))
+            .await
+            .expect("hang guard")
+            .map(single)
+    }
+
+    fn record(&self, id: &str) -> TaskRecord {
+        self.manager.store().load(ROOT_SESSION_ID, id).unwrap()
+    }
+
+    /// The results of the child's tool calls, in order.
+    fn tool_results(&self) -> Vec<String> {
+        self.provider
+            .requests()
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r.messages.last(),
+                    Some(cadre_protocol::Message::ToolResult(_))
+                )
+            })
+            .map(last_text)
+            .collect()
+    }
+}
+
+/// Turn by turn: an allowed command, then `touch <file>`; after `MORE`, `touch <file>` again.
+fn script(file: &'static str) -> impl Fn(&CompletionRequest) -> Reply + Send + Sync + 'static {
+    move |r| {
+        let last = last_text(r);
+        if last == "MORE" {
+            return call("bash", json!({ "command": format!("touch {file}-again") }));
+        }
+        if last.contains("allowed run") {
+            return call("bash", json!({ "command": format!("touch {file}") }));
+        }
+        if last.starts_with("do ") || r.messages.len() <= 1 || last.contains("CHILD") {
+            return call("bash", json!({ "command": "echo allowed run" }));
+        }
+        text(&format!("bash said: {last}"))
+    }
+}
+
+#[tokio::test]
+async fn the_patterns_hold_at_launch_and_after_a_continuation() {
+    let h = harness(script("made.txt"));
+    let work = h.dir.path().join("work");
+    let o = h.launch(spec("status-only", "CHILD allow")).await.unwrap();
+    let r = h.record(&o.task_id);
+    assert_eq!(r.bash_allow, ["git status:*", "echo allowed:*"]);
+    let results = h.tool_results();
+    assert!(results[0].contains("allowed run"), "{results:?}");
+    assert!(
+        results[1].contains("the role's command allowlist refuses `touch made.txt`"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].contains("`git status:*`, `echo allowed:*`"),
+        "{results:?}"
+    );
+    assert!(!work.join("made.txt").exists());
+    // Refused before it ran: blocked, not executed.
+    assert_eq!(r.usage.tool_calls_blocked, 1, "{:?}", r.usage);
+    assert!(
+        o.receipt.contains("1 bash: not an allowed command"),
+        "{}",
+        o.receipt
+    );
+
+    // The bash tool told the model the patterns.
+    let request = &h.provider.requests()[0];
+    let bash = request.tools.iter().find(|t| t.name == "bash").unwrap();
+    assert!(
+        bash.description.contains("`git status:*`"),
+        "{}",
+        bash.description
+    );
+
+    let sent = tokio::time::timeout(GUARD, h.manager.send_message(&h.root, &o.task_id, "MORE"))
+        .await
+        .expect("hang guard")
+        .unwrap();
+    let SendOutcome::Continued(c) = sent else {
+        panic!("{sent:?}")
+    };
+    assert!(
+        c.result
+            .contains("the role's command allowlist refuses `touch made.txt-again`"),
+        "{}",
+        c.result
+    );
+    assert!(!work.join("made.txt-again").exists());
+    assert_eq!(
+        h.record(&o.task_id).bash_allow,
+        ["git status:*", "echo allowed:*"]
+    );
+}
+
+#[tokio::test]
+async fn a_record_whose_patterns_cannot_be_read_never_widens_on_continuation() {
+    let h = harness(script("tampered.txt"));
+    let work = h.dir.path().join("work");
+    let o = h.launch(spec("status-only", "CHILD tamper")).await.unwrap();
+    let mut r = h.record(&o.task_id);
+    r.bash_allow = vec!["touch tampered.txt-again; rm -rf /".into()];
+    h.manager.store().save(&mut r).unwrap();
+    let sent = tokio::time::timeout(GUARD, h.manager.send_message(&h.root, &o.task_id, "MORE"))
+        .await
+        .expect("hang guard");
+    let e = sent.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("command patterns"), "{e}");
+    assert!(!work.join("tampered.txt-again").exists());
+}
+
+#[tokio::test]
+async fn invalid_patterns_fail_the_launch() {
+    let h = harness(script("never.txt"));
+    let e = h.launch(spec("bad-patterns", "CHILD bad")).await;
+    let message = match e {
+        Err(e) => e.to_string(),
+        Ok(o) => o.error.unwrap_or_default(),
+    };
+    assert!(
+        message.contains("Bash(git diff && rm) is invalid"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_worktree_child_runs_under_the_same_patterns() {
+    let h = harness(script("wt.txt"));
+    let work = h.dir.path().join("work");
+    git(&work, &["init", "-q", "-b", "main"]);
+    std::fs::write(work.join("a.txt"), "a\n").unwrap();
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "initial"]);
+    let mut s = spec("status-only", "CHILD worktree");
+    s.task.isolation = Some("worktree".into());
+    let o = h.launch(s).await.unwrap();
+    let r = h.record(&o.task_id);
+    assert!(r.worktree.is_some(), "{r:?}");
+    assert_eq!(r.bash_allow, ["git status:*", "echo allowed:*"]);
+    let results = h.tool_results();
+    assert!(
+        results[1].contains("the role's command allowlist refuses `touch wt.txt`"),
+        "{results:?}"
+    );
+}

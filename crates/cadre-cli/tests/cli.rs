@@ -11,6 +11,8 @@ mod harness;
 
 #[path = "cli/abort.rs"]
 mod abort;
+#[path = "cli/agent_corpus.rs"]
+mod agent_corpus;
 #[path = "cli/acp.rs"]
 mod acp;
 #[path = "cli/acp_hostile.rs"]

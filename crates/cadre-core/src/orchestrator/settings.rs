@@ -76,6 +76,8 @@ pub struct SubagentSettings {
     pub default_model: Option<String>,
     pub fallback_model: Option<String>,
     pub agent_overrides: BTreeMap<String, AgentOverride>,
+    /// `modelAliases`: alias → model, in file order (see `roles::model_alias`).
+    pub model_aliases: Vec<(String, String)>,
     pub authorization: Authorization,
     pub dispatch: DispatchMode,
 }
@@ -116,6 +118,7 @@ impl Default for SubagentSettings {
             default_model: None,
             fallback_model: None,
             agent_overrides: BTreeMap::new(),
+            model_aliases: Vec::new(),
             authorization: Authorization::Standing,
             dispatch: DispatchMode::Parallel,
         }
@@ -167,6 +170,7 @@ const KNOWN_KEYS: &[&str] = &[
     "defaultModel",
     "fallbackModel",
     "agentOverrides",
+    "modelAliases",
     "authorization",
     "dispatch",
 ];
@@ -266,6 +270,8 @@ impl SubagentSettings {
             _ => DispatchMode::Parallel,
         };
         s.agent_overrides = r.overrides(&mut parsed.warnings)?;
+        s.model_aliases = crate::roles::model_alias::parse_model_aliases(r.get("modelAliases"))
+            .map_err(|(key, message)| SubagentSettingsError { key, message })?;
 
         for key in map.keys() {
             if !KNOWN_KEYS.contains(&key.as_str()) {

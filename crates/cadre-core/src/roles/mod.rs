@@ -7,9 +7,12 @@
 //!   blocked names and diagnostics (T2, T3, T4).
 //! - [`skills`]: finding and loading the `SKILL.md` files a role preloads (T8).
 //! - [`resolve`]: which model, thinking level and fallback model a child gets, and why (T6, T7).
+//! - [`model_alias`]: what a model name means before the registry resolves it (family aliases,
+//!   `subagents.modelAliases`, Claude ids by family) and the fallback to the parent's model.
 
 pub mod builtin;
 pub mod discover;
+pub mod model_alias;
 pub mod parse;
 pub mod resolve;
 pub mod skills;
@@ -18,6 +21,10 @@ pub use builtin::{DEFAULT_ROLE, FORK_ROLE, builtin_roles, canonical_key};
 pub use discover::{
     AgentDir, BlockedName, Diagnostic, DiagnosticKind, DiscoverOptions, Layer, Origin,
     ProjectTrust, ResolvedRole, RoleLookupError, Roster, agent_dirs, discover,
+};
+pub use model_alias::{
+    CatalogModel, ExpandContext, Expansion, ModelAliases, ModelPlan, Settled, catalog_of,
+    expanded_name, parse_model_aliases, settle,
 };
 pub use parse::{
     ContextMode, Dialect, Isolation, RoleDef, RoleError, ShellPolicy, ToolList, parse_role,

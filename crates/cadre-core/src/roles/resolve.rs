@@ -61,6 +61,8 @@ pub struct SubagentModelConfig {
     pub fallback_model: Option<String>,
     /// `(role name as written, override)`, in file order.
     pub agent_overrides: Vec<(String, AgentOverride)>,
+    /// `subagents.modelAliases` (see `model_alias`).
+    pub model_aliases: super::model_alias::ModelAliases,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -102,6 +104,8 @@ impl SubagentModelConfig {
             default_model: opt_model(obj, "defaultModel", "defaultModel")?,
             fallback_model: opt_model(obj, "fallbackModel", "fallbackModel")?,
             agent_overrides: Vec::new(),
+            model_aliases: super::model_alias::parse_model_aliases(obj.get("modelAliases"))
+                .map_err(|(key, reason)| bad(&key, &reason))?,
         };
         match obj.get("agentOverrides") {
             None | Some(Value::Null) => {}

@@ -376,22 +376,33 @@ impl ModelRegistry {
         let mut out = Vec::new();
         for p in &self.providers {
             for m in &p.models {
-                out.push(ModelInfo {
-                    full_name: format!("{}/{}", p.name, m.id),
-                    provider: p.name.clone(),
-                    id: m.id.clone(),
-                    name: m.name.clone(),
-                    api: m.api.as_str().to_string(),
-                    reasoning: m.reasoning,
-                    context_window: m.context_window,
-                    max_tokens: m.max_tokens,
-                    has_credentials: self.has_credentials(p, effective_base_url(p, m)),
-                    source: m.source,
-                    unsupported: unsupported_reason(p, m),
-                });
+                out.push(self.info_of(p, m));
             }
         }
         out
+    }
+
+    /// The model `name` names, found as [`ModelRegistry::resolve`] finds it, without resolving
+    /// credentials (no `!command` runs): what `cadre agents` and `cadre doctor` judge a role's
+    /// model by.
+    pub fn info(&self, name: &str) -> Result<ModelInfo, RegistryError> {
+        self.find(name).map(|(p, m)| self.info_of(p, m))
+    }
+
+    fn info_of(&self, p: &ProviderDef, m: &ModelDef) -> ModelInfo {
+        ModelInfo {
+            full_name: format!("{}/{}", p.name, m.id),
+            provider: p.name.clone(),
+            id: m.id.clone(),
+            name: m.name.clone(),
+            api: m.api.as_str().to_string(),
+            reasoning: m.reasoning,
+            context_window: m.context_window,
+            max_tokens: m.max_tokens,
+            has_credentials: self.has_credentials(p, effective_base_url(p, m)),
+            source: m.source,
+            unsupported: unsupported_reason(p, m),
+        }
     }
 
     /// Credential status of each provider, for `cadre doctor`.

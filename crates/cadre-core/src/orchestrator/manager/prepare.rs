@@ -19,6 +19,7 @@ use crate::orchestrator::capability::{
     AGENT_TOOL, CapabilityInput, CapabilitySet, resolve_capabilities,
 };
 use crate::orchestrator::settings::DispatchMode;
+use crate::roles::model_alias::{ExpandContext, ModelPlan, Settled, expanded_name, settle};
 use crate::roles::{
     AgentOverride, ContextMode, Isolation, ResolveInputs, RoleDef, Skill, SkillSearch,
     SubagentModelConfig, ToolList, load_skills, resolve_model,
@@ -74,6 +75,7 @@ fn model_config(inner: &Inner) -> SubagentModelConfig {
                 )
             })
             .collect(),
+        model_aliases: s.model_aliases.clone(),
     }
 }
 
@@ -128,43 +130,68 @@ pub(crate) async fn prepare(
         parent_thinking: parent.thinking,
     });
     diagnostics.extend(resolved.notes.iter().cloned());
+    // Aliases and Claude ids by family (`roles::model_alias`): the same reading `cadre agents`
+    // shows. A role file's model that cannot be had runs the child on the parent's model.
+    let catalog = inner.models.catalog();
+    let cx = ExpandContext {
+        readonly: role.readonly,
+        parent_provider: Some(parent.model.provider.as_str()),
+        aliases: &config.model_aliases,
+        catalog: &catalog,
+    };
+    let plan = ModelPlan::new(resolved.model_source, &resolved.model, &cx);
+    diagnostics.extend(plan.note());
+    let fallback = resolved
+        .fallback
+        .as_deref()
+        .map(|f| expanded_name(f, &cx))
+        .filter(|f| Some(f.as_str()) != plan.target());
     let mut switched = false;
-    let model = if resolved.model == parent_model_name {
-        parent.model.clone()
-    } else {
-        match inner.models.resolve(&resolved.model) {
-            Ok(m) => m,
-            Err(primary) => match resolved.fallback.as_deref() {
-                Some(fb) => match inner.models.resolve(fb) {
-                    Ok(m) => {
-                        diagnostics.push(format!(
-                            "model `{}` unavailable ({primary}); using fallback `{fb}`",
-                            resolved.model
-                        ));
-                        switched = true;
-                        m
-                    }
-                    Err(e) => {
-                        return Err(LaunchError::Model(format!(
-                            "model `{}` is not available ({primary}) and neither is its fallback `{fb}` ({e}). Known models: {}",
-                            resolved.model,
-                            known_models(inner)
-                        )));
-                    }
-                },
-                None => {
-                    return Err(LaunchError::Model(format!(
-                        "model `{}` is not available: {primary}. Known models: {}",
-                        resolved.model,
-                        known_models(inner)
-                    )));
-                }
-            },
+    let settled = settle(&plan, fallback.as_deref(), |name| {
+        if name == parent_model_name {
+            Ok(parent.model.clone())
+        } else {
+            inner.models.resolve(name)
+        }
+    });
+    let model = match settled {
+        Settled::Model {
+            model,
+            fallback_note,
+            ..
+        } => {
+            if let Some(note) = fallback_note {
+                diagnostics.push(note);
+                switched = true;
+            }
+            model
+        }
+        Settled::Parent { note } => {
+            // A fallback already tried is not retried.
+            switched = note.is_some();
+            diagnostics.extend(note);
+            parent.model.clone()
+        }
+        Settled::Failed {
+            name,
+            error,
+            fallback: Some((fb, e)),
+        } => {
+            return Err(LaunchError::Model(format!(
+                "model `{name}` is not available ({error}) and neither is its fallback `{fb}` ({e}). Known models: {}",
+                known_models(inner)
+            )));
+        }
+        Settled::Failed { name, error, .. } => {
+            return Err(LaunchError::Model(format!(
+                "model `{name}` is not available: {error}. Known models: {}",
+                known_models(inner)
+            )));
         }
     };
     let thinking = resolve_thinking(&model, resolved.thinking);
     // T7: the fallback a child is retried with, once, when its very first call fails.
-    let retry_model = match resolved.fallback.as_deref() {
+    let retry_model = match fallback.as_deref() {
         Some(fb) if !switched && fb != model.full_name() => match inner.models.resolve(fb) {
             Ok(m) => Some(m),
             Err(e) => {
@@ -332,7 +359,7 @@ pub(crate) async fn prepare(
     Ok(Prepared {
         spec,
         model,
-        fallback: resolved.fallback,
+        fallback,
         retry_model,
         requested_thinking: thinking.requested,
         thinking: thinking.effective,

@@ -28,6 +28,11 @@ pub trait ModelResolver: Send + Sync {
     fn resolve(&self, name: &str) -> Result<Model, String>;
     /// Names to list when a model is unknown.
     fn known(&self) -> Vec<String>;
+    /// Every model with whether it is usable, for model aliases (`roles::model_alias`); none
+    /// when the resolver cannot list its models.
+    fn catalog(&self) -> Vec<crate::roles::CatalogModel> {
+        Vec::new()
+    }
 }
 
 impl ModelResolver for cadre_llm::ModelRegistry {
@@ -41,6 +46,10 @@ impl ModelResolver for cadre_llm::ModelRegistry {
             .filter(|m| m.has_credentials)
             .map(|m| m.full_name)
             .collect()
+    }
+
+    fn catalog(&self) -> Vec<crate::roles::CatalogModel> {
+        crate::roles::catalog_of(self)
     }
 }
 

@@ -6,13 +6,16 @@ mod common;
 
 use std::time::Duration;
 
+use cadre_core::agent::{Agent, AgentConfig};
+use cadre_core::orchestrator::manager::ConversationMirror;
 use cadre_core::orchestrator::manager::{LaunchError, LaunchSpec, SendOutcome, TaskOutcome};
-use cadre_core::roles::{RoleDef, ToolList, builtin_roles};
+use cadre_core::orchestrator::tools::root_tools;
+use cadre_core::roles::{ContextMode, RoleDef, ToolList, builtin_roles};
 use cadre_llm::CompletionRequest;
-use cadre_protocol::TaskRecord;
+use cadre_protocol::{TaskRecord, ThinkingLevel};
 use common::{
-    Models, ROOT_SESSION_ID, Reply, Scripted, call, git, last_text, single, spec, start_manager,
-    text,
+    Models, ROOT_SESSION_ID, Reply, Scripted, all_text, call, git, last_text, model, single, spec,
+    start_manager, text,
 };
 use serde_json::json;
 
@@ -47,6 +50,10 @@ fn harness(handler: impl Fn(&CompletionRequest) -> Reply + Send + Sync + 'static
         &["git status:*", "echo allowed:*"],
     ));
     defs.push(allowed_role("bad-patterns", &["git diff && rm"]));
+    defs.push(RoleDef {
+        context: ContextMode::Fork,
+        ..allowed_role("fork-status", &["echo allowed:*"])
+    });
     let (manager, root, _rx) =
         start_manager(dir.path(), provider.clone(), MODELS, defs, &json!({}));
     Harness {
@@ -206,4 +213,69 @@ async fn a_worktree_child_runs_under_the_same_patterns() {
         results[1].contains("the role's command allowlist refuses `touch wt.txt`"),
         "{results:?}"
     );
+}
+
+#[tokio::test]
+async fn a_fork_runs_under_its_roles_patterns() {
+    let h = harness(|r| {
+        let last = last_text(r);
+        if all_text(r).contains("ROLE BODY OF fork-status") {
+            if last.contains("allowed run") {
+                return call("bash", json!({ "command": "touch forked.txt" }));
+            }
+            if last.contains("FORKTASK") {
+                return call("bash", json!({ "command": "echo allowed run" }));
+            }
+            return text(&format!("fork said: {last}"));
+        }
+        if r.messages.len() == 1 {
+            return call(
+                "Agent",
+                json!({"subagent_type": "fork-status", "description": "side task",
+                       "prompt": "FORKTASK"}),
+            );
+        }
+        text(&format!("root got: {last}"))
+    });
+    let mirror = ConversationMirror::new(Vec::new());
+    let mut root = h.root.clone();
+    root.conversation = Some(mirror.clone());
+    let mut tools = cadre_tools::builtin_tools();
+    for t in root_tools(&h.manager, &root) {
+        tools.register(t);
+    }
+    let config = AgentConfig {
+        provider: h.provider.clone(),
+        model: model("scripted"),
+        thinking: ThinkingLevel::Off,
+        system_prompt: "ROOT SYSTEM".into(),
+        tools,
+        cwd: h.dir.path().join("work"),
+        artifacts_dir: h.dir.path().join("artifacts"),
+        events: Some(mirror.tap(None)),
+        compaction: Default::default(),
+    };
+    let mut agent = Agent::new(config, Vec::new(), None);
+    tokio::time::timeout(GUARD, agent.prompt("ROOT fork"))
+        .await
+        .expect("hang guard")
+        .unwrap();
+    let rec = h
+        .manager
+        .store()
+        .list_root(ROOT_SESSION_ID)
+        .unwrap()
+        .records
+        .pop()
+        .unwrap();
+    assert!(rec.forked);
+    assert_eq!(rec.bash_allow, ["echo allowed:*"]);
+    let results = h.tool_results();
+    assert!(
+        results
+            .iter()
+            .any(|t| t.contains("the role's command allowlist refuses `touch forked.txt`")),
+        "{results:?}"
+    );
+    assert!(!h.dir.path().join("work/forked.txt").exists());
 }

@@ -24,6 +24,10 @@
 //!   the command line adds no new way in.
 //! * `none`: no command at all.
 //!
+//! A role's `Bash(…)` tool entries narrow any policy further: [`CommandAllowlist`] (`allow.rs`)
+//! lets through only the commands its patterns name, checked with the same tokenizer, and both
+//! checks must pass.
+//!
 //! The check parses the command with a small tokenizer that understands quotes, escapes and
 //! the shell's operators, and fails closed: whatever it cannot read with confidence is refused.
 //! Every refusal is one line naming the part at fault and what to do instead.

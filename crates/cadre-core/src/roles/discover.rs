@@ -11,6 +11,11 @@
 //!    `.claude/agents` < `.pi/agents` < `.cadre/agents`. Distance decides before kind: a
 //!    `.claude/agents` file in the working directory beats a `.cadre/agents` file at the root.
 //!
+//! Each source directory is read recursively (Claude Code collections sort their agents into
+//! subfolders); every file of the tree belongs to the one source, so two files anywhere in it
+//! claiming one name block that name. `.claude` directories are read in the Claude Code dialect,
+//! `.pi` ones in the Pi dialect, cadre's own in the cadre dialect (see `parse.rs`).
+//!
 //! Names are matched through [`canonical_key`]: case-insensitive, built-in aliases resolved.
 //!
 //! Fail closed: a malformed file blocks its name from its source upward — it does not fall back
@@ -25,7 +30,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::builtin::{aliases, builtin_roles, canonical_key};
-use super::parse::{Dialect, MAX_FILE_BYTES, RoleDef, parse_role, peek_name};
+use super::parse::{Dialect, Finding, MAX_FILE_BYTES, Parsed, Problem, RoleDef, parse_role_file};
 use cadre_llm::registry::{ProcessEnv, home_dir};
 
 use crate::config::{CadreHome, TrustStore, project_root};
@@ -217,7 +222,7 @@ pub fn agent_dirs(opts: &DiscoverOptions) -> Vec<AgentDir> {
             home.join(".claude/agents"),
             Dialect::ClaudeCode,
         );
-        push(Layer::User, home.join(".pi/agent/agents"), Dialect::Cadre);
+        push(Layer::User, home.join(".pi/agent/agents"), Dialect::Pi);
     }
     push(Layer::User, opts.cadre_home.agents_dir(), Dialect::Cadre);
     for dir in project_dirs(&opts.cwd) {
@@ -226,7 +231,7 @@ pub fn agent_dirs(opts: &DiscoverOptions) -> Vec<AgentDir> {
             dir.join(".claude/agents"),
             Dialect::ClaudeCode,
         );
-        push(Layer::Project, dir.join(".pi/agents"), Dialect::Cadre);
+        push(Layer::Project, dir.join(".pi/agents"), Dialect::Pi);
         push(Layer::Project, dir.join(".cadre/agents"), Dialect::Cadre);
     }
     dirs
@@ -415,21 +420,93 @@ struct State {
 
 /// What one file of a source yields.
 enum FileResult {
-    Role(Box<RoleDef>),
+    Role(Box<RoleDef>, Vec<Finding>),
     /// `name`: what the file answers to (its stem, or a Claude Code file's declared name).
     Malformed {
         name: String,
-        reason: String,
+        problems: Vec<Problem>,
+        notes: Vec<Finding>,
     },
 }
 
 impl FileResult {
     fn name(&self) -> &str {
         match self {
-            FileResult::Role(def) => &def.name,
+            FileResult::Role(def, _) => &def.name,
             FileResult::Malformed { name, .. } => name,
         }
     }
+}
+
+/// How deep below a source directory role files are looked for.
+const MAX_DIR_DEPTH: usize = 8;
+/// Most `.md` files read from one source directory, so a huge tree cannot stall start-up.
+const MAX_FILES_PER_SOURCE: usize = 10_000;
+
+/// The `.md` files under `dir`, recursively, sorted; or the directory that cannot be listed.
+/// Subdirectories whose name starts with `.` are not entered, and a directory reached twice
+/// (through a symbolic link) is read once.
+fn md_files(dir: &Path) -> Result<(Vec<PathBuf>, Vec<String>), (PathBuf, String)> {
+    let mut files = Vec::new();
+    let mut notes = Vec::new();
+    let mut seen = Vec::new();
+    let mut stack = vec![(dir.to_path_buf(), 0usize)];
+    while let Some((current, depth)) = stack.pop() {
+        if let Ok(canonical) = current.canonicalize() {
+            if seen.contains(&canonical) {
+                continue;
+            }
+            seen.push(canonical);
+        }
+        let listing = match std::fs::read_dir(&current) {
+            Ok(listing) => listing,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && depth == 0 => {
+                return Ok((Vec::new(), notes));
+            }
+            Err(e) => return Err((current, e.to_string())),
+        };
+        for item in listing {
+            let item = item.map_err(|e| (current.clone(), e.to_string()))?;
+            let path = item.path();
+            let is_md = path.extension().is_some_and(|e| e == "md");
+            let meta = match std::fs::metadata(&path) {
+                Ok(meta) => meta,
+                // A dangling `x.md` link was meant to be a role file: reading it fails, which
+                // blocks its name rather than letting a lower definition through.
+                Err(_) if is_md => {
+                    files.push(path);
+                    continue;
+                }
+                Err(_) => continue,
+            };
+            if meta.is_dir() {
+                let hidden = item.file_name().to_string_lossy().starts_with('.');
+                if hidden {
+                    continue;
+                }
+                if depth + 1 > MAX_DIR_DEPTH {
+                    notes.push(format!(
+                        "{} is more than {MAX_DIR_DEPTH} levels deep; not read",
+                        path.display()
+                    ));
+                    continue;
+                }
+                stack.push((path, depth + 1));
+            } else if meta.is_file() && is_md {
+                if files.len() >= MAX_FILES_PER_SOURCE {
+                    notes.push(format!(
+                        "more than {MAX_FILES_PER_SOURCE} role files under {}; the rest are not read",
+                        dir.display()
+                    ));
+                    stack.clear();
+                    break;
+                }
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    Ok((files, notes))
 }
 
 impl State {
@@ -499,39 +576,30 @@ impl State {
     }
 
     fn load_dir(&mut self, source: &AgentDir) {
-        let listing = match std::fs::read_dir(&source.dir) {
-            Ok(listing) => listing,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-            Err(e) => {
-                self.block_all_below(source, &e.to_string());
+        let files = match md_files(&source.dir) {
+            Ok((files, notes)) => {
+                for message in notes {
+                    self.diagnostics.push(Diagnostic {
+                        kind: DiagnosticKind::Note,
+                        file: Some(source.dir.clone()),
+                        line: None,
+                        message,
+                    });
+                }
+                files
+            }
+            Err((dir, error)) => {
+                self.block_all_below(source, &dir, &error);
                 return;
             }
         };
-        let mut files = Vec::new();
-        for item in listing {
-            match item {
-                Ok(item) => {
-                    let path = item.path();
-                    if path.extension().is_some_and(|e| e == "md") {
-                        files.push(path);
-                    }
-                }
-                Err(e) => {
-                    self.block_all_below(source, &e.to_string());
-                    return;
-                }
-            }
-        }
-        files.sort();
 
         // Group by name first: two files of one source claiming a name block it.
         let mut by_key: Vec<(String, Vec<(PathBuf, FileResult)>)> = Vec::new();
         for path in files {
-            // A directory or socket named `x.md` is not a role file.
-            if std::fs::metadata(&path).is_ok_and(|m| !m.is_file()) {
+            let Some(result) = self.load_file(&path, source.dialect) else {
                 continue;
-            }
-            let result = load_file(&path, source.dialect);
+            };
             let key = canonical_key(result.name());
             match by_key.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, claims)) => claims.push((path, result)),
@@ -558,15 +626,8 @@ impl State {
                 continue;
             };
             match result {
-                FileResult::Role(def) => {
-                    for note in &def.notes {
-                        self.diagnostics.push(Diagnostic {
-                            kind: DiagnosticKind::Note,
-                            file: Some(path.clone()),
-                            line: None,
-                            message: note.clone(),
-                        });
-                    }
+                FileResult::Role(def, notes) => {
+                    self.notes(&path, notes);
                     self.place(
                         key,
                         Entry::Role(Box::new(ResolvedRole {
@@ -577,9 +638,105 @@ impl State {
                         })),
                     );
                 }
-                FileResult::Malformed { name, reason } => {
-                    self.malformed(key, name, source.layer, path, reason);
+                FileResult::Malformed {
+                    name,
+                    problems,
+                    notes,
+                } => {
+                    self.notes(&path, notes);
+                    self.malformed_file(key, name, source.layer, path, problems);
                 }
+            }
+        }
+    }
+
+    fn notes(&mut self, path: &Path, notes: Vec<Finding>) {
+        for note in notes {
+            self.diagnostics.push(Diagnostic {
+                kind: DiagnosticKind::Note,
+                file: Some(path.to_path_buf()),
+                line: note.line,
+                message: note.message,
+            });
+        }
+    }
+
+    /// A malformed file: one diagnostic per problem, and its name blocked for all of them.
+    fn malformed_file(
+        &mut self,
+        key: String,
+        name: String,
+        layer: Layer,
+        file: PathBuf,
+        problems: Vec<Problem>,
+    ) {
+        let mut reasons = Vec::with_capacity(problems.len());
+        for p in problems {
+            let reason = p.error.to_string();
+            let at = match p.line {
+                Some(line) => format!("{}:{line}", file.display()),
+                None => file.display().to_string(),
+            };
+            self.diagnostics.push(Diagnostic {
+                kind: DiagnosticKind::Malformed,
+                file: Some(file.clone()),
+                line: p.line,
+                message: format!("{at}: {reason}"),
+            });
+            reasons.push(match p.line {
+                Some(line) => format!("line {line}: {reason}"),
+                None => reason,
+            });
+        }
+        self.place(
+            key,
+            Entry::Blocked(BlockedName {
+                name,
+                layer,
+                file,
+                reason: reasons.join("; "),
+            }),
+        );
+    }
+
+    /// Read and parse one file. `None`: not an agent file (the note says why).
+    fn load_file(&mut self, path: &Path, dialect: Dialect) -> Option<FileResult> {
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let text = match read_limited(path) {
+            Ok(text) => text,
+            Err(reason) => {
+                return Some(FileResult::Malformed {
+                    name: stem,
+                    problems: vec![Problem {
+                        line: None,
+                        error: super::parse::RoleError::Unreadable(reason),
+                    }],
+                    notes: Vec::new(),
+                });
+            }
+        };
+        match parse_role_file(&text, &stem, dialect) {
+            Parsed::Role { def, notes } => Some(FileResult::Role(def, notes)),
+            Parsed::Malformed {
+                name,
+                problems,
+                notes,
+            } => Some(FileResult::Malformed {
+                name,
+                problems,
+                notes,
+            }),
+            Parsed::Skipped { reason } => {
+                self.diagnostics.push(Diagnostic {
+                    kind: DiagnosticKind::Note,
+                    file: Some(path.to_path_buf()),
+                    line: None,
+                    message: format!("{}: {reason}", path.display()),
+                });
+                None
             }
         }
     }
@@ -610,14 +767,14 @@ impl State {
     }
 
     /// An unreadable source: nothing below it may be used.
-    fn block_all_below(&mut self, source: &AgentDir, error: &str) {
+    fn block_all_below(&mut self, source: &AgentDir, dir: &Path, error: &str) {
         let reason = format!(
             "{} exists but cannot be read ({error}); every lower-precedence definition is blocked",
-            source.dir.display()
+            dir.display()
         );
         self.diagnostics.push(Diagnostic {
             kind: DiagnosticKind::UnreadableDir,
-            file: Some(source.dir.clone()),
+            file: Some(dir.to_path_buf()),
             line: None,
             message: reason.clone(),
         });
@@ -626,7 +783,7 @@ impl State {
                 let blocked = BlockedName {
                     name: role.def.name.clone(),
                     layer: source.layer,
-                    file: source.dir.clone(),
+                    file: dir.to_path_buf(),
                     reason: reason.clone(),
                 };
                 self.entries.insert(key.clone(), Entry::Blocked(blocked));
@@ -645,32 +802,6 @@ impl State {
             }
         }
         (roles, blocked)
-    }
-}
-
-/// Read and parse one file; any failure is a reason to block its name.
-fn load_file(path: &Path, dialect: Dialect) -> FileResult {
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let text = match read_limited(path) {
-        Ok(text) => text,
-        Err(reason) => return FileResult::Malformed { name: stem, reason },
-    };
-    match parse_role(&text, &stem, dialect) {
-        Ok(def) => FileResult::Role(Box::new(def)),
-        Err(e) => {
-            // A Claude Code file answers to its declared name, not its stem.
-            let name = match dialect {
-                Dialect::ClaudeCode => peek_name(&text).unwrap_or(stem),
-                Dialect::Cadre => stem,
-            };
-            FileResult::Malformed {
-                name,
-                reason: e.to_string(),
-            }
-        }
     }
 }
 

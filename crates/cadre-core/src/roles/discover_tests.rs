@@ -580,21 +580,21 @@ fn agent_dirs_are_listed_lowest_first() {
             f.home.join(".claude/agents"),
             Dialect::ClaudeCode,
         ),
-        (Layer::User, f.home.join(".pi/agent/agents"), Dialect::Cadre),
+        (Layer::User, f.home.join(".pi/agent/agents"), Dialect::Pi),
         (Layer::User, f.cadre_home.join("agents"), Dialect::Cadre),
         (
             Layer::Project,
             f.root.join(".claude/agents"),
             Dialect::ClaudeCode,
         ),
-        (Layer::Project, f.root.join(".pi/agents"), Dialect::Cadre),
+        (Layer::Project, f.root.join(".pi/agents"), Dialect::Pi),
         (Layer::Project, f.root.join(".cadre/agents"), Dialect::Cadre),
         (
             Layer::Project,
             f.root.join("a/.claude/agents"),
             Dialect::ClaudeCode,
         ),
-        (Layer::Project, f.root.join("a/.pi/agents"), Dialect::Cadre),
+        (Layer::Project, f.root.join("a/.pi/agents"), Dialect::Pi),
         (
             Layer::Project,
             f.root.join("a/.cadre/agents"),
@@ -605,7 +605,7 @@ fn agent_dirs_are_listed_lowest_first() {
             f.cwd.join(".claude/agents"),
             Dialect::ClaudeCode,
         ),
-        (Layer::Project, f.cwd.join(".pi/agents"), Dialect::Cadre),
+        (Layer::Project, f.cwd.join(".pi/agents"), Dialect::Pi),
         (Layer::Project, f.cwd.join(".cadre/agents"), Dialect::Cadre),
     ];
     assert_eq!(dirs, expect);
@@ -670,4 +670,109 @@ fn a_dangling_symlink_is_malformed_not_skipped() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn subfolders_are_read_recursively_and_one_name_twice_in_a_tree_blocks_it() {
+    let f = Fixture::new();
+    let dir = f.root.join(".claude/agents");
+    let claude = |name: &str| format!("---\nname: {name}\ndescription: {name} role\n---\nBody\n");
+    write(&dir.join("quality/reviewer.md"), &claude("deep-reviewer"));
+    write(&dir.join("lang/rust/expert.md"), &claude("rust-expert"));
+    write(&dir.join("a/twin.md"), &claude("twin"));
+    write(&dir.join("b/twin-again.md"), &claude("twin"));
+    // Hidden folders (a checkout's `.git`) are not entered; a README is not an agent.
+    write(&dir.join(".git/x.md"), &claude("hidden"));
+    write(&dir.join("README.md"), "# Agents\n\nA collection.\n");
+    // A link back up the tree is read once.
+    std::os::unix::fs::symlink(&dir, dir.join("lang/loop")).unwrap();
+    let r = f.roster();
+    assert_eq!(desc(&r, "deep-reviewer"), "deep-reviewer role");
+    assert_eq!(desc(&r, "rust-expert"), "rust-expert role");
+    match r.get("twin") {
+        Err(RoleLookupError::Blocked { reason, .. }) => {
+            assert!(reason.contains("more than one file"), "{reason}");
+            assert!(reason.contains("twin-again.md"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        r.get("hidden"),
+        Err(RoleLookupError::Unknown { .. })
+    ));
+    let readme = r
+        .diagnostics
+        .iter()
+        .find(|d| d.file.as_deref() == Some(dir.join("README.md").as_path()))
+        .unwrap();
+    assert_eq!(readme.kind, DiagnosticKind::Note);
+    assert!(!readme.is_error());
+    assert!(readme.message.contains("not an agent file"), "{readme:?}");
+    // Each role appears once although the loop reaches the tree twice.
+    assert_eq!(
+        r.roles
+            .iter()
+            .filter(|x| x.def.name == "rust-expert")
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn malformed_files_report_every_problem_with_file_and_line() {
+    let f = Fixture::new();
+    let file = write(
+        &f.root.join(".claude/agents/bad.md"),
+        "---\nname: bad\ndescription: d\ntool: Read\ncategory: x\nmaxTurns: 0\n---\n",
+    );
+    let r = f.roster();
+    let mine: Vec<&Diagnostic> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.file.as_deref() == Some(file.as_path()))
+        .collect();
+    let errors: Vec<(Option<usize>, &str)> = mine
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| (d.line, d.message.as_str()))
+        .collect();
+    assert_eq!(errors.len(), 2, "{mine:?}");
+    assert_eq!(errors[0].0, Some(4));
+    assert!(
+        errors[0]
+            .1
+            .starts_with(&format!("{}:4: unknown key `tool`", file.display())),
+        "{errors:?}"
+    );
+    assert_eq!(errors[1].0, Some(6));
+    let notes: Vec<_> = mine.iter().filter(|d| !d.is_error()).collect();
+    assert_eq!(notes.len(), 1, "{mine:?}");
+    assert_eq!(notes[0].line, Some(5));
+    match r.get("bad") {
+        Err(RoleLookupError::Blocked { reason, .. }) => {
+            assert!(reason.contains("line 4: unknown key `tool`"), "{reason}");
+            assert!(reason.contains("line 6: bad `maxTurns`"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn pi_directories_read_pi_package_files() {
+    let f = Fixture::new();
+    write(
+        &f.home.join(".pi/agent/agents/auditor.md"),
+        "---\ndescription: Audits.\nmax_turns: 5\nfallbackModels: a/b\n---\nAudit.\n",
+    );
+    write(
+        &f.root.join(".pi/agents/explore.md"),
+        "---\nname: Explore\ndescription: Project explorer.\ntools: read, grep\n---\nLook.\n",
+    );
+    let r = f.roster();
+    let auditor = r.get("auditor").unwrap();
+    assert_eq!(auditor.def.max_turns, Some(5));
+    assert_eq!(auditor.def.dialect, Some(Dialect::Pi));
+    let explore = r.get("explore").unwrap();
+    assert_eq!(explore.def.description, "Project explorer.");
+    assert_eq!(explore.layer, Layer::Project);
 }

@@ -1,7 +1,8 @@
 //! Agent types (roles) for subagents (SPEC T1–T8).
 //!
 //! - [`parse`]: one role file → a validated [`RoleDef`], fail-closed (T1, T2), in cadre's own
-//!   key set or the Claude Code one.
+//!   key set, the Pi packages' or Claude Code's (T9); `keys` and `tool_entries` hold the key
+//!   sets and the tool-entry spellings of those dialects.
 //! - [`builtin`]: the built-in roles and their aliases (T5).
 //! - [`discover`]: the layered roster — built-in → user → trusted project — with overrides,
 //!   blocked names and diagnostics (T2, T3, T4).
@@ -12,10 +13,12 @@
 
 pub mod builtin;
 pub mod discover;
+mod keys;
 pub mod model_alias;
 pub mod parse;
 pub mod resolve;
 pub mod skills;
+mod tool_entries;
 
 pub use builtin::{DEFAULT_ROLE, FORK_ROLE, builtin_roles, canonical_key};
 pub use discover::{
@@ -27,7 +30,8 @@ pub use model_alias::{
     expanded_name, parse_model_aliases, settle,
 };
 pub use parse::{
-    ContextMode, Dialect, Isolation, RoleDef, RoleError, ShellPolicy, ToolList, parse_role,
+    ContextMode, Dialect, Finding, Isolation, Parsed, Problem, RoleDef, RoleError, ShellPolicy,
+    ToolList, parse_role, parse_role_file,
 };
 pub use resolve::{
     AgentOverride, FallbackSource, ModelSource, ResolveError, ResolveInputs, ResolvedModel,

@@ -1,37 +1,49 @@
-//! One role file → a validated [`RoleDef`] (SPEC T1, T2, T3). Pure: no file system.
+//! One role file → a validated [`RoleDef`] (SPEC T1, T2, T3, T9). Pure: no file system.
 //!
 //! A role file is Markdown with YAML frontmatter between two `---` lines; the body is the role
-//! prompt. Parsing **fails closed**: an unknown key, a value of the wrong type or out of range,
-//! a name that differs from the file stem, a missing or unterminated frontmatter, invalid YAML
-//! (duplicate keys included) or a limit exceeded makes the whole file malformed. Nothing is
-//! ever taken from a malformed file, so a misspelt restriction can never fall back to the wider
-//! inherited tool set. A key present with no value (`tools:`) is malformed too, not "absent":
-//! for `tools` absent means "all tools".
+//! prompt. Parsing **fails closed**: a value of the wrong type or out of range, a name that
+//! differs from the file stem, an unterminated frontmatter, invalid YAML (duplicate keys
+//! included) or a limit exceeded makes the whole file malformed, and every such problem of the
+//! file is reported at once, with its line. Nothing is ever taken from a malformed file, so a
+//! misspelt restriction can never fall back to the wider inherited tool set. A key present with
+//! no value (`tools:`) is malformed too, not "absent": for `tools` absent means "all tools".
 //!
-//! Two key sets ([`Dialect`]):
+//! Three key sets ([`Dialect`]):
 //!
-//! - **cadre** (`.cadre/agents`, `.pi/agents`, `CADRE_HOME/agents`, `~/.pi/agent/agents`): the T1
-//!   keys. `model: inherit` means no model.
-//! - **Claude Code** (`.claude/agents`): `name, description, tools, disallowedTools, model,
-//!   permissionMode, skills, maxTurns, background, isolation, effort, color, memory, hooks,
-//!   mcpServers`. The name need not equal the stem. Claude Code tool names are mapped to cadre's
-//!   (`Read`→`read`, `Glob`→`find`, `LS`→`ls`, `Task`→`Agent`, …); Claude-only tools cadre does
-//!   not have (`WebSearch`, `TodoWrite`, …) are dropped from the lists with a note — dropping an
-//!   allowlist entry only narrows. `effort` maps to the thinking level, `model: inherit` to no
-//!   model, `color` is cosmetic and accepted. Decisions on the capability keys:
-//!   - `hooks`, `mcpServers` and `memory` make the file malformed: each would run commands,
-//!     start servers or read and write state outside the role's tools, and cadre honours none of
-//!     them, so loading the file without them would silently change what the author asked for.
-//!   - `permissionMode`: `default`, `acceptEdits` and `dontAsk` are accepted and change nothing
-//!     (cadre children never prompt; they act inside their enforced tool set, and a call outside
-//!     it is refused, which is what `dontAsk` asks). `plan` makes the role read-only, which cadre
-//!     enforces. `bypassPermissions` makes the file malformed: it asks for the boundaries to be
-//!     switched off, which cadre never does. Any other value is malformed.
+//! - **cadre** (`.cadre/agents`, `CADRE_HOME/agents`): the T1 keys, strictly — an unknown key is
+//!   malformed. `model: inherit` means no model.
+//! - **Pi** (`.pi/agents`, `~/.pi/agent/agents`): the cadre keys plus the keys of the other Pi
+//!   subagent packages cadre can honour (see [`super::keys::PI_PACKAGE_KEYS`]). As in those
+//!   packages, `name` defaults to the file stem, and tool names may be capitalised. Unknown
+//!   keys are read as in Claude Code files.
+//! - **Claude Code** (`.claude/agents`): the keys Claude Code documents. The name need not equal
+//!   the stem. Tool entries are mapped by `tool_entries.rs` (`Read`→`read`, `Glob`→`find`,
+//!   `Bash(git diff:*)` → bash limited to that command pattern, …).
+//!
+//! In the Claude Code and Pi dialects an unknown key is a warning and is ignored — unless it looks
+//! like a capability key (`allowed-tools`, `Tools`, `permission_mode`, `readOnly`, …: see
+//! `keys.rs`), because ignoring a misspelt restriction would widen the role. There the
+//! description and body are limited only by the file cap, as in Claude Code; a file without any
+//! frontmatter, or one that says `disabled: true`, is not an agent file and is skipped with a
+//! note. Decisions on Claude Code's capability keys:
+//!   - `hooks` make the file malformed: a hook can refuse tool calls, so dropping it could widen
+//!     the role, and cadre does not run hooks.
+//!   - `memory` and `mcpServers` are ignored with a note: in Claude Code each *adds* tools
+//!     (memory files, servers), so leaving them out only narrows. Servers configured for cadre
+//!     reach the role through its `tools` as usual.
+//!   - `permissionMode`: `default`, `acceptEdits`, `dontAsk` and `bypassPermissions` change
+//!     nothing (cadre children never prompt; they act inside their enforced tool set, and a call
+//!     outside it is refused — the boundaries are never switched off, so `bypassPermissions`
+//!     gets a note saying so). `plan` makes the role read-only, which cadre enforces. Any other
+//!     value is malformed.
+//!   - `initialPrompt` applies only to an agent run as the main session; it is noted and unused.
 
 use cadre_protocol::ThinkingLevel;
 use serde_yaml_ng::Value;
 
 use super::builtin::CAPITALISED_BUILTIN_NAMES;
+use super::keys;
+use super::tool_entries::{self, ListKind};
 
 /// Largest role file, in bytes.
 pub const MAX_FILE_BYTES: usize = 64 * 1024;
@@ -56,7 +68,19 @@ pub const MAX_SKILLS: usize = 32;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
     Cadre,
+    Pi,
     ClaudeCode,
+}
+
+impl Dialect {
+    /// The dialect's name in messages.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Dialect::Cadre => "cadre",
+            Dialect::Pi => "Pi",
+            Dialect::ClaudeCode => "Claude Code",
+        }
+    }
 }
 
 /// How a child's bash commands are screened before the sandbox runs them (S3): the bash
@@ -189,6 +213,9 @@ pub enum RoleError {
         size: usize,
         limit: usize,
     },
+    /// The file could not be read (I/O, not UTF-8, over the size limit).
+    #[error("{0}")]
+    Unreadable(String),
     #[error("no YAML frontmatter: the file must start with a `---` line")]
     MissingFrontmatter,
     #[error("the frontmatter has no closing `---` line")]
@@ -197,11 +224,12 @@ pub enum RoleError {
     Yaml(String),
     #[error("the frontmatter must be a mapping of keys to values")]
     NotAMapping,
-    #[error("unknown key `{key}` ({dialect} files accept: {accepted})")]
+    /// `hint`: empty, or text that goes right after the key (` (did you mean …)`).
+    #[error("unknown key `{key}` in a {dialect} role file{hint}")]
     UnknownKey {
         key: String,
         dialect: &'static str,
-        accepted: String,
+        hint: String,
     },
     #[error("`{key}` is not supported: {reason}")]
     Unsupported { key: String, reason: String },
@@ -215,141 +243,294 @@ pub enum RoleError {
     NameMismatch { name: String, stem: String },
 }
 
-const CADRE_KEYS: &[&str] = &[
-    "name",
-    "description",
-    "tools",
-    "disallowedTools",
-    "model",
-    "fallbackModel",
-    "thinking",
-    "reasoning_effort",
-    "skills",
-    "readonly",
-    "shellPolicy",
-    "background",
-    "context",
-    "isolation",
-    "warningTurns",
-    "warningIntervalTurns",
-    "maxTurns",
-    "graceTurns",
-    "maxToolCalls",
-    "softToolCalls",
-    "toolBudgetBlock",
-    "timeoutMs",
-    "bashTimeoutMs",
-    "oneShot",
-    "allowPlanFiles",
-];
+/// A note about a file that loaded (or that was skipped), with its line when one is at fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub line: Option<usize>,
+    pub message: String,
+}
 
-const CLAUDE_KEYS: &[&str] = &[
-    "name",
-    "description",
-    "tools",
-    "disallowedTools",
-    "model",
-    "permissionMode",
-    "skills",
-    "maxTurns",
-    "background",
-    "isolation",
-    "effort",
-    "color",
-    "memory",
-    "hooks",
-    "mcpServers",
-];
+/// One reason a file is malformed, with its line when one is at fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub line: Option<usize>,
+    pub error: RoleError,
+}
 
-/// Claude Code tool names and the cadre tools they mean.
-const CLAUDE_TOOL_MAP: &[(&str, &str)] = &[
-    ("Read", "read"),
-    ("Write", "write"),
-    ("Edit", "edit"),
-    ("MultiEdit", "edit"),
-    ("Bash", "bash"),
-    ("Grep", "grep"),
-    ("Glob", "find"),
-    ("LS", "ls"),
-    ("Task", "Agent"),
-];
+/// What one role file yields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed {
+    /// A role; `notes` are also in `def.notes`, without their lines.
+    Role {
+        def: Box<RoleDef>,
+        notes: Vec<Finding>,
+    },
+    /// Not an agent file (no frontmatter in a Claude Code or Pi directory, or switched off).
+    Skipped { reason: String },
+    /// Unusable: every problem found. `name` is the name the file answers to (what blocks).
+    Malformed {
+        name: String,
+        problems: Vec<Problem>,
+        notes: Vec<Finding>,
+    },
+}
 
-/// Claude Code tools with no cadre counterpart: dropped from lists (which only narrows).
-const CLAUDE_ONLY_TOOLS: &[&str] = &[
-    "TodoWrite",
-    "NotebookEdit",
-    "NotebookRead",
-    "WebFetch",
-    "WebSearch",
-    "BashOutput",
-    "KillShell",
-    "KillBash",
-    "ExitPlanMode",
-    "SlashCommand",
-    "Skill",
-    "ListMcpResourcesTool",
-    "ReadMcpResourceTool",
-];
-
-/// Parse and validate one role file. `stem` is the file name without `.md`.
-pub fn parse_role(text: &str, stem: &str, dialect: Dialect) -> Result<RoleDef, RoleError> {
-    if text.len() > MAX_FILE_BYTES {
-        return Err(RoleError::TooLarge {
-            what: "file",
-            size: text.len(),
-            limit: MAX_FILE_BYTES,
-        });
-    }
-    let (yaml, body) = split_frontmatter(text)?;
-    let body = body.trim();
-    if body.len() > MAX_BODY_BYTES {
-        return Err(RoleError::TooLarge {
-            what: "prompt body",
-            size: body.len(),
-            limit: MAX_BODY_BYTES,
-        });
-    }
-    let map = parse_mapping(yaml)?;
-    let mut def = RoleDef {
-        prompt: body.to_string(),
-        dialect: Some(dialect),
-        ..RoleDef::default()
+/// Parse and validate one role file, reporting every problem. `stem` is the file name without
+/// `.md`.
+pub fn parse_role_file(text: &str, stem: &str, dialect: Dialect) -> Parsed {
+    let malformed = |error: RoleError, line: Option<usize>| Parsed::Malformed {
+        name: answers_to(text, stem, dialect),
+        problems: vec![Problem { line, error }],
+        notes: Vec::new(),
     };
-    let mut name = None;
-    let mut description = None;
-    let mut thinking_key: Option<String> = None;
-    for (key, value) in &map {
-        let key = key.as_str();
-        check_known(key, dialect)?;
-        if value.is_null() {
-            return Err(bad(key, "the key is present but has no value"));
+    if text.len() > MAX_FILE_BYTES {
+        return malformed(
+            RoleError::TooLarge {
+                what: "file",
+                size: text.len(),
+                limit: MAX_FILE_BYTES,
+            },
+            None,
+        );
+    }
+    let (yaml, body) = match split_frontmatter(text) {
+        Ok(parts) => parts,
+        Err(RoleError::MissingFrontmatter) if dialect != Dialect::Cadre => {
+            return Parsed::Skipped {
+                reason: "no YAML frontmatter, so not an agent file; skipped".to_string(),
+            };
         }
+        Err(e) => return malformed(e, Some(1)),
+    };
+    let yaml_text = keys::quote_bare_stars(yaml);
+    let map = match parse_mapping_located(&yaml_text) {
+        Ok(map) => map,
+        Err(first) => {
+            // Claude Code retries a frontmatter YAML refuses with its plain values quoted
+            // (`description: Use when: x`, `description: **Bold**`); portable files rely on it.
+            let retried = (dialect != Dialect::Cadre)
+                .then(|| keys::quote_plain_values(&yaml_text))
+                .flatten()
+                .and_then(|quoted| parse_mapping_located(&quoted).ok());
+            match retried {
+                Some(map) => map,
+                // The parser counts from the frontmatter's first line, which is the file's second.
+                None => return malformed(first.0, first.1.map(|l| l + 1)),
+            }
+        }
+    };
+    let mut reader = Reader::new(yaml, dialect);
+    if reader.switched_off(&map) {
+        return Parsed::Skipped {
+            reason: "switched off in its frontmatter (`disabled: true`); skipped".to_string(),
+        };
+    }
+    reader.def.prompt = body.trim().to_string();
+    for (key, value) in &map {
+        reader.key(key, value);
+    }
+    reader.finish(stem, text)
+}
+
+/// Parse and validate one role file; the first problem when it is malformed. A skipped file is
+/// [`RoleError::MissingFrontmatter`].
+pub fn parse_role(text: &str, stem: &str, dialect: Dialect) -> Result<RoleDef, RoleError> {
+    match parse_role_file(text, stem, dialect) {
+        Parsed::Role { def, .. } => Ok(*def),
+        Parsed::Skipped { .. } => Err(RoleError::MissingFrontmatter),
+        Parsed::Malformed { problems, .. } => Err(problems
+            .into_iter()
+            .next()
+            .map_or(RoleError::MissingFrontmatter, |p| p.error)),
+    }
+}
+
+/// The name a malformed file blocks: a Claude Code file's declared name (its stem need not be
+/// its name), else the stem.
+fn answers_to(text: &str, stem: &str, dialect: Dialect) -> String {
+    match dialect {
+        Dialect::ClaudeCode => peek_name(text).unwrap_or_else(|| stem.to_string()),
+        Dialect::Cadre | Dialect::Pi => stem.to_string(),
+    }
+}
+
+/// Reads the keys of one frontmatter, collecting problems instead of stopping at the first.
+struct Reader {
+    dialect: Dialect,
+    lines: keys::KeyLines,
+    def: RoleDef,
+    name: Option<String>,
+    description: Option<String>,
+    thinking_key: Option<String>,
+    problems: Vec<Problem>,
+    notes: Vec<Finding>,
+}
+
+impl Reader {
+    fn new(yaml: &str, dialect: Dialect) -> Reader {
+        Reader {
+            dialect,
+            // The frontmatter starts on the file's second line.
+            lines: keys::KeyLines::new(yaml, 2),
+            def: RoleDef {
+                dialect: Some(dialect),
+                ..RoleDef::default()
+            },
+            name: None,
+            description: None,
+            thinking_key: None,
+            problems: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// `disabled: true` (or a Pi package's `enabled: false`) in a portable file.
+    fn switched_off(&self, map: &[(String, Value)]) -> bool {
+        if self.dialect == Dialect::Cadre {
+            return false;
+        }
+        map.iter().any(|(k, v)| match (k.as_str(), v) {
+            ("disabled", Value::Bool(b)) => *b,
+            ("enabled", Value::Bool(b)) => self.dialect == Dialect::Pi && !*b,
+            _ => false,
+        })
+    }
+
+    fn problem(&mut self, key: &str, error: RoleError) {
+        let line = self.lines.of(key);
+        self.problems.push(Problem { line, error });
+    }
+
+    fn note(&mut self, key: &str, message: String) {
+        let line = self.lines.of(key);
+        self.notes.push(Finding { line, message });
+    }
+
+    fn key(&mut self, key: &str, value: &Value) {
+        if !keys::known_keys(self.dialect).contains(&key) {
+            self.unknown_key(key);
+            return;
+        }
+        if value.is_null() {
+            self.problem(key, bad(key, "the key is present but has no value"));
+            return;
+        }
+        if let Err(e) = self.known_key(key, value) {
+            self.problem(key, e);
+        }
+    }
+
+    fn unknown_key(&mut self, key: &str) {
+        let dialect_name = self.dialect.display_name();
+        let near = keys::nearest_known(key, self.dialect);
+        let hint = match near {
+            Some(k) => format!(" (did you mean `{k}`?)"),
+            None => String::new(),
+        };
+        if self.dialect == Dialect::Cadre {
+            self.problem(
+                key,
+                RoleError::UnknownKey {
+                    key: key.to_string(),
+                    dialect: dialect_name,
+                    hint,
+                },
+            );
+        } else if keys::looks_like_capability(key) || near.is_some_and(is_capability_key) {
+            let hint = format!(
+                "{hint}; it looks like a key that limits what the role may do, so the file is \
+                 not loaded without it"
+            );
+            self.problem(
+                key,
+                RoleError::UnknownKey {
+                    key: key.to_string(),
+                    dialect: dialect_name,
+                    hint,
+                },
+            );
+        } else {
+            self.note(
+                key,
+                format!("unknown key `{}` ignored{hint}", keys::shown_key(key)),
+            );
+        }
+    }
+
+    /// The role may not launch children.
+    fn deny_agent(&mut self) {
+        let agent = "Agent".to_string();
+        if !self.def.disallowed_tools.contains(&agent) {
+            self.def.disallowed_tools.push(agent);
+        }
+    }
+
+    fn tools(&mut self, key: &str, value: &Value, kind: ListKind) -> Result<ToolList, RoleError> {
+        let mut notes = Vec::new();
+        let parsed = tool_entries::tool_list(key, value, self.dialect, kind, &mut notes);
+        for n in notes {
+            self.note(key, n);
+        }
+        let parsed = parsed?;
+        if kind == ListKind::Allow {
+            self.def.bash_allow = parsed.bash_allow;
+        }
+        Ok(parsed.list)
+    }
+
+    fn known_key(&mut self, key: &str, value: &Value) -> Result<(), RoleError> {
+        let def = &mut self.def;
         match key {
-            "name" => name = Some(string(key, value)?),
-            "description" => description = Some(string(key, value)?),
-            "tools" => def.tools = tool_list(key, value, dialect, &mut def.notes)?,
-            "disallowedTools" => {
-                def.disallowed_tools = match tool_list(key, value, dialect, &mut def.notes)? {
+            "name" => self.name = Some(string(key, value)?),
+            "description" => self.description = Some(string(key, value)?),
+            "tools" => {
+                let list = self.tools(key, value, ListKind::Allow)?;
+                self.def.tools = list;
+            }
+            "disallowedTools" | "disallowed_tools" => {
+                match self.tools(key, value, ListKind::Deny)? {
                     ToolList::All => {
                         return Err(bad(
                             key,
                             "`*` would disallow every tool; list the tools instead",
                         ));
                     }
-                    ToolList::Named(names) => names,
+                    ToolList::Named(names) => {
+                        for name in names {
+                            if !self.def.disallowed_tools.contains(&name) {
+                                self.def.disallowed_tools.push(name);
+                            }
+                        }
+                    }
                 }
             }
             "model" => def.model = model(key, value)?,
             "fallbackModel" => def.fallback_model = model(key, value)?,
+            "fallbackModels" => {
+                let models = string_list(key, value)?;
+                let mut models = models.into_iter();
+                let first = models.next();
+                if let Some(m) = &first {
+                    def.fallback_model = model(key, &Value::String(m.clone()))?;
+                }
+                let rest: Vec<String> = models.collect();
+                if !rest.is_empty() {
+                    let message = format!(
+                        "`fallbackModels`: cadre tries one fallback model; {} ignored",
+                        rest.join(", ")
+                    );
+                    self.note(key, message);
+                }
+            }
             "thinking" | "reasoning_effort" | "effort" => {
-                if let Some(first) = &thinking_key {
+                if let Some(first) = &self.thinking_key {
                     return Err(bad(
                         key,
                         &format!("`{first}` already sets the thinking level"),
                     ));
                 }
-                thinking_key = Some(key.to_string());
-                def.thinking = Some(thinking(key, value)?);
+                self.thinking_key = Some(key.to_string());
+                self.def.thinking = Some(thinking(key, value)?);
             }
             "skills" => def.skills = skills(key, value)?,
             "readonly" => def.readonly = boolean(key, value)?,
@@ -359,8 +540,8 @@ pub fn parse_role(text: &str, stem: &str, dialect: Dialect) -> Result<RoleDef, R
                     .parse::<ShellPolicy>()
                     .map_err(|_| one_of(key, &s, "unrestricted, inspect, verify, none"))?;
             }
-            "background" => def.background = Some(boolean(key, value)?),
-            "context" => {
+            "background" | "run_in_background" => def.background = Some(boolean(key, value)?),
+            "context" | "defaultContext" => {
                 let s = string(key, value)?;
                 def.context = match s.as_str() {
                     "fresh" => ContextMode::Fresh,
@@ -370,99 +551,248 @@ pub fn parse_role(text: &str, stem: &str, dialect: Dialect) -> Result<RoleDef, R
             }
             "isolation" => {
                 let s = string(key, value)?;
-                def.isolation = match (s.as_str(), dialect) {
+                def.isolation = match (s.as_str(), self.dialect) {
                     ("worktree", _) => Isolation::Worktree,
-                    ("none", Dialect::Cadre) => Isolation::None,
-                    (_, Dialect::Cadre) => return Err(one_of(key, &s, "none, worktree")),
+                    ("none", Dialect::Cadre | Dialect::Pi) => Isolation::None,
+                    (_, Dialect::Cadre | Dialect::Pi) => {
+                        return Err(one_of(key, &s, "none, worktree"));
+                    }
                     (_, Dialect::ClaudeCode) => return Err(one_of(key, &s, "worktree")),
                 };
             }
             "warningTurns" => def.warning_turns = Some(count(key, value, 1)?),
             "warningIntervalTurns" => def.warning_interval_turns = Some(count(key, value, 1)?),
             "maxTurns" => def.max_turns = Some(count(key, value, 1)?),
+            // tintinweb's package: 0 means no limit.
+            "max_turns" => match count(key, value, 0)? {
+                0 => {}
+                n => def.max_turns = Some(n),
+            },
             // Zero grace is meaningful: stop right at `maxTurns`.
             "graceTurns" => def.grace_turns = Some(count(key, value, 0)?),
             "maxToolCalls" => def.max_tool_calls = Some(count(key, value, 1)?),
             "softToolCalls" => def.soft_tool_calls = Some(count(key, value, 1)?),
             "toolBudgetBlock" => {
-                def.tool_budget_block = Some(tool_list(key, value, dialect, &mut def.notes)?)
+                let list = self.tools(key, value, ListKind::BudgetBlock)?;
+                self.def.tool_budget_block = Some(list);
             }
             "timeoutMs" => def.timeout_ms = Some(positive_u64(key, value)?),
             "bashTimeoutMs" => def.bash_timeout_ms = Some(positive_u64(key, value)?),
             "oneShot" => def.one_shot = boolean(key, value)?,
             "allowPlanFiles" => def.allow_plan_files = boolean(key, value)?,
+            // Cosmetic: a value cadre cannot show is no reason to refuse the file.
             "color" => {
-                string(key, value)?;
+                if !value.is_string() {
+                    self.note(key, "`color` is not a string; ignored".to_string());
+                }
+            }
+            // `switched_off` skipped the file when these switch it off.
+            "disabled" | "enabled" => {
+                boolean(key, value)?;
             }
             "permissionMode" => {
                 let s = string(key, value)?;
                 match s.as_str() {
                     "default" | "acceptEdits" | "dontAsk" => {}
+                    "bypassPermissions" => self.note(
+                        key,
+                        "`permissionMode: bypassPermissions`: cadre children never prompt, and \
+                         their tool boundary stays enforced"
+                            .to_string(),
+                    ),
                     "plan" => def.readonly = true,
-                    "bypassPermissions" => {
-                        return Err(unsupported(
-                            key,
-                            "bypassPermissions asks for the tool boundaries to be switched off; cadre always enforces them",
-                        ));
-                    }
                     _ => {
                         return Err(one_of(
                             key,
                             &s,
-                            "default, acceptEdits, dontAsk, plan (bypassPermissions is refused)",
+                            "default, acceptEdits, dontAsk, bypassPermissions, plan",
                         ));
                     }
                 }
             }
-            "memory" => {
-                return Err(unsupported(
+            "memory" => self.note(
+                key,
+                "`memory`: cadre gives roles no persistent memory directory; the role runs \
+                 without it"
+                    .to_string(),
+            ),
+            "mcpServers" => self.note(
+                key,
+                "`mcpServers`: cadre does not start per-role MCP servers; servers configured \
+                 in settings reach the role through its tools"
+                    .to_string(),
+            ),
+            "initialPrompt" => self.note(
+                key,
+                "`initialPrompt` applies only to an agent run as the main session; unused for \
+                 a child"
+                    .to_string(),
+            ),
+            // Leaving the project's context files out only narrows what the child is told.
+            "inheritProjectContext" | "inherit_context" => {
+                def.skip_context_files = !boolean(key, value)?;
+            }
+            // Depth 0 / no subagents: the role may not delegate. A wider setting is not
+            // honoured: delegation comes only from `Agent` in `tools`.
+            "maxSubagentDepth" => {
+                if count(key, value, 0)? == 0 {
+                    self.deny_agent();
+                }
+            }
+            "allowSubagents" => {
+                if boolean(key, value)? {
+                    self.note(
+                        key,
+                        "`allowSubagents: true`: list `Agent` in `tools` to let the role \
+                         delegate; cadre adds no tool a file does not list"
+                            .to_string(),
+                    );
+                } else {
+                    self.deny_agent();
+                }
+            }
+            "systemPromptMode" | "prompt_mode" => {
+                let s = string(key, value)?;
+                match s.as_str() {
+                    "append" => {}
+                    "replace" => self.note(
+                        key,
+                        "`systemPromptMode: replace`: cadre appends the role prompt to its child \
+                         prompt, which carries the tool rules"
+                            .to_string(),
+                    ),
+                    _ => return Err(one_of(key, &s, "append, replace")),
+                }
+            }
+            "appendSystemPrompt" => {
+                boolean(key, value)?;
+            }
+            "inheritSkills" | "output" | "defaultReads" | "defaultProgress" | "completionGuard"
+            | "aliases" | "first-layer" | "last-layer" | "display_name" => {
+                self.note(
                     key,
-                    "persistent agent memory reads and writes state outside the role's tools; cadre does not provide it",
-                ));
+                    format!(
+                        "`{key}` is a setting of another Pi subagent package; cadre ignores it"
+                    ),
+                );
             }
             "hooks" => {
                 return Err(unsupported(
                     key,
-                    "hooks run commands outside the role's tool boundary; cadre does not run them",
+                    "hooks run commands and can refuse tool calls; cadre does not run them, so \
+                     the role would be wider than written",
                 ));
             }
-            "mcpServers" => {
-                return Err(unsupported(
-                    key,
-                    "per-role MCP servers would add tools cadre cannot bound; cadre does not start them",
-                ));
+            // `known_keys` lists only keys with an arm above.
+            _ => {
+                return Err(RoleError::UnknownKey {
+                    key: key.to_string(),
+                    dialect: self.dialect.display_name(),
+                    hint: String::new(),
+                });
             }
-            // `check_known` accepted it, so every known key has an arm above.
-            _ => return Err(unknown(key, dialect)),
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, stem: &str, text: &str) -> Parsed {
+        let name = match (self.name.take(), self.dialect) {
+            (Some(name), _) => Some(name),
+            // Pi subagent packages name a file without `name` after its stem.
+            (None, Dialect::Pi) => Some(stem.to_string()),
+            (None, _) => {
+                self.problems.push(Problem {
+                    line: None,
+                    error: RoleError::MissingKey("name"),
+                });
+                None
+            }
+        };
+        if let Some(name) = &name {
+            if let Err(e) = check_name(name, self.dialect) {
+                self.problem("name", e);
+            } else if self.dialect != Dialect::ClaudeCode && !name_matches_stem(name, stem) {
+                self.problem(
+                    "name",
+                    RoleError::NameMismatch {
+                        name: name.clone(),
+                        stem: stem.to_string(),
+                    },
+                );
+            }
+        }
+        let description = self.description.take();
+        match &description {
+            None => self.problems.push(Problem {
+                line: None,
+                error: RoleError::MissingKey("description"),
+            }),
+            Some(d) if self.dialect == Dialect::Cadre => {
+                let chars = d.chars().count();
+                if chars > MAX_DESCRIPTION_CHARS {
+                    self.problem(
+                        "description",
+                        bad(
+                            "description",
+                            &format!("{chars} characters; the limit is {MAX_DESCRIPTION_CHARS}"),
+                        ),
+                    );
+                }
+            }
+            Some(_) => {}
+        }
+        if self.dialect == Dialect::Cadre && self.def.prompt.len() > MAX_BODY_BYTES {
+            self.problems.push(Problem {
+                line: None,
+                error: RoleError::TooLarge {
+                    what: "prompt body",
+                    size: self.def.prompt.len(),
+                    limit: MAX_BODY_BYTES,
+                },
+            });
+        }
+        if let (Some(soft), Some(max)) = (self.def.soft_tool_calls, self.def.max_tool_calls)
+            && soft > max
+        {
+            self.problem(
+                "softToolCalls",
+                bad(
+                    "softToolCalls",
+                    &format!("{soft} is above maxToolCalls ({max})"),
+                ),
+            );
+        }
+        if !self.problems.is_empty() {
+            self.problems.sort_by_key(|p| p.line.unwrap_or(usize::MAX));
+            return Parsed::Malformed {
+                name: answers_to(text, stem, self.dialect),
+                problems: self.problems,
+                notes: self.notes,
+            };
+        }
+        let mut def = self.def;
+        def.name = name.unwrap_or_default();
+        def.description = description.unwrap_or_default();
+        def.notes = self.notes.iter().map(|n| n.message.clone()).collect();
+        Parsed::Role {
+            def: Box::new(def),
+            notes: self.notes,
         }
     }
-    let name = name.ok_or(RoleError::MissingKey("name"))?;
-    check_name(&name)?;
-    if dialect == Dialect::Cadre && name != stem {
-        return Err(RoleError::NameMismatch {
-            name,
-            stem: stem.to_string(),
-        });
-    }
-    let description = description.ok_or(RoleError::MissingKey("description"))?;
-    let desc_chars = description.chars().count();
-    if desc_chars > MAX_DESCRIPTION_CHARS {
-        return Err(bad(
-            "description",
-            &format!("{desc_chars} characters; the limit is {MAX_DESCRIPTION_CHARS}"),
-        ));
-    }
-    if let (Some(soft), Some(max)) = (def.soft_tool_calls, def.max_tool_calls)
-        && soft > max
-    {
-        return Err(bad(
-            "softToolCalls",
-            &format!("{soft} is above maxToolCalls ({max})"),
-        ));
-    }
-    def.name = name;
-    def.description = description;
-    Ok(def)
+}
+
+/// Whether a name may live in a file with this stem: equal, or a capitalised built-in name in
+/// any case (`explore.md` may define `Explore`, as the Pi packages that define it do).
+fn name_matches_stem(name: &str, stem: &str) -> bool {
+    name == stem || (CAPITALISED_BUILTIN_NAMES.contains(&name) && name.eq_ignore_ascii_case(stem))
+}
+
+/// Whether a known key decides what a role may do.
+fn is_capability_key(key: &str) -> bool {
+    matches!(
+        key,
+        "tools" | "disallowedTools" | "permissionMode" | "readonly" | "shellPolicy" | "isolation"
+    )
 }
 
 /// The `name` a file declares, if its frontmatter can be read that far. Used to block the name a
@@ -476,7 +806,8 @@ pub fn peek_name(text: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-/// Split `---\n<yaml>\n---\n<body>`. A UTF-8 byte-order mark and CRLF line ends are accepted.
+/// Split `---\n<yaml>\n---\n<body>`. A UTF-8 byte-order mark and CRLF line ends are accepted,
+/// and, as in Claude Code, a closing line of more than three dashes (a ruler) closes too.
 pub(crate) fn split_frontmatter(text: &str) -> Result<(&str, &str), RoleError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text.split_inclusive('\n');
@@ -487,7 +818,8 @@ pub(crate) fn split_frontmatter(text: &str) -> Result<(&str, &str), RoleError> {
     let start = first.len();
     let mut offset = start;
     for line in lines {
-        if line.trim_end() == "---" {
+        let closing = line.trim_end();
+        if closing.len() >= 3 && closing.bytes().all(|b| b == b'-') {
             return Ok((&text[start..offset], &text[offset + line.len()..]));
         }
         offset += line.len();
@@ -497,44 +829,36 @@ pub(crate) fn split_frontmatter(text: &str) -> Result<(&str, &str), RoleError> {
 
 /// The frontmatter as ordered `(key, value)` pairs. An empty frontmatter is an empty mapping.
 pub(crate) fn parse_mapping(yaml: &str) -> Result<Vec<(String, Value)>, RoleError> {
-    let value: Value = serde_yaml_ng::from_str(yaml).map_err(|e| RoleError::Yaml(e.to_string()))?;
+    parse_mapping_located(yaml).map_err(|(e, _)| e)
+}
+
+/// A YAML problem and the 1-based line of the frontmatter it is on, when known.
+type LocatedError = (RoleError, Option<usize>);
+
+/// [`parse_mapping`], with the 1-based line of the frontmatter a YAML error is on.
+fn parse_mapping_located(yaml: &str) -> Result<Vec<(String, Value)>, LocatedError> {
+    let value: Value = serde_yaml_ng::from_str(yaml).map_err(|e| {
+        (
+            RoleError::Yaml(e.to_string()),
+            e.location().map(|l| l.line()),
+        )
+    })?;
     match value {
         Value::Null => Ok(Vec::new()),
         Value::Mapping(map) => map
             .into_iter()
             .map(|(k, v)| match k {
                 Value::String(k) => Ok((k, v)),
-                other => Err(RoleError::BadValue {
-                    key: format!("{other:?}"),
-                    reason: "keys must be strings".to_string(),
-                }),
+                other => Err((
+                    RoleError::BadValue {
+                        key: format!("{other:?}"),
+                        reason: "keys must be strings".to_string(),
+                    },
+                    None,
+                )),
             })
             .collect(),
-        _ => Err(RoleError::NotAMapping),
-    }
-}
-
-fn check_known(key: &str, dialect: Dialect) -> Result<(), RoleError> {
-    let keys = match dialect {
-        Dialect::Cadre => CADRE_KEYS,
-        Dialect::ClaudeCode => CLAUDE_KEYS,
-    };
-    if keys.contains(&key) {
-        Ok(())
-    } else {
-        Err(unknown(key, dialect))
-    }
-}
-
-fn unknown(key: &str, dialect: Dialect) -> RoleError {
-    let (name, keys) = match dialect {
-        Dialect::Cadre => ("cadre", CADRE_KEYS),
-        Dialect::ClaudeCode => ("Claude Code", CLAUDE_KEYS),
-    };
-    RoleError::UnknownKey {
-        key: key.to_string(),
-        dialect: name,
-        accepted: keys.join(", "),
+        _ => Err((RoleError::NotAMapping, Some(1))),
     }
 }
 
@@ -548,12 +872,40 @@ pub fn is_valid_name(name: &str) -> bool {
         && (lowercase || CAPITALISED_BUILTIN_NAMES.contains(&name))
 }
 
-fn check_name(name: &str) -> Result<(), RoleError> {
+/// A name as Claude Code files write them: besides the cadre names, ASCII letters and digits
+/// with spaces, `-`, `_`, `.`, `/` and `+` between them (`dotnet-framework-4.8-expert`,
+/// `Python DevOps/CI-CD Expert`). Claude Code takes the name as written; cadre matches it in
+/// any case. Names are never used as file names.
+pub fn is_valid_portable_name(name: &str) -> bool {
+    let allowed =
+        |c: char| c.is_ascii_alphanumeric() || matches!(c, ' ' | '-' | '_' | '.' | '/' | '+');
+    is_valid_name(name)
+        || (name.chars().count() <= MAX_NAME_CHARS
+            && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+            && name.chars().all(allowed)
+            && !name.contains("  "))
+}
+
+fn check_name(name: &str, dialect: Dialect) -> Result<(), RoleError> {
     if name.chars().count() > MAX_NAME_CHARS {
         return Err(bad(
             "name",
             &format!("longer than {MAX_NAME_CHARS} characters"),
         ));
+    }
+    if dialect == Dialect::ClaudeCode {
+        if !is_valid_portable_name(name) {
+            return Err(bad(
+                "name",
+                &format!(
+                    "`{}` may use only letters, digits, spaces and `-_./+`, starting and ending \
+                     with a letter or digit",
+                    keys::shown_key(name)
+                ),
+            ));
+        }
+        return Ok(());
     }
     if !is_valid_name(name) {
         return Err(bad(
@@ -567,7 +919,7 @@ fn check_name(name: &str) -> Result<(), RoleError> {
     Ok(())
 }
 
-fn bad(key: &str, reason: &str) -> RoleError {
+pub(crate) fn bad(key: &str, reason: &str) -> RoleError {
     RoleError::BadValue {
         key: key.to_string(),
         reason: reason.to_string(),
@@ -585,7 +937,7 @@ fn one_of(key: &str, got: &str, expected: &str) -> RoleError {
     bad(key, &format!("`{got}` is not one of: {expected}"))
 }
 
-fn type_name(value: &Value) -> &'static str {
+pub(crate) fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -597,7 +949,7 @@ fn type_name(value: &Value) -> &'static str {
     }
 }
 
-fn wrong_type(key: &str, expected: &str, value: &Value) -> RoleError {
+pub(crate) fn wrong_type(key: &str, expected: &str, value: &Value) -> RoleError {
     bad(
         key,
         &format!("expected {expected}, got {}", type_name(value)),
@@ -699,61 +1051,6 @@ fn string_list(key: &str, value: &Value) -> Result<Vec<String>, RoleError> {
             .collect(),
         other => Err(wrong_type(key, "a list or a comma-separated string", other)),
     }
-}
-
-fn tool_list(
-    key: &str,
-    value: &Value,
-    dialect: Dialect,
-    notes: &mut Vec<String>,
-) -> Result<ToolList, RoleError> {
-    let entries = string_list(key, value)?;
-    if entries.iter().any(|e| e == "*") {
-        if entries.len() > 1 {
-            return Err(bad(key, "`*` must stand alone"));
-        }
-        return Ok(ToolList::All);
-    }
-    if entries.len() > MAX_TOOLS {
-        return Err(bad(
-            key,
-            &format!("{} tools; the limit is {MAX_TOOLS}", entries.len()),
-        ));
-    }
-    let mut names: Vec<String> = Vec::with_capacity(entries.len());
-    for entry in entries {
-        if entry.chars().count() > MAX_TOOL_NAME_CHARS {
-            return Err(bad(
-                key,
-                &format!("a tool name is longer than {MAX_TOOL_NAME_CHARS} characters"),
-            ));
-        }
-        if entry.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(bad(
-                key,
-                &format!("tool name `{entry}` contains whitespace"),
-            ));
-        }
-        let name = match dialect {
-            Dialect::Cadre => entry,
-            Dialect::ClaudeCode => {
-                if CLAUDE_ONLY_TOOLS.contains(&entry.as_str()) {
-                    notes.push(format!(
-                        "`{key}`: Claude Code tool `{entry}` has no cadre counterpart and was dropped"
-                    ));
-                    continue;
-                }
-                CLAUDE_TOOL_MAP
-                    .iter()
-                    .find(|(claude, _)| *claude == entry)
-                    .map_or(entry, |(_, cadre)| (*cadre).to_string())
-            }
-        };
-        if !names.contains(&name) {
-            names.push(name);
-        }
-    }
-    Ok(ToolList::Named(names))
 }
 
 /// Skill names become directory names, so they are held to a safe character set.

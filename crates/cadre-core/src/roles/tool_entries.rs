@@ -7,6 +7,7 @@
 //! that widens — a scoped deny cadre cannot express denies the whole tool. A name that is a
 //! near-miss of a real tool (`Raed`, `Gerp`) is a typo, and a typo fails closed.
 
+use cadre_tools::shell_policy::{CommandAllowlist, MAX_PATTERN_CHARS};
 use serde_yaml_ng::Value;
 
 use super::keys::{edit_distance, is_near};
@@ -172,14 +173,15 @@ pub(crate) fn tool_list(
     if plain_bash {
         patterns.clear();
     }
+    // A pattern the bash tool could not enforce makes the file malformed now, not the launch.
+    if !patterns.is_empty() {
+        CommandAllowlist::parse(&patterns).map_err(|why| bad(key, &why))?;
+    }
     Ok(ParsedTools {
         list: ToolList::Named(names),
         bash_allow: patterns,
     })
 }
-
-/// Longest command pattern inside `Bash(…)`, in characters.
-const MAX_PATTERN_CHARS: usize = 256;
 
 /// Text of a file, fit to quote in a one-line message.
 fn shown(s: &str) -> String {
@@ -497,6 +499,17 @@ mod tests {
         assert!(p.bash_allow.is_empty());
         assert_eq!(notes.len(), 3, "{notes:?}");
         assert!(notes[0].contains("all of `bash` is denied"), "{notes:?}");
+    }
+
+    #[test]
+    fn patterns_the_shell_checker_cannot_enforce_fail_closed() {
+        for text in [
+            "Bash(* --version)",
+            "Bash(git diff; rm:*)",
+            "Bash(echo $HOME)",
+        ] {
+            assert!(allow(Dialect::ClaudeCode, text).is_err(), "{text}");
+        }
     }
 
     #[test]

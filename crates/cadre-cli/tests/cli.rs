@@ -13,8 +13,6 @@ mod harness;
 mod abort;
 #[path = "cli/agent_corpus.rs"]
 mod agent_corpus;
-#[path = "cli/bash_allow.rs"]
-mod bash_allow;
 #[path = "cli/acp.rs"]
 mod acp;
 #[path = "cli/acp_hostile.rs"]
@@ -43,6 +41,8 @@ mod mcp_client;
 mod mcp_server;
 #[path = "cli/misc.rs"]
 mod misc;
+#[path = "cli/model_alias.rs"]
+mod model_alias;
 #[path = "cli/model_input.rs"]
 mod model_input;
 #[path = "cli/orchestration.rs"]

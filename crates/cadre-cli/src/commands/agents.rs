@@ -2,16 +2,25 @@
 //! tools, locked model and read-only flag, then what overrides what, which names are blocked and
 //! why, other diagnostics, and whether the project's own roles were loaded (T4).
 //!
-//! Reads role files only: no network, no model registry, so it starts in milliseconds (P2).
+//! The model column is the model a launch from the root session would run on (aliases such as
+//! `opus`, Claude ids by family, the parent's model for a file's model that cannot be had), and
+//! `--json` adds whether each role would launch at all (see `role_check`). Role files, settings
+//! and the model registry's listing are read — no network and no `!command` credential — so it
+//! starts in milliseconds (P2).
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use cadre_core::roles::builtin::aliases;
-use cadre_core::roles::{DiagnosticKind, DiscoverOptions, Origin, ProjectTrust, Roster, discover};
+use cadre_core::roles::{
+    Diagnostic, DiagnosticKind, DiscoverOptions, Origin, ProjectTrust, ResolvedRole, Roster,
+    ToolList, discover,
+};
+use serde_json::{Value, json};
 
 use super::format::{clip, show_path, table};
+use super::role_check::{Checker, RoleCheck};
 use super::{Place, print_out};
 
 #[derive(Debug, clap::Args)]
@@ -19,6 +28,9 @@ pub struct AgentsArgs {
     /// Load the project's roles as if it were trusted (this run only).
     #[arg(long)]
     pub trust: bool,
+    /// Print the roster as one JSON object (absolute paths, every diagnostic).
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(args: &AgentsArgs) -> Result<ExitCode> {
@@ -26,12 +38,118 @@ pub fn run(args: &AgentsArgs) -> Result<ExitCode> {
     let trust = place.trust(args.trust);
     let opts = DiscoverOptions::new(place.home.clone(), place.cwd.clone(), trust.clone());
     let roster = discover(&opts);
+    let checker = Checker::load(&place, &trust);
+    let mut checks: Vec<RoleCheck> = roster.roles.iter().map(|r| checker.check(&r.def)).collect();
+    if let Some(e) = checker.settings_error() {
+        for check in &mut checks {
+            check
+                .problems
+                .insert(0, format!("{e} (every launch fails until it is fixed)"));
+        }
+    }
+    if args.json {
+        let mut text = serde_json::to_string_pretty(&to_json(&roster, &checks, &trust))?;
+        text.push('\n');
+        print_out(&text);
+        return Ok(ExitCode::SUCCESS);
+    }
     let view = View {
         root: &place.root,
         home: opts.home_dir.as_deref(),
     };
-    print_out(&view.render(&roster, &trust, args.trust));
+    print_out(&view.render_checked(&roster, &checks, &trust, args.trust));
     Ok(ExitCode::SUCCESS)
+}
+
+/// `cadre agents --json`.
+pub fn to_json(roster: &Roster, checks: &[RoleCheck], trust: &ProjectTrust) -> Value {
+    let path = |p: &Path| Value::String(p.display().to_string());
+    let opt_path = |p: Option<&Path>| p.map_or(Value::Null, path);
+    let roles: Vec<Value> = roster
+        .roles
+        .iter()
+        .zip(checks)
+        .map(|(role, check)| role_json(role, check, &opt_path))
+        .collect();
+    let blocked: Vec<Value> = roster
+        .blocked
+        .iter()
+        .map(|b| {
+            json!({
+                "name": b.name,
+                "layer": b.layer.to_string(),
+                "file": path(&b.file),
+                "reason": b.reason,
+            })
+        })
+        .collect();
+    let diagnostics: Vec<Value> = roster
+        .diagnostics
+        .iter()
+        .map(|d| diagnostic_json(d, &opt_path))
+        .collect();
+    json!({
+        "trusted": trust.is_trusted(),
+        "roles": roles,
+        "blocked": blocked,
+        "diagnostics": diagnostics,
+    })
+}
+
+fn role_json(
+    role: &ResolvedRole,
+    check: &RoleCheck,
+    opt_path: &dyn Fn(Option<&Path>) -> Value,
+) -> Value {
+    let def = &role.def;
+    let tools = match &def.tools {
+        ToolList::All => json!("all"),
+        ToolList::Named(names) => json!(names),
+    };
+    let m = &check.model;
+    json!({
+        "name": def.name,
+        "aliases": aliases(&def.name),
+        "layer": role.layer.to_string(),
+        "file": opt_path(role.file.as_deref()),
+        "description": def.description,
+        "tools": tools,
+        "disallowedTools": def.disallowed_tools,
+        "readonly": def.readonly,
+        "shellPolicy": def.shell_policy.as_str(),
+        "bashAllow": def.bash_allow,
+        "model": {
+            "requested": m.requested,
+            "resolved": m.resolved,
+            "source": m.source,
+            "fallsBackToParent": m.falls_back_to_parent,
+            "note": m.note,
+        },
+        "launchable": check.problems.is_empty(),
+        "problems": check.problems,
+        "notes": def.notes,
+        "overrides": role.overrides.iter().map(|o| json!({
+            "layer": o.layer.to_string(),
+            "file": opt_path(o.file.as_deref()),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn diagnostic_json(d: &Diagnostic, opt_path: &dyn Fn(Option<&Path>) -> Value) -> Value {
+    let kind = match d.kind {
+        DiagnosticKind::Override => "override",
+        DiagnosticKind::Malformed => "malformed",
+        DiagnosticKind::UnreadableDir => "unreadable-dir",
+        DiagnosticKind::Untrusted => "untrusted",
+        DiagnosticKind::Note => "note",
+    };
+    json!({
+        "kind": kind,
+        "severity": if d.is_error() { "error" } else { "warning" },
+        "file": opt_path(d.file.as_deref()),
+        "line": d.line,
+        "message": d.message,
+    })
 }
 
 /// How paths are shortened in the report.
@@ -52,10 +170,17 @@ impl View<'_> {
         }
     }
 
-    /// The whole report.
-    pub fn render(&self, roster: &Roster, trust: &ProjectTrust, for_this_run: bool) -> String {
+    /// The whole report, with each role's check (same order as `roster.roles`).
+    pub fn render_checked(
+        &self,
+        roster: &Roster,
+        checks: &[RoleCheck],
+        trust: &ProjectTrust,
+        for_this_run: bool,
+    ) -> String {
         let mut out = String::new();
-        out.push_str(&self.roles_table(roster));
+        out.push_str(&self.roles_table(roster, checks));
+        out.push_str(&self.role_notes(roster, checks));
         out.push_str(&self.overrides(roster));
         out.push_str(&self.blocked(roster));
         out.push_str(&self.diagnostics(roster));
@@ -64,11 +189,12 @@ impl View<'_> {
         out
     }
 
-    fn roles_table(&self, roster: &Roster) -> String {
+    fn roles_table(&self, roster: &Roster, checks: &[RoleCheck]) -> String {
         let rows: Vec<Vec<String>> = roster
             .roles
             .iter()
-            .map(|role| {
+            .enumerate()
+            .map(|(i, role)| {
                 let def = &role.def;
                 let aka = aliases(&def.name);
                 // A file replacing a built-in keeps its aliases: names match through them.
@@ -81,7 +207,10 @@ impl View<'_> {
                     name,
                     role.layer.to_string(),
                     clip(&def.tools.display(), 48),
-                    def.model.clone().unwrap_or_else(|| "-".into()),
+                    match checks.get(i) {
+                        Some(check) => clip(&check.model.cell(), 64),
+                        None => def.model.clone().unwrap_or_else(|| "-".into()),
+                    },
                     if def.readonly { "yes" } else { "no" }.to_string(),
                     role.file
                         .as_deref()
@@ -93,6 +222,38 @@ impl View<'_> {
             &["NAME", "LAYER", "TOOLS", "MODEL", "READ-ONLY", "FILE"],
             &rows,
         )
+    }
+
+    /// Per role: why it would not launch, which tools it names that it would not get, what
+    /// its model resolved through, and the file's own notes (ignored keys, dropped tools).
+    fn role_notes(&self, roster: &Roster, checks: &[RoleCheck]) -> String {
+        let mut lines = Vec::new();
+        for (role, check) in roster.roles.iter().zip(checks) {
+            let name = &role.def.name;
+            for p in &check.problems {
+                lines.push(format!("  {name}: does not launch: {}", one_line(p)));
+            }
+            if let Some(note) = check
+                .model
+                .note
+                .as_ref()
+                .filter(|_| check.model.note_adds())
+            {
+                lines.push(format!("  {name}: model: {}", one_line(note)));
+            }
+            for d in &check.dropped {
+                lines.push(format!("  {name}: not given to the child: {d}"));
+            }
+            for w in &check.warnings {
+                lines.push(format!("  {name}: {}", one_line(w)));
+            }
+        }
+        for role in &roster.roles {
+            for note in &role.def.notes {
+                lines.push(format!("  {}: {}", role.def.name, one_line(note)));
+            }
+        }
+        section("Notes", &lines)
     }
 
     fn overrides(&self, roster: &Roster) -> String {
@@ -245,7 +406,7 @@ mod tests {
             root: &project,
             home: None,
         };
-        let out = view.render(&roster, &trust, false);
+        let out = view.render_checked(&roster, &[], &trust, false);
         assert!(out.starts_with("NAME"), "{out}");
         assert!(out.contains("general-purpose (general)"), "{out}");
         assert!(out.contains("Explore (explore, explorer)"), "{out}");
@@ -277,7 +438,7 @@ mod tests {
             root: &project,
             home: None,
         };
-        let out = view.render(&roster, &ProjectTrust::Trusted, false);
+        let out = view.render_checked(&roster, &[], &ProjectTrust::Trusted, false);
         assert!(
             out.contains("project .cadre/agents/code.md overrides built-in code"),
             "{out}"

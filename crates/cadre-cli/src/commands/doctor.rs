@@ -3,25 +3,24 @@
 //! (by variable name, never a key), the project's trust and why, kernel sandbox support, role
 //! files that are malformed or blocked, `subagents` settings, and task records left running.
 //!
-//! Every check reports and moves on; the exit code is 0 even with problems, which are tagged
-//! `error:` or `warning:` and counted at the end.
+//! Every check reports and moves on; problems are tagged `error:` or `warning:` and counted at
+//! the end, and the exit code is 1 when any error was reported (0 with warnings only).
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use cadre_core::config::{TrustStore, load_settings};
-use cadre_core::orchestrator::capability::ALL_TOOLS;
 use cadre_core::orchestrator::settings::SubagentSettings;
 use cadre_core::orchestrator::store::{TaskStore, pid_is_alive};
-use cadre_core::roles::{DiagnosticKind, DiscoverOptions, ProjectTrust, RoleDef, discover};
+use cadre_core::roles::{Diagnostic, DiagnosticKind, DiscoverOptions, ProjectTrust, discover};
 use cadre_llm::ModelRegistry;
-use cadre_llm::registry::ModelInfo;
 use cadre_llm::registry::{AuthFile, KeySource, ModelsFile, ProcessEnv, home_dir};
 use cadre_protocol::TaskStatus;
 use cadre_tools::sandbox::{SandboxStatus, landlock_status, mechanisms};
 
 use super::format::show_path;
+use super::role_check::Checker;
 use super::tasks::in_project;
 use super::{Place, print_out};
 
@@ -112,8 +111,14 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode> {
     mcp_section(&mut r, &place, &trust, &short);
     tasks_section(&mut r, &place);
 
+    // Errors are what breaks a run or a launch: scripts and CI can stop on them.
+    let failed = r.errors > 0;
     print_out(&r.finish());
-    Ok(ExitCode::SUCCESS)
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn trust_section(r: &mut Report, place: &Place, flag: bool) -> ProjectTrust {
@@ -464,23 +469,52 @@ fn roles_section(
         "{} available (`cadre agents` lists them)",
         plural(roster.roles.len(), "agent type")
     ));
-    // What a launch of each role would trip over: tools that exist nowhere, a locked model that
-    // is unknown or has no credentials. The registry is only listed, so no `!command` key runs.
-    let models = ModelRegistry::load(place.home.root(), &ProcessEnv)
-        .map(|registry| registry.list())
-        .ok();
+    // What a launch of each role from the root session would meet, as `cadre agents --json`
+    // says it: the registry is only listed, so no `!command` key runs.
+    let checker = Checker::load(place, trust);
     for role in &roster.roles {
         let at = role
             .file
             .as_deref()
             .map_or_else(|| role.layer.to_string(), short);
-        for problem in role_problems(&role.def, models.as_deref()) {
-            let text = format!("agent type `{}` ({at}): {}", role.def.name, problem.text);
-            if problem.fatal {
-                r.error(text);
-            } else {
-                r.warn(text);
-            }
+        let name = &role.def.name;
+        let check = checker.check(&role.def);
+        for problem in &check.problems {
+            r.error(format!(
+                "agent type `{name}` ({at}): {}, so every launch fails",
+                one_line(problem)
+            ));
+        }
+        if check.model.falls_back_to_parent {
+            // The note says why and that the parent's model is used.
+            r.warn(format!(
+                "agent type `{name}` ({at}): {}",
+                one_line(check.model.note.as_deref().unwrap_or_default())
+            ));
+        } else if let Some(note) = check
+            .model
+            .note
+            .as_ref()
+            .filter(|_| check.model.note_adds())
+        {
+            r.line(format!(
+                "note: agent type `{name}` ({at}): {}",
+                one_line(note)
+            ));
+        }
+        for w in &check.warnings {
+            r.warn(format!("agent type `{name}` ({at}): {}", one_line(w)));
+        }
+        for d in &check.dropped {
+            r.line(format!(
+                "note: agent type `{name}` ({at}): not given to the child: {d}"
+            ));
+        }
+        for note in &role.def.notes {
+            r.line(format!(
+                "note: agent type `{name}` ({at}): {}",
+                one_line(note)
+            ));
         }
     }
     for b in &roster.blocked {
@@ -494,6 +528,7 @@ fn roles_section(
     }
     for d in &roster.diagnostics {
         let message = one_line(&d.message);
+        let shown = with_place(d, &message, short);
         match d.kind {
             DiagnosticKind::Malformed => {
                 // Listed above when its name is blocked; otherwise a higher file replaced it.
@@ -502,14 +537,14 @@ fn roles_section(
                     .iter()
                     .any(|b| Some(&b.file) == d.file.as_ref())
                 {
-                    r.warn(format!(
-                        "malformed, and replaced by a higher layer: {message}"
+                    r.error(format!(
+                        "malformed, and replaced by a higher layer: {shown}"
                     ));
                 }
             }
-            DiagnosticKind::UnreadableDir => r.error(message),
-            DiagnosticKind::Untrusted => r.line(format!("ignored (untrusted): {message}")),
-            DiagnosticKind::Note => r.line(format!("note: {message}")),
+            DiagnosticKind::UnreadableDir => r.error(shown),
+            DiagnosticKind::Untrusted => r.line(format!("ignored (untrusted): {shown}")),
+            DiagnosticKind::Note => r.line(format!("note: {shown}")),
             DiagnosticKind::Override => {}
         }
     }
@@ -530,88 +565,29 @@ fn roles_section(
     }
 }
 
-/// One thing wrong with a role that discovery accepted; `fatal` when every launch fails.
-#[derive(Debug, PartialEq, Eq)]
-struct RoleProblem {
-    fatal: bool,
-    text: String,
-}
-
-/// Problems a launch of `def` would meet. `models` is the registry's listing (`None` when
-/// models.json cannot be read, which the providers section reports already).
-fn role_problems(def: &RoleDef, models: Option<&[ModelInfo]>) -> Vec<RoleProblem> {
-    let mut out = Vec::new();
-    let known = |name: &str| {
-        name == ALL_TOOLS
-            // MCP tools exist when their servers run; naming an absent one is no error, a
-            // malformed `mcp__…` entry is.
-            || (cadre_mcp::is_mcp_tool(name)
-                && !cadre_core::orchestrator::capability::is_malformed_mcp_entry(name))
-            || cadre_tools::BUILTIN_TOOL_NAMES.contains(&name)
-            || cadre_host::ORCHESTRATION_TOOLS.contains(&name)
+/// A discovery diagnostic led by its file and line (`.claude/agents/x.md:3: …`), unless the
+/// message already names the file.
+fn with_place(d: &Diagnostic, message: &str, short: &dyn Fn(&Path) -> String) -> String {
+    let Some(file) = &d.file else {
+        return message.to_string();
     };
-    let unknown: Vec<&str> = def
-        .tools
-        .as_named()
-        .unwrap_or_default()
-        .iter()
-        .chain(&def.disallowed_tools)
-        .map(String::as_str)
-        .filter(|name| !known(name))
-        .collect();
-    if !unknown.is_empty() {
-        out.push(RoleProblem {
-            fatal: true,
-            text: format!(
-                "unknown tool(s) {}, so every launch fails; known tools: {}, {}",
-                unknown.join(", "),
-                cadre_tools::BUILTIN_TOOL_NAMES.join(", "),
-                cadre_host::ORCHESTRATION_TOOLS.join(", ")
-            ),
-        });
-    }
-    let Some(models) = models else {
-        return out;
+    let shown = short(file);
+    let place = match d.line {
+        Some(line) => format!("{shown}:{line}"),
+        None => shown.clone(),
     };
-    for (key, name) in [
-        ("model", &def.model),
-        ("fallbackModel", &def.fallback_model),
-    ] {
-        let Some(name) = name.as_deref() else {
-            continue;
-        };
-        // As the registry resolves: full name or id, else the display name (as Pi does).
-        let mut found: Vec<&ModelInfo> = models
-            .iter()
-            .filter(|m| m.full_name == name || m.id == name)
-            .collect();
-        if found.is_empty() {
-            found = models.iter().filter(|m| m.name == name).collect();
-        }
-        let problem = match found.as_slice() {
-            [] => Some((
-                true,
-                "is unknown (`cadre --list-models` lists the models)".to_string(),
-            )),
-            [m] => match &m.unsupported {
-                Some(why) => Some((true, format!("cannot be used: {why}"))),
-                None if !m.has_credentials => Some((
-                    false,
-                    format!("has no credentials (provider `{}`)", m.provider),
-                )),
-                None => None,
-            },
-            // Ambiguous ids are resolved (or refused) at launch with their candidates.
-            _ => None,
-        };
-        if let Some((fatal, why)) = problem {
-            out.push(RoleProblem {
-                fatal,
-                text: format!("its {key} `{name}` {why}"),
-            });
-        }
+    if message.contains(&place) {
+        return message.to_string();
     }
-    out
+    // A message that names the file already gets only the line.
+    let full = file.display().to_string();
+    if message.contains(&full) || message.contains(&shown) {
+        return match d.line {
+            Some(line) => format!("line {line}: {message}"),
+            None => message.to_string(),
+        };
+    }
+    format!("{place}: {message}")
 }
 
 /// Unlike start-up and `cadre tasks`, which read only what they need (SPEC P4), this reads every
@@ -687,7 +663,6 @@ fn one_line(s: &str) -> String {
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
-    use cadre_core::roles::ToolList;
 
     #[test]
     fn the_sandbox_line_says_what_happens_to_read_only_bash() {
@@ -708,95 +683,29 @@ mod tests {
         );
     }
 
-    fn model(full: &str, creds: bool, unsupported: Option<&str>) -> ModelInfo {
-        let (provider, id) = full.split_once('/').unwrap();
-        ModelInfo {
-            full_name: full.to_string(),
-            provider: provider.to_string(),
-            id: id.to_string(),
-            name: id.to_string(),
-            api: "anthropic-messages".to_string(),
-            reasoning: false,
-            context_window: 1000,
-            max_tokens: 100,
-            has_credentials: creds,
-            source: cadre_llm::registry::ModelSource::File,
-            unsupported: unsupported.map(str::to_string),
-        }
-    }
-
     #[test]
-    fn role_problems_name_unknown_tools_and_unusable_models() {
-        let models = [
-            model("p/ok", true, None),
-            ModelInfo {
-                name: "Nice Name".into(),
-                ..model("p/named", true, None)
-            },
-            model("p/nokey", false, None),
-            model("p/old", true, Some("wrong api")),
-        ];
-        let mut def = RoleDef {
-            name: "r".into(),
-            ..RoleDef::default()
+    fn diagnostics_lead_with_their_file_and_line() {
+        let short = |p: &Path| p.display().to_string().replace("/p/", "");
+        let d = |file: Option<&str>, line: Option<usize>| Diagnostic {
+            kind: DiagnosticKind::Malformed,
+            file: file.map(std::path::PathBuf::from),
+            line,
+            message: String::new(),
         };
-        assert!(
-            role_problems(&def, Some(&models)).is_empty(),
-            "all tools, no model"
-        );
-
-        def.tools = ToolList::Named(vec![
-            "read".into(),
-            "*".into(),
-            "Agent".into(),
-            "frob".into(),
-        ]);
-        def.disallowed_tools = vec!["zap".into(), "bash".into()];
-        let problems = role_problems(&def, None);
-        assert_eq!(problems.len(), 1, "{problems:?}");
-        assert!(problems[0].fatal);
-        assert!(
-            problems[0].text.starts_with("unknown tool(s) frob, zap,"),
-            "{problems:?}"
-        );
-
-        def.tools = ToolList::Named(vec!["read".into()]);
-        def.disallowed_tools.clear();
-        for (name, fatal, says) in [
-            ("p/ok", None, ""),
-            ("ok", None, ""),
-            ("Nice Name", None, ""),
-            ("p/nokey", Some(false), "has no credentials (provider `p`)"),
-            ("p/old", Some(true), "cannot be used: wrong api"),
-            ("q/none", Some(true), "is unknown"),
-        ] {
-            def.model = Some(name.into());
-            let problems = role_problems(&def, Some(&models));
-            match fatal {
-                None => assert!(problems.is_empty(), "{name}: {problems:?}"),
-                Some(fatal) => {
-                    assert_eq!(problems.len(), 1, "{name}: {problems:?}");
-                    assert_eq!(problems[0].fatal, fatal, "{name}");
-                    assert!(
-                        problems[0]
-                            .text
-                            .starts_with(&format!("its model `{name}` {says}")),
-                        "{name}: {problems:?}"
-                    );
-                }
-            }
+        let cases = [
+            (d(Some("/p/a.md"), Some(3)), "bad key", "a.md:3: bad key"),
+            (d(Some("/p/a.md"), None), "bad key", "a.md: bad key"),
+            (d(None, None), "bad key", "bad key"),
+            (
+                d(Some("/p/a.md"), Some(3)),
+                "/p/a.md: bad key",
+                "line 3: /p/a.md: bad key",
+            ),
+            (d(Some("/p/a.md"), Some(3)), "a.md:3: bad", "a.md:3: bad"),
+        ];
+        for (diag, message, want) in cases {
+            assert_eq!(with_place(&diag, message, &short), want);
         }
-        def.model = None;
-        def.fallback_model = Some("q/none".into());
-        let problems = role_problems(&def, Some(&models));
-        assert!(
-            problems[0]
-                .text
-                .starts_with("its fallbackModel `q/none` is unknown"),
-            "{problems:?}"
-        );
-        // Without a readable models.json, models are not judged.
-        assert!(role_problems(&def, None).is_empty());
     }
 
     #[test]

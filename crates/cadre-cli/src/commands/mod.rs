@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod doctor;
 pub mod format;
+pub mod role_check;
 pub mod task;
 pub mod tasks;
 pub mod trust;

@@ -212,9 +212,9 @@ fn agents_reports_a_malformed_project_role_and_blocks_its_name() {
     assert!(text.contains("Blocked names"), "{text}");
     assert!(text.contains("Explore (explore, explorer)"), "{text}");
 
-    // doctor names it as an error too, and still exits 0.
+    // doctor names it as an error too, and exits 1.
     let out = f.run(&["doctor"]);
-    out.assert_success();
+    assert_eq!(out.code, Some(1), "{out:#?}");
     assert!(
         out.stdout
             .lines()
@@ -238,7 +238,8 @@ fn doctor_reports_credentials_by_variable_trust_sandbox_and_settings() {
     let mut cmd = f.command(&["doctor"]);
     cmd.env("OPENAI_API_KEY", "sk-very-secret");
     let out = crate::harness::Running::spawn(cmd, None).wait(crate::harness::HANG_GUARD);
-    out.assert_success();
+    // The settings error makes doctor exit 1.
+    assert_eq!(out.code, Some(1), "{out:#?}");
     let text = &out.stdout;
     assert!(text.contains(&f.home.display().to_string()), "{text}");
     assert!(
@@ -289,7 +290,7 @@ fn doctor_reports_credentials_by_variable_trust_sandbox_and_settings() {
     // Trusted: the project settings are read and doctor says so.
     f.run(&["trust"]).assert_success();
     let out = f.run(&["doctor"]);
-    out.assert_success();
+    assert_eq!(out.code, Some(1), "{out:#?}");
     assert!(
         out.stdout
             .contains(&format!("project {}: trusted", f.project.display())),
@@ -768,7 +769,7 @@ fn a_malformed_trust_file_is_reported_and_trusts_nothing() {
     assert!(out.stdout.contains("trust.json"), "{}", out.stdout);
 
     let out = f.run(&["doctor"]);
-    out.assert_success();
+    assert_eq!(out.code, Some(1), "{out:#?}");
     assert!(
         out.stdout
             .lines()

@@ -13,6 +13,8 @@ mod harness;
 mod abort;
 #[path = "cli/agent_corpus.rs"]
 mod agent_corpus;
+#[path = "cli/bash_allow.rs"]
+mod bash_allow;
 #[path = "cli/acp.rs"]
 mod acp;
 #[path = "cli/acp_hostile.rs"]

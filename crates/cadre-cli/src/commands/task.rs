@@ -18,6 +18,7 @@ use cadre_core::config::atomic_write;
 use cadre_core::orchestrator::store::{Listing, TaskStore, pid_is_alive, timestamp};
 use cadre_core::orchestrator::target::{TargetCandidate, TargetError, resolve_target};
 use cadre_protocol::{TaskPhase, TaskRecord, TaskStatus, TerminationKind};
+use cadre_tools::shell_policy::CommandAllowlist;
 
 use super::format::{age, cost, status, table, tokens, unique_prefixes};
 use super::tasks::{MIN_ID_CHARS, in_project, recover_and_list, report_problems};
@@ -261,8 +262,13 @@ fn show(r: &TaskRecord, output_path: &Path, now: SystemTime) -> String {
     if !r.shell_policy.is_empty() {
         let _ = write!(tools, "; shell {}", r.shell_policy);
     }
-    if !r.bash_allow.is_empty() {
-        let _ = write!(tools, "; bash only {}", r.bash_allow.join(", "));
+    // As the task's bash reads them: `*` is no allowlist, unreadable patterns allow nothing.
+    match CommandAllowlist::parse(&r.bash_allow) {
+        Ok(list) if list.allows_all() => {}
+        Ok(_) => {
+            let _ = write!(tools, "; bash only {}", r.bash_allow.join(", "));
+        }
+        Err(_) => tools.push_str("; bash refused (its command patterns cannot be read)"),
     }
     field("tools", &tools);
     field("budgets", &budgets(r));
@@ -573,6 +579,15 @@ mod tests {
         let out = show(&r, Path::new("/o/output.md"), SystemTime::now());
         let want = "tools:        read, bash; shell unrestricted; bash only git status:*, npm test";
         assert!(out.contains(want), "missing {want:?} in:\n{out}");
+        r.bash_allow = vec!["*".into()];
+        let out = show(&r, Path::new("/o/output.md"), SystemTime::now());
+        assert!(!out.contains("bash only"), "{out}");
+        r.bash_allow = vec!["git diff; rm".into()];
+        let out = show(&r, Path::new("/o/output.md"), SystemTime::now());
+        assert!(
+            out.contains("; bash refused (its command patterns cannot be read)"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -20,8 +20,8 @@
 //!   command (`ls`). `\*` is a literal star.
 //! * Words are split at whitespace; quotes in a pattern group a word as in the shell
 //!   (`grep -n "fn main" *`).
-//! * `*` alone (`Bash(*)`), like an empty list, means every command: there is then no
-//!   allowlist and the role's shell policy alone decides.
+//! * `*` (`Bash(*)`), like an empty list, means every command: there is then no allowlist and
+//!   the role's shell policy alone decides.
 //!
 //! # Decisions
 //!
@@ -44,7 +44,9 @@
 //! * Which options a matched command takes is the shell policy's business: `git diff:*`
 //!   under `unrestricted` allows `git diff --output=f` as Claude Code does; under `inspect`
 //!   the policy refuses it. A pattern naming a command that runs others (`xargs:*`, `sh:*`,
-//!   `env:*`) allows what those run.
+//!   `env:*`, `time:*`, `timeout:*`) allows what those run.
+//! * `*` among other patterns still allows every command, as in Claude Code, where allow
+//!   rules add up.
 
 use super::inspect::is_assignment;
 use super::lex::{Word, check_redirect, split_commands, tokenize};

@@ -297,8 +297,13 @@ fn read_entry(key: &str, entry: &str, dialect: Dialect, kind: ListKind) -> Resul
     }
     // `web_search`, `webfetch`: a host-only tool in another spelling, not a typo.
     if let Some(host_only) = CLAUDE_ONLY_TOOLS.iter().find(|t| fold(t) == fold(entry)) {
+        let spelt = if *host_only == entry {
+            String::new()
+        } else {
+            format!(" (`{host_only}`)")
+        };
         return Ok(Entry::Drop(format!(
-            "`{key}`: `{}` is a tool of other hosts (`{host_only}`) with no cadre counterpart; dropped",
+            "`{key}`: `{}`{spelt} is a Claude Code tool with no cadre counterpart; dropped",
             shown(entry)
         )));
     }

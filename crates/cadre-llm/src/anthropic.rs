@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::assemble::{BlockKey, MessageAssembler};
+use crate::claude_thinking::ThinkingForm;
 use crate::client::{Decoder, WireRequest};
 use crate::encoded_tools::{EncodedTools, Json};
 use crate::error::LlmError;
@@ -111,14 +112,26 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<Json>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    thinking: Option<Thinking>,
+    thinking: Option<Thinking<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<OutputConfig>,
 }
 
+/// The `thinking` field in the form the model takes (see [`crate::claude_thinking`]).
 #[derive(Serialize)]
-struct Thinking {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    budget_tokens: u64,
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Thinking<'a> {
+    /// `{"type": "enabled", "budget_tokens": N}`.
+    Enabled { budget_tokens: u64 },
+    /// `{"type": "adaptive", "display": "summarized"}`: Opus 4.7 omits the thinking text unless
+    /// asked for a summary, which older Claude 4 models give by default (Pi sends the same).
+    Adaptive { display: &'a str },
+}
+
+/// `{"effort": E}`, sent with adaptive thinking.
+#[derive(Serialize)]
+struct OutputConfig {
+    effort: String,
 }
 
 #[derive(Serialize)]
@@ -243,8 +256,17 @@ fn body<'a>(req: &'a CompletionRequest, messages: &'a [Message]) -> Result<Body<
     if budget.is_some() && !thinking_can_continue(&messages) {
         // The API rejects thinking when the tool-use turn in progress was produced without it
         // (another provider, or thinking switched on mid-turn); this request goes without.
+        // Adaptive thinking may skip thinking on any turn, so it carries no such rule.
         (max_tokens, budget) = token_limits(model, ThinkingLevel::Off);
     }
+    let effort = adaptive_effort(model, req.thinking);
+    let thinking = match (&effort, budget) {
+        (Some(_), _) => Some(Thinking::Adaptive {
+            display: "summarized",
+        }),
+        (None, Some(budget_tokens)) => Some(Thinking::Enabled { budget_tokens }),
+        (None, None) => None,
+    };
     let system = (!req.system_prompt.is_empty()).then(|| {
         [Block {
             kind: BlockKind::Text {
@@ -265,11 +287,17 @@ fn body<'a>(req: &'a CompletionRequest, messages: &'a [Message]) -> Result<Body<
         system,
         messages,
         tools,
-        thinking: budget.map(|budget_tokens| Thinking {
-            kind: "enabled",
-            budget_tokens,
-        }),
+        thinking,
+        output_config: effort.map(|effort| OutputConfig { effort }),
     })
+}
+
+/// The effort to send with adaptive thinking, `None` for a budget model or thinking off.
+fn adaptive_effort(model: &Model, level: ThinkingLevel) -> Option<String> {
+    if crate::claude_thinking::thinking_form(model) != ThinkingForm::Adaptive {
+        return None;
+    }
+    crate::thinking::resolve_thinking(model, level).wire_value
 }
 
 /// With thinking enabled, an assistant message that is still being continued (the conversation

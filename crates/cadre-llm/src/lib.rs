@@ -13,6 +13,7 @@
 
 pub mod anthropic;
 pub mod assemble;
+pub mod claude_thinking;
 pub mod client;
 pub mod convert;
 pub mod cost;

@@ -54,6 +54,9 @@ pub struct Compat {
     pub supports_usage_in_streaming: Option<bool>,
     pub max_tokens_field: Option<String>,
     pub supports_store: Option<bool>,
+    /// Pi's `thinkingFormat`. For `anthropic-messages` cadre reads `anthropic-adaptive` and
+    /// `anthropic-budget` (see `claude_thinking.rs`); other values are kept and ignored.
+    pub thinking_format: Option<String>,
 }
 
 /// A model resolved from the registry, with its credentials. `Debug` redacts the key and header

@@ -13,13 +13,22 @@
 //!   value when given, else the level name (`minimal`, `low`, `medium`, `high`); `off` sends
 //!   nothing unless the map gives it a value (e.g. `"none"`); nothing at all when
 //!   `compat.supportsReasoningEffort` is `false`.
-//! - Anthropic (`anthropic-messages`): the thinking budget in tokens, as a decimal string — the
-//!   map's value when it is a number, else [`anthropic_budget`]'s table, capped to
-//!   `max_tokens - ANSWER_RESERVE_TOKENS` so the answer keeps room. When that cap is below
-//!   Anthropic's minimum budget thinking is turned off. `off` sends nothing.
+//! - Anthropic (`anthropic-messages`), in the form the model takes
+//!   ([`crate::claude_thinking::thinking_form`]):
+//!   - budget: the thinking budget in tokens, as a decimal string — the map's value when it is a
+//!     number, else [`anthropic_budget`]'s table, capped to `max_tokens - ANSWER_RESERVE_TOKENS`
+//!     so the answer keeps room. When that cap is below Anthropic's minimum budget thinking is
+//!     turned off.
+//!   - adaptive: the effort (`low`, `medium`, `high`, `xhigh`, `max`) — the map's value when it
+//!     is a string that is not a number (Pi's rule), else the level's effort (`minimal` → `low`).
+//!     Without a map entry `xhigh` and `max` are supported when the generation accepts them
+//!     (see the table in `claude_thinking.rs`).
+//!
+//!   `off` sends nothing.
 
 use cadre_protocol::ThinkingLevel;
 
+use crate::claude_thinking::{self, ThinkingForm};
 use crate::model::{Api, Model};
 
 /// Anthropic's smallest accepted `budget_tokens`.
@@ -57,8 +66,8 @@ pub struct ThinkingResolution {
     pub effective: ThinkingLevel,
     /// Why `effective` differs from `requested`; `None` when it does not.
     pub clamp_reason: Option<String>,
-    /// The `reasoning_effort` string (OpenAI) or budget in tokens (Anthropic); `None` = send no
-    /// thinking parameter.
+    /// The `reasoning_effort` string (OpenAI), the budget in tokens (Anthropic budget form) or
+    /// the effort (Anthropic adaptive form); `None` = send no thinking parameter.
     pub wire_value: Option<String>,
 }
 
@@ -81,8 +90,14 @@ pub fn level_supported(model: &Model, level: ThinkingLevel) -> bool {
     match model.thinking_level_map.get(&level) {
         Some(None) => false,
         Some(Some(_)) => true,
+        None if is_adaptive(model) => claude_thinking::adaptive_default_supported(model, level),
         None => level <= ThinkingLevel::High,
     }
+}
+
+fn is_adaptive(model: &Model) -> bool {
+    model.api == Api::AnthropicMessages
+        && claude_thinking::thinking_form(model) == ThinkingForm::Adaptive
 }
 
 /// Clamp `requested` for `model` and compute its wire value. Pure.
@@ -96,6 +111,14 @@ pub fn resolve_thinking(model: &Model, requested: ThinkingLevel) -> ThinkingReso
         (requested, None)
     } else {
         match nearest_supported(model, requested) {
+            Some(level) if is_adaptive(model) => (
+                level,
+                Some(format!(
+                    "{name} does not support thinking level {requested} (its efforts: {}); \
+                     using {level}",
+                    claude_thinking::efforts_of(model)
+                )),
+            ),
             Some(level) => (
                 level,
                 Some(format!(
@@ -111,6 +134,7 @@ pub fn resolve_thinking(model: &Model, requested: ThinkingLevel) -> ThinkingReso
 
     let wire_value = match model.api {
         Api::OpenAiCompletions | Api::OpenAiResponses => openai_effort(model, effective),
+        Api::AnthropicMessages if is_adaptive(model) => anthropic_effort(model, effective),
         Api::AnthropicMessages => match anthropic_wire_budget(model, effective) {
             Ok(budget) => budget.map(|b| b.to_string()),
             Err(cap) => {
@@ -164,6 +188,22 @@ fn openai_effort(model: &Model, level: ThinkingLevel) -> Option<String> {
         ThinkingLevel::Xhigh | ThinkingLevel::Max => Some("high".to_string()),
         other => Some(other.as_str().to_string()),
     }
+}
+
+/// The adaptive effort for `level`: a mapped string that is not a budget, else the level's.
+fn anthropic_effort(model: &Model, level: ThinkingLevel) -> Option<String> {
+    if level == ThinkingLevel::Off || !model.reasoning {
+        return None;
+    }
+    let mapped = model
+        .thinking_level_map
+        .get(&level)
+        .and_then(|v| v.as_deref())
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && v.parse::<u64>().is_err());
+    mapped
+        .or_else(|| claude_thinking::default_effort(level))
+        .map(str::to_string)
 }
 
 /// The budget for `level`, or `Err(cap)` when the model's output limit leaves too little room.

@@ -81,6 +81,35 @@ fn builtins_resolve_with_env_keys() {
     }
     let names: Vec<String> = reg.list().into_iter().map(|i| i.full_name).collect();
     assert!(names.contains(&"openrouter/openai/gpt-5".to_string()));
+
+    // Models OpenAI serves only over Responses say so; the others stay on Chat Completions.
+    for (name, api) in [
+        ("openai/gpt-5-codex", Api::OpenAiResponses),
+        ("openai/gpt-5.3-codex", Api::OpenAiResponses),
+        ("openai/gpt-5.5-pro", Api::OpenAiResponses),
+        ("openai/gpt-5.5", Api::OpenAiCompletions),
+        ("openrouter/openai/gpt-5.3-codex", Api::OpenAiCompletions),
+    ] {
+        let env = env().with("OPENROUTER_API_KEY", "sk-or");
+        let m = ModelRegistry::builtin(&env).resolve(name).unwrap();
+        assert_eq!(m.api, api, "{name}");
+    }
+    // Input kinds as published: o3-mini reads no images.
+    let m = reg.resolve("openai/o3-mini").unwrap();
+    assert_eq!(m.input, ["text"]);
+    assert!(reg.resolve("openai/gpt-5.5").unwrap().accepts_images());
+    // The newest of each Claude family is there, with its published figures.
+    let m = reg.resolve("anthropic/claude-opus-4-7").unwrap();
+    assert_eq!((m.context_window, m.max_tokens), (1_000_000, 128_000));
+    assert_eq!(
+        (
+            m.cost.input,
+            m.cost.output,
+            m.cost.cache_read,
+            m.cost.cache_write
+        ),
+        (5.0, 25.0, 0.5, 6.25)
+    );
     assert!(reg.list().iter().all(|i| i.source == ModelSource::BuiltIn));
 }
 
@@ -123,8 +152,12 @@ fn display_name_resolves_when_unique() {
     let reg = from(OLLAMA, &env());
     assert_eq!(reg.resolve("Qwen Coder").unwrap().id, "qwen2.5-coder:7b");
     assert_eq!(
-        reg.resolve("Claude Opus 4.1").unwrap().id,
+        reg.resolve("Claude Opus 4.1 (latest)").unwrap().id,
         "claude-opus-4-1"
+    );
+    assert_eq!(
+        reg.resolve("Claude Opus 4.1").unwrap().id,
+        "claude-opus-4-1-20250805"
     );
     assert!(reg.resolve("qwen coder").is_err());
 }

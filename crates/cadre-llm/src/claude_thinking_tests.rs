@@ -188,6 +188,14 @@ fn overrides_pick_the_form_and_the_effort() {
     assert_eq!(r.effective, Off);
     assert!(body(&m, Minimal).get("thinking").is_none());
 
+    // Budgets left in the map of an adaptive model (an older models.json) do not make xhigh an
+    // effort Opus 4.6 takes.
+    let mut m = claude("claude-opus-4-6");
+    m.thinking_level_map.insert(Xhigh, Some("32768".into()));
+    m.thinking_level_map.insert(Max, Some("64000".into()));
+    assert_eq!(body(&m, Xhigh)["output_config"], json!({"effort": "high"}));
+    assert_eq!(body(&m, Max)["output_config"], json!({"effort": "max"}));
+
     // A dated 4.6 id forced back to the budget form.
     let mut m = claude("claude-sonnet-4-6-20260101");
     m.max_tokens = 64_000;

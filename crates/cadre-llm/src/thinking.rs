@@ -89,6 +89,10 @@ pub fn level_supported(model: &Model, level: ThinkingLevel) -> bool {
     }
     match model.thinking_level_map.get(&level) {
         Some(None) => false,
+        // A budget (a number) says nothing about which efforts an adaptive model takes.
+        Some(Some(v)) if is_adaptive(model) && v.trim().parse::<u64>().is_ok() => {
+            claude_thinking::adaptive_default_supported(model, level)
+        }
         Some(Some(_)) => true,
         None if is_adaptive(model) => claude_thinking::adaptive_default_supported(model, level),
         None => level <= ThinkingLevel::High,

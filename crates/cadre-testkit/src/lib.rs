@@ -1,26 +1,46 @@
 //! A scripted fake model server for tests, benchmarks and `cadre demo`.
 //!
-//! [`FakeServer`] listens on `127.0.0.1` and speaks both streaming wire formats on one port:
-//! OpenAI Chat Completions (`POST {openai_base_url}/chat/completions`) and Anthropic Messages
+//! [`FakeServer`] listens on `127.0.0.1` and speaks three streaming wire formats on one port:
+//! OpenAI Chat Completions (`POST {openai_base_url}/chat/completions`), OpenAI Responses
+//! (`POST {openai_base_url}/responses`) and Anthropic Messages
 //! (`POST {anthropic_base_url}/v1/messages`). Responses are SSE over chunked HTTP/1.1, framed
 //! as the real services frame them, with text streamed in several deltas and tool-call
 //! arguments in at least two pieces.
 //!
+//! # OpenAI Responses
+//!
+//! Every event is `event: <type>\ndata: <json>\n\n` with `type` and `sequence_number` first;
+//! the stream runs `response.created`, `response.in_progress`, then per output item
+//! `response.output_item.added` … `response.output_item.done`, and ends with
+//! `response.completed` (or `response.incomplete` for a [`StopKind::Length`] or
+//! [`StopKind::ContentFilter`] stop) carrying the response object and its usage; there is no
+//! `[DONE]`. Thinking becomes a `reasoning` item whose text is one summary part; when the
+//! request's `include` asks for `reasoning.encrypted_content`, the item carries an opaque
+//! `encrypted_content` sealed by this server. Before a rule is picked the input is checked as
+//! the service checks it, each failure an HTTP 400 in its error shape: a returned reasoning
+//! item's encrypted content must be one this server issued for that item id, a reasoning item
+//! without it is refused when `store` is false, every `function_call` needs its
+//! `function_call_output` and the other way round, and `previous_response_id` is never found
+//! (nothing is stored). [`RecordedRequest::reasoning_items`] shows which reasoning came back.
+//!
 //! # Scripting model
 //!
 //! A test adds [`Rule`]s. Each rule pairs a [`Match`] — a predicate over a normalised view of
-//! the request that is the same for both formats (system text, user-authored text, assistant
-//! turns, tool calls and tool results) — with a sequence of [`Reply`]s. For every request the
+//! the request that is the same for all three formats (system text, user-authored text,
+//! assistant turns, tool calls and tool results; a Responses request's `instructions` and
+//! system/developer items are system text, and the reasoning, message and function-call items
+//! of one turn are one assistant turn) — with a sequence of [`Reply`]s. For every request the
 //! rules are tried in insertion order and the first match answers with its next reply; once
 //! its replies are used up, the last one repeats. A request no rule matches gets HTTP 400 in
 //! the service's error shape, saying `cadre-testkit: no scripted reply matches` and
 //! summarising the request, so a missing script shows up as an obvious failure.
 //!
-//! A reply is content (thinking, text, tool calls) plus delivery: usage and
-//! cache numbers, stop reason, latency, delay between events, and an optional [`Fault`]
-//! (error status, cut connection, silence, no response at all, malformed frame, missing terminal
-//! event, in-stream error, and keep-alives, pings or a byte trickle for ever). Every request is recorded ([`RecordedRequest`]), faulted and unmatched ones too,
-//! so tests can assert on what the client sent.
+//! A reply is content (thinking, text, tool calls) plus delivery: usage and cache numbers,
+//! stop reason, latency, delay between events, and an optional [`Fault`] (error status, cut
+//! connection, silence, no response at all, malformed frame, missing terminal event, in-stream
+//! error — for Responses an `error` event or `response.failed` —, and keep-alives, pings or a
+//! byte trickle for ever). Every request is recorded ([`RecordedRequest`], with its raw body),
+//! faulted, rejected and unmatched ones too, so tests can assert on what the client sent.
 //!
 //! # Example
 //!
@@ -46,7 +66,8 @@
 //!         .reply(Reply::text("ok")),
 //! );
 //!
-//! // ... point a client at server.openai_base_url() or server.anthropic_base_url() ...
+//! // ... point a client at server.openai_base_url() (Chat Completions or Responses)
+//! // or server.anthropic_base_url() ...
 //!
 //! assert!(server.requests().iter().all(|r| r.header("authorization").is_some()));
 //! server.check_tool_calls_answered().map_err(std::io::Error::other)?;
@@ -59,17 +80,22 @@ mod http;
 mod matcher;
 mod openai;
 pub mod peers;
+mod reasoning;
 mod request;
+mod responses;
+mod responses_check;
 mod script;
 mod server;
 mod wire;
 
 pub use matcher::Match;
-pub use request::{RecordedRequest, WireApi};
+pub use request::{ReasoningItem, RecordedRequest, WireApi};
 pub use script::{Fault, Reply, ReplySpec, Rule, StopKind};
 pub use server::FakeServer;
 
 /// Everything a test needs in one import.
 pub mod prelude {
-    pub use crate::{FakeServer, Fault, Match, RecordedRequest, Reply, Rule, StopKind, WireApi};
+    pub use crate::{
+        FakeServer, Fault, Match, ReasoningItem, RecordedRequest, Reply, Rule, StopKind, WireApi,
+    };
 }

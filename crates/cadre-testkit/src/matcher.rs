@@ -2,7 +2,7 @@
 
 use crate::request::RecordedRequest;
 
-/// A predicate over the normalised request (identical for both wire formats).
+/// A predicate over the normalised request (identical for all three wire formats).
 ///
 /// `…Contains` variants are case-sensitive substring tests. Combine with [`Match::and`],
 /// [`Match::or`] and `!`.
@@ -117,7 +117,7 @@ mod tests {
         }
     }
 
-    fn both() -> [RecordedRequest; 2] {
+    fn both() -> [RecordedRequest; 3] {
         [
             req(
                 WireApi::OpenAi,
@@ -138,6 +138,17 @@ mod tests {
                         {"type": "tool_result", "tool_use_id": "c1", "content": "result one"},
                         {"type": "text", "text": "second question"}
                     ]}
+                ]}),
+            ),
+            req(
+                WireApi::OpenAiResponses,
+                json!({"model": "m1", "instructions": "SYS prompt", "input": [
+                    {"role": "user", "content": [{"type": "input_text", "text": "first question"}]},
+                    {"type": "reasoning", "id": "rs_1", "summary": []},
+                    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "thinking out loud"}]},
+                    {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"},
+                    {"type": "function_call_output", "call_id": "c1", "output": "result one"},
+                    {"role": "user", "content": "second question"}
                 ]}),
             ),
         ]

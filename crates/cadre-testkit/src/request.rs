@@ -9,6 +9,8 @@ pub enum WireApi {
     OpenAi,
     /// Anthropic Messages (`POST …/v1/messages`).
     Anthropic,
+    /// OpenAI Responses (`POST …/responses`).
+    OpenAiResponses,
 }
 
 /// One HTTP request as the server received it.
@@ -23,13 +25,24 @@ pub struct RecordedRequest {
     pub body: Value,
 }
 
+/// A reasoning item a Responses client sent back in `input`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReasoningItem {
+    pub id: String,
+    pub encrypted_content: Option<String>,
+    /// The summary text this server sealed into `encrypted_content`, when that is content it
+    /// issued for this item id and it came back unchanged.
+    pub sealed_text: Option<String>,
+}
+
 /// The role of a message in the normalised conversation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Role {
     System,
     User,
     Assistant,
-    /// An OpenAI `role: "tool"` message; Anthropic results stay inside user messages.
+    /// An OpenAI `role: "tool"` message or Responses `function_call_output` item; Anthropic
+    /// results stay inside user messages.
     Tool,
 }
 
@@ -72,6 +85,7 @@ impl RecordedRequest {
         match self.api {
             WireApi::OpenAi => openai_turns(&self.body),
             WireApi::Anthropic => anthropic_turns(&self.body),
+            WireApi::OpenAiResponses => responses_turns(&self.body),
         }
     }
 
@@ -139,6 +153,37 @@ impl RecordedRequest {
             .collect()
     }
 
+    /// The reasoning items in a Responses request's `input`, in order (none for other formats).
+    pub fn reasoning_items(&self) -> Vec<ReasoningItem> {
+        if self.api != WireApi::OpenAiResponses {
+            return Vec::new();
+        }
+        let Some(items) = self.body.get("input").and_then(Value::as_array) else {
+            return Vec::new();
+        };
+        items
+            .iter()
+            .filter(|item| item.get("type").and_then(Value::as_str) == Some("reasoning"))
+            .map(|item| {
+                let id = str_field(item, "id").to_string();
+                let encrypted_content = item
+                    .get("encrypted_content")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                let sealed_text = encrypted_content
+                    .as_deref()
+                    .and_then(crate::reasoning::decrypt)
+                    .filter(|(sealed_id, _)| *sealed_id == id)
+                    .map(|(_, text)| text);
+                ReasoningItem {
+                    id,
+                    encrypted_content,
+                    sealed_text,
+                }
+            })
+            .collect()
+    }
+
     /// The first header with this name (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
@@ -162,6 +207,7 @@ impl RecordedRequest {
         let api = match self.api {
             WireApi::OpenAi => "openai",
             WireApi::Anthropic => "anthropic",
+            WireApi::OpenAiResponses => "openai-responses",
         };
         let show = |s: Option<String>| match s {
             Some(s) => format!("{:?}", truncate(&s, 80)),
@@ -195,7 +241,13 @@ fn content_texts(content: &Value) -> Vec<String> {
         Value::String(s) => vec![s.clone()],
         Value::Array(parts) => parts
             .iter()
-            .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+            // Chat Completions and Anthropic say `text`; Responses `input_text` / `output_text`.
+            .filter(|p| {
+                matches!(
+                    p.get("type").and_then(Value::as_str),
+                    Some("text" | "input_text" | "output_text")
+                )
+            })
             .filter_map(|p| p.get("text").and_then(Value::as_str))
             .map(str::to_string)
             .collect(),
@@ -291,6 +343,70 @@ fn anthropic_turns(body: &Value) -> Vec<Turn> {
         }
         turns.push(turn);
     }
+    turns
+}
+
+/// Responses input: `instructions` as system text, then the `input` string or items. The
+/// assistant-side items of one turn (reasoning, output messages, function calls) arrive one
+/// after another and form one assistant message, as in the other formats.
+fn responses_turns(body: &Value) -> Vec<Turn> {
+    let mut turns = Vec::new();
+    if let Some(Value::String(instructions)) = body.get("instructions") {
+        turns.push(Turn {
+            texts: vec![instructions.clone()],
+            ..Turn::new(Role::System)
+        });
+    }
+    let items = match body.get("input") {
+        Some(Value::String(text)) => {
+            turns.push(Turn {
+                texts: vec![text.clone()],
+                ..Turn::new(Role::User)
+            });
+            return turns;
+        }
+        Some(Value::Array(items)) => items,
+        _ => return turns,
+    };
+    // The assistant message being assembled from consecutive assistant-side items.
+    let mut assistant: Option<Turn> = None;
+    for item in items {
+        let kind = item.get("type").and_then(Value::as_str);
+        let role = str_field(item, "role");
+        let content = item.get("content").unwrap_or(&Value::Null);
+        let assistant_side = matches!(kind, Some("reasoning" | "function_call"))
+            || (role == "assistant" && matches!(kind, None | Some("message")));
+        if assistant_side {
+            let turn = assistant.get_or_insert_with(|| Turn::new(Role::Assistant));
+            match kind {
+                Some("function_call") => turn.tool_calls.push(str_field(item, "call_id").into()),
+                Some("reasoning") => {}
+                _ => turn.texts.extend(content_texts(content)),
+            }
+            continue;
+        }
+        turns.extend(assistant.take());
+        let turn = match (kind, role) {
+            (Some("function_call_output"), _) => Turn {
+                tool_results: vec![(
+                    str_field(item, "call_id").to_string(),
+                    content_texts(item.get("output").unwrap_or(&Value::Null)).join("\n"),
+                )],
+                ..Turn::new(Role::Tool)
+            },
+            (None | Some("message"), "system" | "developer") => Turn {
+                texts: content_texts(content),
+                ..Turn::new(Role::System)
+            },
+            (None | Some("message"), "user") => Turn {
+                texts: content_texts(content),
+                ..Turn::new(Role::User)
+            },
+            _ => continue,
+        };
+        turns.push(turn);
+    }
+    turns.extend(assistant);
     turns
 }
 
@@ -394,6 +510,65 @@ mod tests {
         assert!(!r.is_stream());
     }
 
+    fn responses(body: Value) -> RecordedRequest {
+        RecordedRequest {
+            api: WireApi::OpenAiResponses,
+            path: "/v1/responses".into(),
+            headers: Vec::new(),
+            body,
+        }
+    }
+
+    #[test]
+    fn responses_view() {
+        let sealed = crate::reasoning::encrypt("rs_1", "plan the read");
+        let r = responses(json!({
+            "model": "gpt-r",
+            "stream": true,
+            "input": [
+                {"role": "developer", "content": "You are terse."},
+                {"role": "user", "content": [{"type": "input_text", "text": "read a"}]},
+                {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "plan the read"}], "encrypted_content": sealed},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "reading"}]},
+                {"type": "function_call", "call_id": "call_1", "name": "read", "arguments": "{}"},
+                {"type": "function_call", "call_id": "call_2", "name": "read", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "call_1", "output": "A-CONTENTS"},
+                {"type": "function_call_output", "call_id": "call_2", "output": [{"type": "input_text", "text": "B"}]},
+                {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "gAAAAABforged"},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]},
+                {"type": "item_reference", "id": "x"},
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "now b"}]}
+            ]
+        }));
+        assert_eq!(r.system_text(), "You are terse.");
+        assert_eq!(r.first_user_text().as_deref(), Some("read a"));
+        assert_eq!(r.last_user_text().as_deref(), Some("now b"));
+        // Reasoning, message and calls of one turn are one assistant message.
+        assert_eq!(r.assistant_turns(), 2);
+        assert_eq!(r.tool_call_ids(), vec!["call_1", "call_2"]);
+        assert_eq!(
+            r.tool_results(),
+            vec![
+                ("call_1".to_string(), "A-CONTENTS".to_string()),
+                ("call_2".to_string(), "B".to_string())
+            ]
+        );
+        assert!(!r.all_text().iter().any(|t| t.contains("plan the read")));
+        let reasoning = r.reasoning_items();
+        assert_eq!(reasoning.len(), 2);
+        assert_eq!(reasoning[0].sealed_text.as_deref(), Some("plan the read"));
+        assert_eq!(reasoning[1].id, "rs_2");
+        assert_eq!(reasoning[1].sealed_text, None);
+        assert!(r.summary().contains("api=openai-responses"));
+        // Only Responses requests carry reasoning items.
+        assert!(openai(r.body.clone()).reasoning_items().is_empty());
+
+        let r = responses(json!({"instructions": "sys", "input": "just this"}));
+        assert_eq!(r.system_text(), "sys");
+        assert_eq!(r.first_user_text().as_deref(), Some("just this"));
+        assert_eq!(r.assistant_turns(), 0);
+    }
+
     #[test]
     fn anthropic_string_system_and_string_tool_result() {
         let r = anthropic(json!({
@@ -418,8 +593,13 @@ mod tests {
             json!("text"),
             json!({"messages": 3}),
             json!({"messages": [1, {"role": 2}, {"role": "user", "content": 5}]}),
+            json!({"input": [1, {"role": 2}, {"role": "user", "content": 5}]}),
         ] {
-            for r in [openai(body.clone()), anthropic(body)] {
+            for r in [
+                openai(body.clone()),
+                anthropic(body.clone()),
+                responses(body),
+            ] {
                 assert_eq!(r.first_user_text(), None);
                 assert_eq!(r.last_user_text(), None);
                 assert_eq!(r.system_text(), "");

@@ -9,13 +9,15 @@ use crate::matcher::Match;
 /// Why the scripted turn ended; rendered as each service's stop reason.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopKind {
-    /// OpenAI `stop`, Anthropic `end_turn`.
+    /// OpenAI `stop`, Anthropic `end_turn`, Responses `response.completed`.
     Stop,
-    /// OpenAI `tool_calls`, Anthropic `tool_use`.
+    /// OpenAI `tool_calls`, Anthropic `tool_use`, Responses `response.completed`.
     ToolUse,
-    /// OpenAI `length`, Anthropic `max_tokens`.
+    /// OpenAI `length`, Anthropic `max_tokens`, Responses `response.incomplete` with reason
+    /// `max_output_tokens`.
     Length,
-    /// OpenAI `content_filter`, Anthropic `refusal`.
+    /// OpenAI `content_filter`, Anthropic `refusal`, Responses `response.incomplete` with
+    /// reason `content_filter`.
     ContentFilter,
 }
 
@@ -43,19 +45,26 @@ pub enum Fault {
     /// alive by a server that never answers.
     KeepAlivesAfter { events: usize, every: Duration },
     /// After N events, an event without content every `every`, for ever: Anthropic's
-    /// `event: ping`, for OpenAI a chunk whose delta is empty.
+    /// `event: ping`, for OpenAI a chunk whose delta is empty, for Responses
+    /// `response.in_progress` again.
     PingsAfter { events: usize, every: Duration },
     /// After N events, one byte every `every` of an event that never completes, for ever.
     TrickleAfter { events: usize, every: Duration },
     /// After N events send one frame whose data is not valid JSON, then end the body.
     MalformedAfter { events: usize },
-    /// Send all content but omit the terminal frame (`[DONE]` / `message_stop`), then end the body.
+    /// Send all content but omit the terminal frame (`[DONE]` / `message_stop` /
+    /// `response.completed`), then end the body.
     NoTerminal,
     /// HTTP 400 with the service's own "context window exceeded" error body.
     ContextOverflow,
     /// After N events send the service's in-stream error (Anthropic `event: error` with
-    /// `overloaded_error`, OpenAI `data: {"error":..}`), then end the body.
+    /// `overloaded_error`, OpenAI `data: {"error":..}`, Responses `event: error`), then end the
+    /// body.
     ErrorEvent { events: usize },
+    /// After N events send Responses' `response.failed` (the response object with status
+    /// `failed` and a `server_error`), then end the body. The other formats have no such event
+    /// and send their in-stream error, as for [`Fault::ErrorEvent`].
+    ResponseFailed { events: usize },
 }
 
 impl Fault {

@@ -16,9 +16,9 @@ use crate::http::{self, HttpError};
 use crate::request::{RecordedRequest, WireApi};
 use crate::script::{Fault, Reply, Rule};
 use crate::wire::{Frame, RenderCtx, Usage};
-use crate::{anthropic, openai};
+use crate::{anthropic, openai, responses, responses_check};
 
-/// A scripted fake model server on `127.0.0.1`, serving both wire formats on one port.
+/// A scripted fake model server on `127.0.0.1`, serving all three wire formats on one port.
 ///
 /// It stops accepting and closes every open connection when dropped.
 pub struct FakeServer {
@@ -107,7 +107,8 @@ impl FakeServer {
         self.addr
     }
 
-    /// Base URL for OpenAI-style clients, which append `/chat/completions`.
+    /// Base URL for OpenAI-style clients, which append `/chat/completions` (Chat Completions)
+    /// or `/responses` (Responses).
     pub fn openai_base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
     }
@@ -221,6 +222,8 @@ fn route(method: &str, path: &str) -> Option<WireApi> {
     }
     if path.ends_with("/chat/completions") {
         Some(WireApi::OpenAi)
+    } else if path.ends_with("/responses") {
+        Some(WireApi::OpenAiResponses)
     } else if path.ends_with("/messages") {
         Some(WireApi::Anthropic)
     } else {
@@ -281,7 +284,7 @@ async fn serve_request(
     let close = !keep_alive;
     if routed.is_none() {
         let message = format!(
-            "cadre-testkit: no route for {} (serve POST …/chat/completions or …/v1/messages)",
+            "cadre-testkit: no route for {} (serve POST …/chat/completions, …/responses or …/v1/messages)",
             recorded.path
         );
         let body = error_body(api, 404, Some(&message));
@@ -292,6 +295,12 @@ async fn serve_request(
             400,
             Some("cadre-testkit: request body is not valid JSON"),
         );
+        send_error(stream, api, seq, 400, None, &body, close).await?;
+    } else if let Some(body) = (api == WireApi::OpenAiResponses)
+        .then(|| responses_check::check(&recorded.body))
+        .flatten()
+    {
+        // Checked before a rule is picked, so a rejected request uses up no scripted reply.
         send_error(stream, api, seq, 400, None, &body, close).await?;
     } else if let Some(reply) = shared.pick(&recorded) {
         return respond(stream, &recorded, &reply, seq, body_len, keep_alive).await;
@@ -308,7 +317,7 @@ async fn serve_request(
 
 fn error_body(api: WireApi, status: u16, message: Option<&str>) -> String {
     match api {
-        WireApi::OpenAi => openai::error_body(status, message),
+        WireApi::OpenAi | WireApi::OpenAiResponses => openai::error_body(status, message),
         WireApi::Anthropic => anthropic::error_body(status, message),
     }
 }
@@ -316,7 +325,7 @@ fn error_body(api: WireApi, status: u16, message: Option<&str>) -> String {
 /// The request-id header each service sends.
 fn request_id_header(api: WireApi, seq: u64) -> (&'static str, String) {
     let name = match api {
-        WireApi::OpenAi => "x-request-id",
+        WireApi::OpenAi | WireApi::OpenAiResponses => "x-request-id",
         WireApi::Anthropic => "request-id",
     };
     (name, format!("req_fake{seq:06}"))
@@ -385,6 +394,7 @@ async fn respond(
             let body = match api {
                 WireApi::OpenAi => openai::context_overflow_body(usage.input),
                 WireApi::Anthropic => anthropic::context_overflow_body(usage.input),
+                WireApi::OpenAiResponses => responses::context_overflow_body(),
             };
             send_error(stream, api, seq, 400, None, &body, !keep_alive).await?;
             return Ok(keep_alive);
@@ -398,12 +408,13 @@ async fn respond(
         usage,
     };
     if !request.is_stream() {
-        return respond_whole(stream, api, reply, &ctx, keep_alive).await;
+        return respond_whole(stream, request, reply, &ctx, keep_alive).await;
     }
 
     let frames = match api {
         WireApi::OpenAi => openai::stream_frames(reply, &ctx),
         WireApi::Anthropic => anthropic::stream_frames(reply, &ctx),
+        WireApi::OpenAiResponses => responses::stream_frames(reply, &ctx, &request.body),
     };
     // A fault's event count never reaches the terminal frame, so the fault is always visible.
     let before_terminal = |events: usize| events.min(frames.len().saturating_sub(1));
@@ -412,37 +423,54 @@ async fn respond(
         Some(Fault::NoTerminal) => (frames.len(), Ending::Complete),
         Some(Fault::CutAfter { events }) => (before_terminal(*events), Ending::Cut),
         Some(Fault::SilentAfter { events }) => (before_terminal(*events), Ending::Silent),
+        // Responses events carry their position, so the extra frame is numbered as the next.
         Some(Fault::MalformedAfter { events }) => {
+            let sent = before_terminal(*events);
             let extra = match api {
                 WireApi::OpenAi => openai::malformed_frame(&ctx),
                 WireApi::Anthropic => anthropic::malformed_frame(),
+                WireApi::OpenAiResponses => responses::malformed_frame(&ctx, sent),
             };
-            (before_terminal(*events), Ending::Extra(extra))
+            (sent, Ending::Extra(extra))
         }
         Some(Fault::ErrorEvent { events }) => {
+            let sent = before_terminal(*events);
             let extra = match api {
                 WireApi::OpenAi => openai::error_event_frame(),
                 WireApi::Anthropic => anthropic::error_event_frame(),
+                WireApi::OpenAiResponses => responses::error_event_frame(sent),
             };
-            (before_terminal(*events), Ending::Extra(extra))
+            (sent, Ending::Extra(extra))
+        }
+        Some(Fault::ResponseFailed { events }) => {
+            let sent = before_terminal(*events);
+            let extra = match api {
+                WireApi::OpenAi => openai::error_event_frame(),
+                WireApi::Anthropic => anthropic::error_event_frame(),
+                WireApi::OpenAiResponses => responses::failed_frame(&ctx, &request.body, sent),
+            };
+            (sent, Ending::Extra(extra))
         }
         Some(Fault::KeepAlivesAfter { events, every }) => {
             let ending = Ending::repeat(*every, b"", b": ping\n\n");
             (before_terminal(*events), ending)
         }
         Some(Fault::PingsAfter { events, every }) => {
+            let sent = before_terminal(*events);
             let ping = match api {
                 WireApi::OpenAi => openai::empty_delta_frame(&ctx),
                 WireApi::Anthropic => anthropic::ping_frame(),
+                WireApi::OpenAiResponses => responses::ping_frame(&ctx, &request.body, sent),
             };
             let ending = Ending::repeat(*every, b"", ping.bytes.as_bytes());
-            (before_terminal(*events), ending)
+            (sent, ending)
         }
         Some(Fault::TrickleAfter { events, every }) => {
             // The start of a real event, then padding: its blank line never comes.
             let lead: &[u8] = match api {
                 WireApi::OpenAi => b"data: {\"choices\":",
                 WireApi::Anthropic => b"event: content_block_delta\ndata: {\"type\":",
+                WireApi::OpenAiResponses => responses::TRICKLE_LEAD,
             };
             (before_terminal(*events), Ending::repeat(*every, lead, b" "))
         }
@@ -536,7 +564,7 @@ impl Ending {
 /// without a response, the others close without one.
 async fn respond_whole(
     stream: &mut TcpStream,
-    api: WireApi,
+    request: &RecordedRequest,
     reply: &Reply,
     ctx: &RenderCtx,
     keep_alive: bool,
@@ -553,13 +581,14 @@ async fn respond_whole(
         }
         Some(_) => return Ok(false),
     }
-    let body = match api {
+    let body = match request.api {
         WireApi::OpenAi => openai::completion_body(reply, ctx),
         WireApi::Anthropic => anthropic::message_body(reply, ctx),
+        WireApi::OpenAiResponses => responses::response_body(reply, ctx, &request.body),
     };
     let headers = [
         ("content-type", "application/json".to_string()),
-        request_id_header(api, ctx.seq),
+        request_id_header(request.api, ctx.seq),
     ];
     http::write_full(stream, 200, &headers, body.as_bytes(), !keep_alive).await?;
     Ok(keep_alive)
@@ -585,6 +614,10 @@ mod tests {
         assert_eq!(route("POST", "/v1/chat/completions"), Some(WireApi::OpenAi));
         assert_eq!(route("POST", "/chat/completions"), Some(WireApi::OpenAi));
         assert_eq!(route("POST", "/v1/messages"), Some(WireApi::Anthropic));
+        assert_eq!(
+            route("POST", "/v1/responses"),
+            Some(WireApi::OpenAiResponses)
+        );
         assert_eq!(route("GET", "/v1/messages"), None);
         assert_eq!(route("POST", "/v1/models"), None);
     }

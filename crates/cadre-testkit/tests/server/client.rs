@@ -69,7 +69,8 @@ impl RawResponse {
             .collect()
     }
 
-    /// The streamed text of either format (OpenAI `content` or Anthropic `text` deltas).
+    /// The streamed text of any format (OpenAI `content`, Anthropic `text` deltas, Responses
+    /// `response.output_text.delta`).
     pub fn streamed_text(&self) -> String {
         self.data_json()
             .iter()
@@ -77,6 +78,11 @@ impl RawResponse {
                 v["choices"][0]["delta"]["content"]
                     .as_str()
                     .or(v["delta"]["text"].as_str())
+                    .or_else(|| {
+                        (v["type"] == "response.output_text.delta")
+                            .then(|| v["delta"].as_str())
+                            .flatten()
+                    })
                     .map(str::to_string)
             })
             .collect()

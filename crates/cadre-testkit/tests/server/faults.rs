@@ -6,14 +6,21 @@ use cadre_testkit::prelude::*;
 use serde_json::{Value, json};
 
 use crate::client::{GUARD, Open, parse_sse, post, post_with};
-use crate::{ANTHROPIC_PATH, OPENAI_PATH, anthropic_body, openai_body};
+use crate::{
+    ANTHROPIC_PATH, OPENAI_PATH, RESPONSES_PATH, anthropic_body, openai_body, responses_body,
+};
 
-const APIS: [WireApi; 2] = [WireApi::OpenAi, WireApi::Anthropic];
+const APIS: [WireApi; 3] = [
+    WireApi::OpenAi,
+    WireApi::Anthropic,
+    WireApi::OpenAiResponses,
+];
 
 fn target(api: WireApi) -> (&'static str, Value) {
     match api {
         WireApi::OpenAi => (OPENAI_PATH, openai_body("hi")),
         WireApi::Anthropic => (ANTHROPIC_PATH, anthropic_body("hi")),
+        WireApi::OpenAiResponses => (RESPONSES_PATH, responses_body("hi")),
     }
 }
 
@@ -27,13 +34,17 @@ fn is_terminal(api: WireApi, event: &(Option<String>, String)) -> bool {
     match api {
         WireApi::OpenAi => event.1 == "[DONE]",
         WireApi::Anthropic => event.0.as_deref() == Some("message_stop"),
+        WireApi::OpenAiResponses => matches!(
+            event.0.as_deref(),
+            Some("response.completed" | "response.incomplete")
+        ),
     }
 }
 
 /// The error message and type from either service's error body.
 fn error_of(api: WireApi, body: &Value) -> (String, String) {
     let error = match api {
-        WireApi::OpenAi => &body["error"],
+        WireApi::OpenAi | WireApi::OpenAiResponses => &body["error"],
         WireApi::Anthropic => {
             assert_eq!(body["type"], "error");
             &body["error"]
@@ -57,7 +68,7 @@ async fn status_with_retry_after_and_default_body() {
         assert!(r.complete);
         let (_, kind) = error_of(api, &r.json());
         let expected = match api {
-            WireApi::OpenAi => "requests",
+            WireApi::OpenAi | WireApi::OpenAiResponses => "requests",
             WireApi::Anthropic => "rate_limit_error",
         };
         assert_eq!(kind, expected);
@@ -105,6 +116,11 @@ async fn context_overflow() {
                 assert!(message.contains("maximum context length"));
             }
             WireApi::Anthropic => assert!(message.starts_with("prompt is too long")),
+            WireApi::OpenAiResponses => {
+                assert_eq!(v["error"]["code"], "context_length_exceeded");
+                assert_eq!(v["error"]["param"], "input");
+                assert!(message.contains("context window"), "{message}");
+            }
         }
     }
 }
@@ -159,6 +175,7 @@ async fn silent_after_keeps_the_connection_open() {
         let other = match api {
             WireApi::OpenAi => openai_body("other"),
             WireApi::Anthropic => anthropic_body("other"),
+            WireApi::OpenAiResponses => responses_body("other"),
         };
         let r = post(server.addr(), path, &other).await;
         assert!(r.complete);
@@ -205,7 +222,9 @@ async fn body_after(api: WireApi, fault: Fault, events: usize, more: usize) -> S
     assert!(!r.complete);
     let text = r.text();
     assert!(
-        !text.contains("[DONE]") && !text.contains("message_stop"),
+        !text.contains("[DONE]")
+            && !text.contains("message_stop")
+            && !text.contains("response.completed"),
         "{text}"
     );
     text[cut..].to_string()
@@ -235,7 +254,13 @@ async fn pings_after_repeat_an_event_without_content_for_ever() {
             events: 1,
             every: EVERY,
         };
-        let tail = body_after(api, fault, 1, 600).await;
+        // A Responses ping carries the whole response object, so it takes more bytes.
+        let more = if api == WireApi::OpenAiResponses {
+            3000
+        } else {
+            600
+        };
+        let tail = body_after(api, fault, 1, more).await;
         let events = parse_sse(&tail);
         assert!(events.len() >= 3, "{api:?}: {tail:?}");
         for (name, data) in &events {
@@ -248,6 +273,11 @@ async fn pings_after_repeat_an_event_without_content_for_ever() {
                 WireApi::OpenAi => {
                     assert_eq!(data["choices"][0]["delta"], json!({"content": ""}));
                     assert_eq!(data["choices"][0]["finish_reason"], Value::Null);
+                }
+                WireApi::OpenAiResponses => {
+                    assert_eq!(name.as_deref(), Some("response.in_progress"));
+                    assert_eq!(data["type"], "response.in_progress");
+                    assert_eq!(data["response"]["output"], json!([]));
                 }
             }
         }
@@ -305,12 +335,17 @@ async fn no_terminal_sends_everything_but_the_end_marker() {
         let events = r.events();
         assert!(!events.iter().any(|e| is_terminal(api, e)));
         assert_eq!(r.streamed_text(), "complete content");
-        // The stop reason is still delivered.
-        let last =
-            r.data_json().into_iter().rev().find(|v| {
+        // The stop reason is still delivered where the format has it outside the terminal
+        // event; Responses carries it only there, so its stream ends with the last item.
+        let data = r.data_json();
+        match api {
+            WireApi::OpenAiResponses => {
+                assert_eq!(data.last().unwrap()["type"], "response.output_item.done");
+            }
+            _ => assert!(data.iter().any(|v| {
                 v["choices"][0]["finish_reason"].is_string() || v["type"] == "message_delta"
-            });
-        assert!(last.is_some());
+            })),
+        }
     }
 }
 
@@ -336,6 +371,45 @@ async fn error_event_mid_stream() {
                 assert_eq!(name.as_deref(), Some("error"));
                 assert_eq!(v["error"]["type"], "overloaded_error");
             }
+            WireApi::OpenAiResponses => {
+                assert_eq!(name.as_deref(), Some("error"));
+                assert_eq!(
+                    v,
+                    json!({"type": "error", "sequence_number": 2, "code": "server_error",
+                           "message": "The server had an error while processing your request. Sorry about that!",
+                           "param": null})
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn response_failed_mid_stream() {
+    for api in APIS {
+        let server =
+            server_with(Reply::text("partial answer").fault(Fault::ResponseFailed { events: 3 }))
+                .await;
+        let (path, body) = target(api);
+        let r = post(server.addr(), path, &body).await;
+        assert_eq!(r.status(), 200);
+        assert!(r.complete);
+        let events = r.events();
+        assert_eq!(events.len(), 4);
+        assert!(!events.iter().any(|e| is_terminal(api, e)));
+        let (name, data) = &events[3];
+        let v: Value = serde_json::from_str(data).unwrap();
+        match api {
+            WireApi::OpenAiResponses => {
+                assert_eq!(name.as_deref(), Some("response.failed"));
+                assert_eq!(v["type"], "response.failed");
+                assert_eq!(v["sequence_number"], 3);
+                assert_eq!(v["response"]["status"], "failed");
+                assert_eq!(v["response"]["error"]["code"], "server_error");
+            }
+            // The other formats have no such event: their in-stream error stands in.
+            WireApi::OpenAi => assert_eq!(v["error"]["type"], "server_error"),
+            WireApi::Anthropic => assert_eq!(v["error"]["type"], "overloaded_error"),
         }
     }
 }

@@ -7,6 +7,7 @@ mod faults;
 mod keep_alive;
 mod openai;
 mod reqwest_compat;
+mod responses;
 mod routing;
 
 use serde_json::{Value, json};
@@ -32,5 +33,18 @@ pub fn anthropic_body(user: &str) -> Value {
     })
 }
 
+/// A Responses request with one user message.
+pub fn responses_body(user: &str) -> Value {
+    json!({
+        "model": "gpt-r-e2e",
+        "stream": true,
+        "store": false,
+        "include": ["reasoning.encrypted_content"],
+        "instructions": "be brief",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": user}]}]
+    })
+}
+
 pub const OPENAI_PATH: &str = "/v1/chat/completions";
+pub const RESPONSES_PATH: &str = "/v1/responses";
 pub const ANTHROPIC_PATH: &str = "/v1/messages";

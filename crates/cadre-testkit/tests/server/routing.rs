@@ -4,9 +4,9 @@ use cadre_testkit::prelude::*;
 use serde_json::{Value, json};
 
 use crate::client::{post, post_with};
-use crate::{ANTHROPIC_PATH, OPENAI_PATH};
+use crate::{ANTHROPIC_PATH, OPENAI_PATH, RESPONSES_PATH};
 
-/// The same conversation in both formats: system, a user prompt, an assistant tool call,
+/// The same conversation in all three formats: system, a user prompt, an assistant tool call,
 /// its result, an assistant answer, and a new user prompt.
 fn conversation(api: WireApi, answered: bool) -> (&'static str, Value) {
     match api {
@@ -53,8 +53,33 @@ fn conversation(api: WireApi, answered: bool) -> (&'static str, Value) {
                        "system": [{"type": "text", "text": "SYSTEM-RULES"}], "messages": messages}),
             )
         }
+        WireApi::OpenAiResponses => {
+            let mut input = vec![
+                json!({"role": "developer", "content": "SYSTEM-RULES"}),
+                json!({"role": "user", "content": [{"type": "input_text", "text": "FIRST-PROMPT"}]}),
+                json!({"type": "function_call", "call_id": "call_7", "name": "read", "arguments": "{}"}),
+            ];
+            if answered {
+                input.push(
+                    json!({"type": "function_call_output", "call_id": "call_7", "output": "TOOL-OUTPUT"}),
+                );
+            }
+            input.push(json!({"type": "message", "role": "assistant", "status": "completed",
+                              "content": [{"type": "output_text", "text": "ASSISTANT-SAYS", "annotations": []}]}));
+            input.push(json!({"role": "user", "content": "LAST-PROMPT"}));
+            (
+                RESPONSES_PATH,
+                json!({"model": "model-a", "stream": true, "input": input}),
+            )
+        }
     }
 }
+
+const APIS: [WireApi; 3] = [
+    WireApi::OpenAi,
+    WireApi::Anthropic,
+    WireApi::OpenAiResponses,
+];
 
 #[tokio::test]
 async fn each_match_variant_routes() {
@@ -96,7 +121,7 @@ async fn each_match_variant_routes() {
             Match::model("model-a").and(Match::assistant_turns(3)),
         ),
     ];
-    for api in [WireApi::OpenAi, WireApi::Anthropic] {
+    for api in APIS {
         let (path, body) = conversation(api, true);
         for (hit, miss) in &cases {
             let server = FakeServer::start().await.unwrap();
@@ -165,7 +190,7 @@ async fn requests_are_recorded_with_headers_and_bodies() {
 async fn unmatched_requests_get_a_400_in_the_service_shape() {
     let server = FakeServer::start().await.unwrap();
     server.script(Rule::new(Match::model("nothing-matches")).reply(Reply::text("x")));
-    for api in [WireApi::OpenAi, WireApi::Anthropic] {
+    for api in APIS {
         let (path, body) = conversation(api, true);
         let r = post(server.addr(), path, &body).await;
         assert_eq!(r.status(), 400);
@@ -184,7 +209,7 @@ async fn unmatched_requests_get_a_400_in_the_service_shape() {
             assert_eq!(v["type"], "error");
         }
     }
-    assert_eq!(server.requests().len(), 2);
+    assert_eq!(server.requests().len(), 3);
 }
 
 #[tokio::test]
@@ -224,7 +249,7 @@ async fn unknown_routes_and_bad_json_are_reported_and_recorded() {
 
 #[tokio::test]
 async fn tool_call_pairing_check() {
-    for api in [WireApi::OpenAi, WireApi::Anthropic] {
+    for api in APIS {
         let server = FakeServer::start().await.unwrap();
         server.script(Rule::always().reply(Reply::text("x")));
         let (path, answered) = conversation(api, true);

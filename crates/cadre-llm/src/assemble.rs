@@ -311,6 +311,11 @@ impl MessageAssembler {
         self.stop_reason
     }
 
+    /// Argument text received so far for the open tool call at `content_index`.
+    pub fn raw_arguments(&self, content_index: usize) -> Option<&str> {
+        self.partial.raw_arguments(content_index)
+    }
+
     /// Append text to the text block named `key`, opening it if needed.
     pub fn text(&mut self, key: BlockKey, delta: &str, out: &mut Vec<AssistantMessageEvent>) {
         let index = self.open_block(key, Kind::Text, out);

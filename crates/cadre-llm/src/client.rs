@@ -1,4 +1,4 @@
-//! [`HttpProvider`]: the request loop shared by both wire formats.
+//! [`HttpProvider`]: the request loop shared by the wire formats.
 //!
 //! One attempt = send the request, check the status, stream the body through the wire format's
 //! [`Decoder`] ([`crate::stream`]), forward the resulting deltas. Every await of an attempt is
@@ -27,6 +27,7 @@ use crate::error::{LlmError, Received};
 use crate::http;
 use crate::model::{Api, Model};
 use crate::openai::{self, OpenAiDecoder};
+use crate::openai_responses::{self, ResponsesDecoder};
 use crate::provider::{CompletionRequest, Provider, StreamEvent};
 use crate::retry::{RetryDecision, RetryPolicy, Spent};
 use crate::sse::SseEvent;
@@ -80,7 +81,8 @@ pub trait Decoder: Send {
     fn into_partial(self) -> AssistantMessage;
 }
 
-/// The provider for `openai-completions` and `anthropic-messages` models over HTTP.
+/// The provider for `openai-completions`, `openai-responses` and `anthropic-messages` models
+/// over HTTP.
 #[derive(Debug, Clone, Default)]
 pub struct HttpProvider {
     policy: RetryPolicy,
@@ -180,15 +182,7 @@ async fn drive(
     let wire = match req.model.api {
         Api::OpenAiCompletions => openai::build_request(&req),
         Api::AnthropicMessages => anthropic::build_request(&req),
-        Api::OpenAiResponses => {
-            return failed(
-                LlmError::Fatal(format!(
-                    "{}: the openai-responses API is not supported yet",
-                    req.model.full_name()
-                )),
-                empty_message(&req.model),
-            );
-        }
+        Api::OpenAiResponses => openai_responses::build_request(&req),
     };
     let wire = match wire {
         Ok(wire) => wire,
@@ -213,7 +207,12 @@ async fn drive(
             Api::AnthropicMessages => {
                 run_attempt(&ctx, &mut watch, AnthropicDecoder::new(model)).await
             }
-            _ => run_attempt(&ctx, &mut watch, OpenAiDecoder::new(model)).await,
+            Api::OpenAiResponses => {
+                run_attempt(&ctx, &mut watch, ResponsesDecoder::new(model)).await
+            }
+            Api::OpenAiCompletions => {
+                run_attempt(&ctx, &mut watch, OpenAiDecoder::new(model)).await
+            }
         };
         let Failure { error, partial } = match result {
             Ok(mut message) => {

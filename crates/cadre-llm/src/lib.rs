@@ -2,10 +2,10 @@
 //!
 //! A [`Provider`] turns a [`CompletionRequest`] into a stream of [`StreamEvent`]s: incremental
 //! [`AssistantMessageEvent`]s while the reply arrives, then exactly one terminal event (`Done` or
-//! `Failed`). Two wire formats are spoken: OpenAI Chat Completions (`openai-completions`) and
-//! Anthropic Messages (`anthropic-messages`). Retries with backoff and the request deadlines live in
-//! [`retry`]; retries surface as `Retry` events so the caller can discard the partial reply of a
-//! failed attempt.
+//! `Failed`). Three wire formats are spoken: OpenAI Chat Completions (`openai-completions`), OpenAI
+//! Responses (`openai-responses`) and Anthropic Messages (`anthropic-messages`). Retries with
+//! backoff and the request deadlines live in [`retry`]; retries surface as `Retry` events so the
+//! caller can discard the partial reply of a failed attempt.
 //!
 //! The [`registry`] resolves `provider/model-id` names from built-ins and Pi-compatible
 //! `models.json` files, and credentials from literals or environment variables. This crate knows
@@ -23,6 +23,7 @@ pub mod http;
 mod lenient;
 pub mod model;
 pub mod openai;
+pub mod openai_responses;
 pub mod provider;
 pub mod registry;
 pub mod retry;

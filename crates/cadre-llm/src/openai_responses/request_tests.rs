@@ -1,0 +1,383 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use cadre_protocol::{
+    AssistantMessage, ContentBlock, Message, StopReason, ThinkingLevel, ToolCall, ToolResultMessage,
+};
+use serde_json::{Value, json};
+
+use super::{ResponsesDecoder, build_body, build_request};
+use crate::model::{Api, Model};
+use crate::provider::CompletionRequest;
+use crate::test_support::{decode, model, request, rich_request};
+
+fn m() -> Model {
+    model(Api::OpenAiResponses)
+}
+
+fn reasoner() -> Model {
+    let mut model = m();
+    model.reasoning = true;
+    model
+}
+
+fn body_json(req: &CompletionRequest) -> Value {
+    serde_json::from_slice(&build_body(req).unwrap()).unwrap()
+}
+
+fn assistant(content: Vec<ContentBlock>, model_id: &str) -> Message {
+    Message::Assistant(AssistantMessage {
+        content,
+        stop_reason: StopReason::ToolUse,
+        ..AssistantMessage::empty("openai-responses", "prov", model_id)
+    })
+}
+
+fn call(id: &str) -> ContentBlock {
+    ContentBlock::ToolCall(ToolCall {
+        id: id.into(),
+        name: "read".into(),
+        arguments: json!({"path": "a.txt"}),
+    })
+}
+
+fn result(id: &str, text: &str) -> Message {
+    Message::ToolResult(ToolResultMessage {
+        tool_call_id: id.into(),
+        tool_name: "read".into(),
+        content: vec![ContentBlock::text(text)],
+        details: None,
+        is_error: false,
+        timestamp: 0,
+    })
+}
+
+const ITEM: &str = r#"{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Plan."}],"encrypted_content":"gAAAA=="}"#;
+
+fn thinking(signature: &str) -> ContentBlock {
+    ContentBlock::Thinking {
+        thinking: "Plan.".into(),
+        signature: Some(signature.into()),
+        redacted: false,
+    }
+}
+
+#[test]
+fn url_headers_and_a_plain_body() {
+    let req = request(m(), vec![Message::user("hi")]);
+    let w = build_request(&req).unwrap();
+    assert_eq!(w.url, "http://localhost:1/v1/responses");
+    assert!(
+        w.headers
+            .contains(&("authorization".into(), "Bearer secret-key".into()))
+    );
+    assert!(
+        w.headers
+            .contains(&("accept".into(), "text/event-stream".into()))
+    );
+    let b: Value = serde_json::from_slice(&w.body).unwrap();
+    assert_eq!(
+        b,
+        json!({
+            "model": "model-1",
+            "input": [
+                {"role": "system", "content": "You are terse."},
+                {"role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+            ],
+            "stream": true,
+            "store": false,
+            "max_output_tokens": 8000,
+            "tools": [{"type": "function", "name": "read", "description": "Read a file",
+                "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+                "strict": false}],
+        })
+    );
+
+    let mut model = m();
+    model.api_key = None;
+    model.base_url = "http://h/v1/".into();
+    model.max_tokens = 0;
+    let mut req = request(model, vec![Message::user("x")]);
+    req.system_prompt.clear();
+    req.tools = Vec::new().into();
+    let w = build_request(&req).unwrap();
+    assert_eq!(w.url, "http://h/v1/responses");
+    assert!(!w.headers.iter().any(|(k, _)| k == "authorization"));
+    let b: Value = serde_json::from_slice(&w.body).unwrap();
+    assert!(b.get("tools").is_none());
+    assert!(b.get("max_output_tokens").is_none());
+    assert_eq!(b["input"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn reasoning_on_and_off() {
+    let mut req = request(reasoner(), vec![Message::user("hi")]);
+    req.thinking = ThinkingLevel::High;
+    let b = body_json(&req);
+    assert_eq!(b["reasoning"], json!({"effort": "high", "summary": "auto"}));
+    assert_eq!(b["include"], json!(["reasoning.encrypted_content"]));
+    // A reasoning model's system prompt is a developer message.
+    assert_eq!(b["input"][0]["role"], "developer");
+
+    // Off: Pi's `none`, and the encrypted content is still asked for.
+    req.thinking = ThinkingLevel::Off;
+    let b = body_json(&req);
+    assert_eq!(b["reasoning"], json!({"effort": "none"}));
+    assert_eq!(b["include"], json!(["reasoning.encrypted_content"]));
+
+    // A model whose map says `off` is no level of its own is clamped as `resolve_thinking`
+    // records it (to the nearest level it takes), and sent that.
+    let mut model = reasoner();
+    model.thinking_level_map.insert(ThinkingLevel::Off, None);
+    let mut req = request(model.clone(), vec![]);
+    req.thinking = ThinkingLevel::Off;
+    let resolved = crate::thinking::resolve_thinking(&model, ThinkingLevel::Off);
+    let effort = resolved.wire_value.unwrap();
+    assert_eq!(
+        body_json(&req)["reasoning"],
+        json!({"effort": effort, "summary": "auto"})
+    );
+    // One that takes no level at all gets no effort.
+    for level in ThinkingLevel::ALL {
+        model.thinking_level_map.insert(level, None);
+    }
+    let mut req = request(model, vec![]);
+    req.thinking = ThinkingLevel::High;
+    let b = body_json(&req);
+    assert!(b.get("reasoning").is_none(), "{b}");
+
+    // Mapped values are sent as mapped.
+    let mut model = reasoner();
+    model
+        .thinking_level_map
+        .insert(ThinkingLevel::Xhigh, Some("xhigh".into()));
+    let mut req = request(model, vec![]);
+    req.thinking = ThinkingLevel::Xhigh;
+    assert_eq!(
+        body_json(&req)["reasoning"],
+        json!({"effort": "xhigh", "summary": "auto"})
+    );
+
+    // Compat switches.
+    let mut model = reasoner();
+    model.compat.supports_reasoning_effort = Some(false);
+    model.compat.supports_developer_role = Some(false);
+    let mut req = request(model, vec![]);
+    req.thinking = ThinkingLevel::High;
+    let b = body_json(&req);
+    assert!(b.get("reasoning").is_none());
+    assert_eq!(b["input"][0]["role"], "system");
+
+    // A model that does not reason gets neither.
+    let mut req = request(m(), vec![]);
+    req.thinking = ThinkingLevel::High;
+    let b = body_json(&req);
+    assert!(b.get("reasoning").is_none());
+    assert!(b.get("include").is_none());
+}
+
+#[test]
+fn the_whole_conversation_maps_to_input_items() {
+    let req = rich_request(Api::OpenAiResponses, "openai-responses");
+    let b = body_json(&req);
+    assert_eq!(b["max_output_tokens"], crate::openai::DEFAULT_MAX_OUTPUT);
+    assert_eq!(
+        b["input"],
+        json!([
+            {"role": "developer", "content": "You are terse."},
+            {"role": "user", "content": [
+                {"type": "input_text", "text": "Look at this \u{1} <image>:"},
+                {"type": "input_image", "detail": "auto",
+                    "image_url": "data:image/png;base64,iVBORw0KGgo="},
+            ]},
+            {"role": "user", "content": [{"type": "input_text", "text": "a note\nwith two lines"}]},
+            // Signatures that are not reasoning items (Anthropic's, a redacted block) are left
+            // out; each text block is an output message.
+            {"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": "I will read\ttwo files ✓."}]},
+            {"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": "Then run one command."}]},
+            {"type": "function_call", "call_id": "toolu_1", "name": "read",
+                "arguments": "{\"path\":\"a.txt\",\"limit\":10}"},
+            // Characters the API refuses in ids become `_`, on the call and its result alike.
+            {"type": "function_call", "call_id": "call_2_x", "name": "read",
+                "arguments": "{\"path\":\"b \\\"quoted\\\".txt\"}"},
+            // Arguments that were not JSON go back verbatim.
+            {"type": "function_call", "call_id": "c3", "name": "bash",
+                "arguments": "{\"command\": ls"},
+            {"type": "function_call_output", "call_id": "toolu_1", "output": "line 1\nline 2\n"},
+            {"type": "function_call_output", "call_id": "call_2_x",
+                "output": "no such file: b \"quoted\".txt"},
+            {"type": "function_call_output", "call_id": "c3", "output": [
+                {"type": "input_text", "text": "screen:"},
+                {"type": "input_image", "detail": "auto",
+                    "image_url": "data:image/png;base64,R0lGODlh"},
+            ]},
+        ])
+    );
+    assert_eq!(
+        b["tools"][1],
+        json!({"type": "function", "name": "bash", "description": "Run a \"command\"",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+            "strict": false})
+    );
+    assert_eq!(b["reasoning"], json!({"effort": "high", "summary": "auto"}));
+}
+
+#[test]
+fn images_for_a_text_only_model_become_notes() {
+    let mut req = rich_request(Api::OpenAiResponses, "openai-responses");
+    req.model.input = vec!["text".into()];
+    let b = body_json(&req);
+    let input = b["input"].as_array().unwrap();
+    assert_eq!(
+        input[1]["content"][1],
+        json!({"type": "input_text", "text": crate::convert::USER_IMAGE_OMITTED})
+    );
+    assert_eq!(
+        input.last().unwrap()["output"],
+        json!(format!("screen:\n{}", crate::convert::TOOL_IMAGE_OMITTED))
+    );
+}
+
+#[test]
+fn reasoning_items_go_back_to_the_model_that_made_them() {
+    let messages = |model_id: &str| {
+        vec![
+            Message::user("read a"),
+            assistant(
+                vec![
+                    thinking(ITEM),
+                    ContentBlock::text("Reading."),
+                    call("call_1|fc_1"),
+                ],
+                model_id,
+            ),
+            result("call_1|fc_1", "contents"),
+        ]
+    };
+    let b = body_json(&request(reasoner(), messages("model-1")));
+    let input = &b["input"];
+    // Exactly as received, before the items that followed it.
+    assert_eq!(input[2], serde_json::from_str::<Value>(ITEM).unwrap());
+    assert_eq!(
+        input[3],
+        json!({"type": "message", "role": "assistant",
+            "content": [{"type": "output_text", "text": "Reading."}]})
+    );
+    assert_eq!(
+        input[4],
+        json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read",
+            "arguments": "{\"path\":\"a.txt\"}"})
+    );
+    assert_eq!(
+        input[5],
+        json!({"type": "function_call_output", "call_id": "call_1", "output": "contents"})
+    );
+    // The item is written into the body as it was received (byte for byte).
+    let raw = String::from_utf8(
+        build_body(&request(reasoner(), messages("model-1")))
+            .unwrap()
+            .to_vec(),
+    )
+    .unwrap();
+    assert!(raw.contains(ITEM), "{raw}");
+
+    // Another model (or provider, or wire) gets neither the item nor the item id.
+    let b = body_json(&request(reasoner(), messages("other-model")));
+    let input = b["input"].as_array().unwrap();
+    assert!(!input.iter().any(|i| i["type"] == "reasoning"), "{b}");
+    assert_eq!(
+        input[3],
+        json!({"type": "function_call", "call_id": "call_1", "name": "read",
+            "arguments": "{\"path\":\"a.txt\"}"})
+    );
+    let mut msgs = messages("model-1");
+    if let Message::Assistant(a) = &mut msgs[1] {
+        a.provider = "openai".into();
+    }
+    let b = body_json(&request(reasoner(), msgs));
+    assert!(
+        !b["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["type"] == "reasoning")
+    );
+}
+
+#[test]
+fn unusable_reasoning_signatures_and_failed_replies_are_left_out() {
+    let no_encrypted = r#"{"id":"rs_1","type":"reasoning","summary":[]}"#;
+    let msgs = vec![
+        Message::user("a"),
+        assistant(
+            vec![
+                thinking(no_encrypted),
+                thinking("not json"),
+                thinking(r#"{"type":"message"}"#),
+                ContentBlock::text("ok"),
+            ],
+            "model-1",
+        ),
+        Message::Assistant(AssistantMessage {
+            content: vec![thinking(ITEM), ContentBlock::text("half")],
+            stop_reason: StopReason::Error,
+            ..AssistantMessage::empty("openai-responses", "prov", "model-1")
+        }),
+        Message::Assistant(AssistantMessage {
+            content: vec![ContentBlock::text("aborted")],
+            stop_reason: StopReason::Aborted,
+            ..AssistantMessage::empty("openai-responses", "prov", "model-1")
+        }),
+    ];
+    let b = body_json(&request(reasoner(), msgs));
+    let input = b["input"].as_array().unwrap();
+    assert_eq!(input.len(), 3, "{b}");
+    assert_eq!(input[2]["content"][0]["text"], "ok");
+}
+
+#[test]
+fn long_foreign_call_ids_are_cut_to_64_characters() {
+    let long = format!("{}...", "a".repeat(70));
+    let msgs = vec![assistant(vec![call(&long)], "model-1"), result(&long, "x")];
+    let b = body_json(&request(m(), msgs));
+    let id = "a".repeat(64);
+    assert_eq!(b["input"][1]["call_id"], json!(id));
+    assert_eq!(b["input"][2]["call_id"], json!(id));
+    let msgs = vec![assistant(vec![call("call_x:__")], "model-1")];
+    assert_eq!(
+        body_json(&request(m(), msgs))["input"][1]["call_id"],
+        "call_x"
+    );
+}
+
+/// A reply decoded from the stream, sent back on the next turn, carries its reasoning item
+/// and call ids as the server sent them.
+#[test]
+fn a_decoded_reply_round_trips_into_the_next_request() {
+    let stream = format!(
+        "data: {{\"type\":\"response.created\",\"response\":{{\"id\":\"resp_9\"}}}}\n\n\
+data: {{\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{{\"id\":\"rs_1\",\"type\":\"reasoning\",\"summary\":[]}}}}\n\n\
+data: {{\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":{ITEM}}}\n\n\
+data: {{\"type\":\"response.output_item.added\",\"output_index\":1,\"item\":{{\"id\":\"fc_7\",\"type\":\"function_call\",\"call_id\":\"call_7\",\"name\":\"read\",\"arguments\":\"\"}}}}\n\n\
+data: {{\"type\":\"response.function_call_arguments.delta\",\"output_index\":1,\"delta\":\"{{\\\"path\\\":\\\"a.txt\\\"}}\"}}\n\n\
+data: {{\"type\":\"response.output_item.done\",\"output_index\":1,\"item\":{{\"id\":\"fc_7\",\"type\":\"function_call\",\"call_id\":\"call_7\",\"name\":\"read\",\"arguments\":\"{{\\\"path\\\":\\\"a.txt\\\"}}\"}}}}\n\n\
+data: {{\"type\":\"response.completed\",\"response\":{{\"id\":\"resp_9\",\"status\":\"completed\"}}}}\n\n"
+    );
+    let model = reasoner();
+    let (_, reply) = decode(ResponsesDecoder::new(&model), &[stream.as_bytes()]);
+    let reply = reply.map_err(|(e, _)| e.to_string()).unwrap();
+    assert_eq!(reply.stop_reason, StopReason::ToolUse);
+    let call_id = reply.tool_calls().next().unwrap().id.clone();
+    assert_eq!(call_id, "call_7|fc_7");
+    // Through the session format and back, as a resumed session would have it.
+    let stored = serde_json::to_string(&Message::Assistant(reply)).unwrap();
+    let reply: Message = serde_json::from_str(&stored).unwrap();
+    let msgs = vec![Message::user("go"), reply, result(&call_id, "text")];
+    let b = body_json(&request(model, msgs));
+    let input = b["input"].as_array().unwrap();
+    assert_eq!(input[2], serde_json::from_str::<Value>(ITEM).unwrap());
+    assert_eq!(input[3]["id"], "fc_7");
+    assert_eq!(input[3]["call_id"], "call_7");
+    assert_eq!(input[4]["call_id"], "call_7");
+}

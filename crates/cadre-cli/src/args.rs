@@ -127,9 +127,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub plan: bool,
 
-    /// List the known models and exit.
-    #[arg(long)]
-    pub list_models: bool,
+    /// List the known models and exit; with SEARCH, only those whose provider, id or name
+    /// contains it (case-insensitive; several words must all match).
+    #[arg(long, value_name = "SEARCH", num_args = 0..=1, default_missing_value = "")]
+    pub list_models: Option<String>,
 
     /// The prompts, run one after the other as in Pi; `@FILE` includes a file in the first
     /// (text inlined, PNG/JPEG/GIF/WebP as images). Piped stdin comes before the first prompt,

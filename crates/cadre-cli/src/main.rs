@@ -26,6 +26,7 @@ mod demo_script;
 mod fake_server;
 mod harden;
 mod mcp;
+mod model_list;
 mod pi_compat;
 mod render;
 mod rpc;

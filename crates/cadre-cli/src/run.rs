@@ -11,7 +11,6 @@ use anyhow::{Context, Result, anyhow, bail};
 use cadre_core::agent::RunOutcome;
 use cadre_core::session::iso_timestamp;
 use cadre_host::{Host, HostContext, HostEvent, HostOptions, SessionChoice, signal_name};
-use cadre_llm::ModelRegistry;
 use cadre_protocol::{ContentBlock, SESSION_VERSION, SessionHeader, UserContent};
 use tokio::sync::mpsc;
 
@@ -26,8 +25,8 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let ctx = load_context(&args, &cwd)?;
-    if args.list_models {
-        print_models(&ctx.registry);
+    if let Some(search) = &args.list_models {
+        crate::model_list::print(&ctx.registry, search);
         return Ok(ExitCode::SUCCESS);
     }
     let (first, rest) = read_prompts(&args, &cwd)?;
@@ -274,22 +273,3 @@ fn check_session_flags(args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// The known models, in the same table style as `cadre tasks` and `cadre agents`.
-fn print_models(registry: &ModelRegistry) {
-    let rows: Vec<Vec<String>> = registry
-        .list()
-        .into_iter()
-        .map(|m| {
-            let creds = match (&m.unsupported, m.has_credentials) {
-                (Some(why), _) => format!("unsupported: {why}"),
-                (None, true) => "yes".to_string(),
-                (None, false) => "missing".to_string(),
-            };
-            vec![m.full_name, m.api, m.context_window.to_string(), creds]
-        })
-        .collect();
-    crate::commands::print_out(&crate::commands::format::table(
-        &["MODEL", "API", "CONTEXT", "CREDENTIALS"],
-        &rows,
-    ));
-}

@@ -45,6 +45,8 @@ mod mcp_server;
 mod misc;
 #[path = "cli/model_alias.rs"]
 mod model_alias;
+#[path = "cli/model_catalog.rs"]
+mod model_catalog;
 #[path = "cli/model_input.rs"]
 mod model_input;
 #[path = "cli/orchestration.rs"]

@@ -353,7 +353,7 @@ async fn run_attempt<D: Decoder>(
         };
         let error = http::http_error(&ctx.model.provider, status, retry_after, &body, ctx.key());
         // A refused thinking form says which setting to change.
-        let error = crate::claude_thinking::explain_rejection(&ctx.model, error);
+        let error = crate::claude_thinking::explain_rejection(ctx.model, error);
         return Err(fail(error, decoder));
     }
 

@@ -57,7 +57,7 @@ fn run_args(serve: &ServeArgs) -> RunArgs {
         no_session: false,
         trust: serve.trust,
         plan: serve.plan,
-        list_models: false,
+        list_models: None,
         messages: Vec::new(),
     }
 }

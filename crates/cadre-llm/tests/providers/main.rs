@@ -7,4 +7,5 @@ mod deadlines;
 mod faults;
 mod raw;
 mod replies;
+mod responses;
 mod support;

@@ -1,9 +1,7 @@
 //! Successful replies in both formats: text, tool calls, thinking, usage, cost, request shape.
 
-use cadre_llm::{Api, AssistantMessageEvent, LlmError};
-use cadre_protocol::{
-    AssistantMessage, ContentBlock, Message, StopReason, ThinkingLevel, ToolResultMessage,
-};
+use cadre_llm::{Api, AssistantMessageEvent};
+use cadre_protocol::{ContentBlock, Message, StopReason, ThinkingLevel, ToolResultMessage};
 use cadre_testkit::prelude::*;
 use serde_json::json;
 
@@ -211,18 +209,4 @@ async fn every_stop_kind_maps() {
             assert_eq!(out.done().stop_reason, want, "{api:?} {kind:?}");
         }
     }
-}
-
-#[tokio::test]
-async fn openai_responses_is_refused_clearly() {
-    let server = FakeServer::start().await.unwrap();
-    let m = model(&server, Api::OpenAiResponses);
-    let out = run(request(m, "x")).await;
-    let (err, partial): (&LlmError, &AssistantMessage) = out.failed();
-    assert!(
-        matches!(err, LlmError::Fatal(m) if m.contains("not supported")),
-        "{err}"
-    );
-    assert_eq!(partial.stop_reason, StopReason::Error);
-    assert!(server.requests().is_empty());
 }

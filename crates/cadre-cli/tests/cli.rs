@@ -49,6 +49,8 @@ mod model_alias;
 mod model_catalog;
 #[path = "cli/model_input.rs"]
 mod model_input;
+#[path = "cli/openai_responses.rs"]
+mod openai_responses;
 #[path = "cli/orchestration.rs"]
 mod orchestration;
 #[path = "cli/pi_args.rs"]

@@ -774,3 +774,7 @@ impl Decoder for AnthropicDecoder {
 #[cfg(test)]
 #[path = "anthropic_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "anthropic_sdk_tests.rs"]
+mod sdk_tests;

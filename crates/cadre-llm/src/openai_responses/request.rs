@@ -183,22 +183,78 @@ impl Serialize for Input<'_> {
                 content: &req.system_prompt,
             })?;
         }
+        // The calls of the last reply still waiting for their output. The API refuses a call
+        // without an output and an output without its call, so (as Pi does) a call left
+        // unanswered gets a stand-in output before the conversation moves on, and an output
+        // whose call is not in the input is left out.
+        let mut pending: Vec<&str> = Vec::new();
         for msg in messages {
             match msg {
-                Message::User(u) => user_item(&mut out, &u.content)?,
-                Message::Custom(c) => user_item(&mut out, &c.content)?,
+                Message::User(u) => {
+                    unanswered(&mut out, &mut pending)?;
+                    user_item(&mut out, &u.content)?;
+                }
+                Message::Custom(c) => {
+                    unanswered(&mut out, &mut pending)?;
+                    user_item(&mut out, &c.content)?;
+                }
                 // Turned into user messages by `convert::for_model` before this runs.
                 Message::BashExecution(_) => {}
-                Message::Assistant(a) => assistant_items(&mut out, a, model)?,
-                Message::ToolResult(r) => out.serialize_element(&ToolOutput {
-                    kind: "function_call_output",
-                    call_id: CallId(call_id_of(&r.tool_call_id)),
-                    output: OutputContent(&r.content),
-                })?,
+                Message::Assistant(a) => {
+                    if sent(a) {
+                        unanswered(&mut out, &mut pending)?;
+                        pending.extend(a.tool_calls().map(|c| call_id_of(&c.id)));
+                        assistant_items(&mut out, a, model)?;
+                    }
+                }
+                Message::ToolResult(r) => {
+                    let id = call_id_of(&r.tool_call_id);
+                    if let Some(pos) = pending.iter().position(|p| *p == id) {
+                        pending.remove(pos);
+                        out.serialize_element(&ToolOutput {
+                            kind: "function_call_output",
+                            call_id: CallId(id),
+                            output: OutputContent(&r.content),
+                        })?;
+                    }
+                }
             }
         }
+        unanswered(&mut out, &mut pending)?;
         out.end()
     }
+}
+
+/// Pi's stand-in output for each call in `pending`, which is emptied.
+fn unanswered<'a, S: SerializeSeq>(
+    out: &mut S,
+    pending: &mut Vec<&'a str>,
+) -> Result<(), S::Error> {
+    #[derive(Serialize)]
+    struct StandIn<'a> {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        call_id: CallId<'a>,
+        output: &'static str,
+    }
+    for id in pending.drain(..) {
+        out.serialize_element(&StandIn {
+            kind: "function_call_output",
+            call_id: CallId(id),
+            output: NO_RESULT,
+        })?;
+    }
+    Ok(())
+}
+
+/// The output sent for a call that has none (Pi's words).
+pub(super) const NO_RESULT: &str = "No result provided";
+
+/// Whether an earlier reply is sent at all: one that failed or was aborted is left out, as Pi
+/// does (a reasoning item without the item that followed it is refused, and a cut call has no
+/// output).
+fn sent(a: &AssistantMessage) -> bool {
+    !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted)
 }
 
 /// A user content part.
@@ -269,16 +325,12 @@ fn user_item<S: SerializeSeq>(out: &mut S, content: &UserContent) -> Result<(), 
 }
 
 /// The items of an earlier reply: reasoning items (same model only), text as output messages,
-/// tool calls as `function_call` items. A reply that failed or was aborted is left out, as Pi
-/// does: a reasoning item without the item that followed it is refused.
+/// tool calls as `function_call` items.
 fn assistant_items<S: SerializeSeq>(
     out: &mut S,
     a: &AssistantMessage,
     model: &Model,
 ) -> Result<(), S::Error> {
-    if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
-        return Ok(());
-    }
     // Reasoning items and function-call item ids are only valid for the model that made them.
     let same_model =
         a.api == model.api.as_str() && a.provider == model.provider && a.model == model.id;

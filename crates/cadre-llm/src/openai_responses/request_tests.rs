@@ -381,3 +381,57 @@ data: {{\"type\":\"response.completed\",\"response\":{{\"id\":\"resp_9\",\"statu
     assert_eq!(input[3]["call_id"], "call_7");
     assert_eq!(input[4]["call_id"], "call_7");
 }
+
+#[test]
+fn every_call_gets_an_output_and_every_output_a_call() {
+    let other = ContentBlock::ToolCall(ToolCall {
+        id: "call_2|fc_2".into(),
+        name: "bash".into(),
+        arguments: json!({}),
+    });
+    let msgs = vec![
+        Message::user("go"),
+        assistant(vec![call("call_1|fc_1"), other], "model-1"),
+        result("call_1|fc_1", "one"),
+        // The user spoke before the second call had its result.
+        Message::user("stop"),
+        // A reply that failed is left out, and so is the result of its call.
+        Message::Assistant(AssistantMessage {
+            content: vec![call("call_3")],
+            stop_reason: StopReason::Error,
+            ..AssistantMessage::empty("openai-responses", "prov", "model-1")
+        }),
+        result("call_3", "three"),
+        assistant(vec![call("call_4")], "model-1"),
+    ];
+    let b = body_json(&request(m(), msgs));
+    let kinds: Vec<(String, String)> = b["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            let kind = i["type"].as_str().or(i["role"].as_str()).unwrap_or("");
+            let detail = i["call_id"]
+                .as_str()
+                .map(|c| format!("{c}:{}", i["output"].as_str().unwrap_or("")))
+                .unwrap_or_default();
+            (kind.to_string(), detail)
+        })
+        .collect();
+    let no = super::request::NO_RESULT;
+    let want: Vec<(String, String)> = [
+        ("system", String::new()),
+        ("user", String::new()),
+        ("function_call", "call_1:".into()),
+        ("function_call", "call_2:".into()),
+        ("function_call_output", "call_1:one".into()),
+        ("function_call_output", format!("call_2:{no}")),
+        ("user", String::new()),
+        ("function_call", "call_4:".into()),
+        ("function_call_output", format!("call_4:{no}")),
+    ]
+    .into_iter()
+    .map(|(k, d)| (k.to_string(), d))
+    .collect();
+    assert_eq!(kinds, want, "{b}");
+}

@@ -117,7 +117,7 @@ mod tests {
         }
     }
 
-    fn both() -> [RecordedRequest; 3] {
+    fn all_formats() -> [RecordedRequest; 3] {
         [
             req(
                 WireApi::OpenAi,
@@ -156,7 +156,7 @@ mod tests {
 
     #[test]
     fn every_variant_on_both_formats() {
-        for r in both() {
+        for r in all_formats() {
             let yes = [
                 Match::Always,
                 Match::first_user("first"),
@@ -203,8 +203,8 @@ mod tests {
         assert!(matches!(m, Match::All(ref v) if v.len() == 3));
         let m = Match::Always.or(Match::model("a")).or(Match::model("b"));
         assert!(matches!(m, Match::Any(ref v) if v.len() == 3));
-        assert!(Match::All(vec![]).matches(&both()[0]));
-        assert!(!Match::Any(vec![]).matches(&both()[0]));
+        assert!(Match::All(vec![]).matches(&all_formats()[0]));
+        assert!(!Match::Any(vec![]).matches(&all_formats()[0]));
     }
 
     #[test]

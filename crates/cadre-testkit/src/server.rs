@@ -145,7 +145,7 @@ impl FakeServer {
     }
 
     /// Every tool call in every recorded conversation is answered by a tool result with the
-    /// same id (checked per request, both formats). `Err` lists the offenders.
+    /// same id (checked per request, every format). `Err` lists the offenders.
     pub fn check_tool_calls_answered(&self) -> Result<(), String> {
         let problems: Vec<String> = lock(&self.shared.requests)
             .iter()

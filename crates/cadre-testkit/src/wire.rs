@@ -1,4 +1,4 @@
-//! Pieces shared by both wire renderers: SSE frames, usage numbers and delta splitting.
+//! Pieces shared by the wire renderers: SSE frames, usage numbers and delta splitting.
 
 use crate::script::Reply;
 
@@ -6,7 +6,8 @@ use crate::script::Reply;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Frame {
     pub bytes: String,
-    /// The frame that tells the client the stream is complete (`[DONE]` / `message_stop`).
+    /// The frame that tells the client the stream is complete (`[DONE]` / `message_stop` /
+    /// `response.completed` or `response.incomplete`).
     pub terminal: bool,
 }
 

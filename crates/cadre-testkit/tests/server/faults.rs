@@ -1,4 +1,4 @@
-//! Every fault kind, on both wire formats.
+//! Every fault kind, on all three wire formats.
 
 use std::time::Duration;
 

@@ -226,10 +226,7 @@ impl Serialize for Input<'_> {
 }
 
 /// Pi's stand-in output for each call in `pending`, which is emptied.
-fn unanswered<'a, S: SerializeSeq>(
-    out: &mut S,
-    pending: &mut Vec<&'a str>,
-) -> Result<(), S::Error> {
+fn unanswered<S: SerializeSeq>(out: &mut S, pending: &mut Vec<&str>) -> Result<(), S::Error> {
     #[derive(Serialize)]
     struct StandIn<'a> {
         #[serde(rename = "type")]

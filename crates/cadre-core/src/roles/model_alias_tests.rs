@@ -507,3 +507,34 @@ fn settle_falls_back_to_the_parent_only_for_a_role_files_model() {
     );
     assert_eq!(settle(&plan, None, known), Settled::Parent { note: None });
 }
+
+#[test]
+fn the_built_in_catalog_gives_each_family_its_newest_model() {
+    use cadre_llm::registry::MapEnv;
+    let newest = |env: &MapEnv| {
+        let catalog = catalog_of(&cadre_llm::ModelRegistry::builtin(env));
+        [Family::Sonnet, Family::Opus, Family::Haiku]
+            .map(|f| newest_of_family(f, None, &catalog).map(CatalogModel::full_name))
+    };
+    let both = MapEnv::new()
+        .with("ANTHROPIC_API_KEY", "k")
+        .with("OPENROUTER_API_KEY", "k");
+    assert_eq!(
+        newest(&both),
+        [
+            Some("anthropic/claude-sonnet-4-6".to_string()),
+            Some("anthropic/claude-opus-4-7".to_string()),
+            Some("anthropic/claude-haiku-4-5".to_string()),
+        ]
+    );
+    // Through OpenRouter only: its ids, and not the `-fast` variant of Opus 4.6.
+    let openrouter = MapEnv::new().with("OPENROUTER_API_KEY", "k");
+    assert_eq!(
+        newest(&openrouter),
+        [
+            Some("openrouter/anthropic/claude-sonnet-4.6".to_string()),
+            Some("openrouter/anthropic/claude-opus-4.7".to_string()),
+            Some("openrouter/anthropic/claude-haiku-4.5".to_string()),
+        ]
+    );
+}

@@ -8,16 +8,17 @@
 //! and the model registry's listing are read — no network and no `!command` credential — so it
 //! starts in milliseconds (P2).
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use cadre_core::roles::builtin::aliases;
 use cadre_core::roles::{
-    Diagnostic, DiagnosticKind, DiscoverOptions, Origin, ProjectTrust, ResolvedRole, Roster,
+    Diagnostic, DiagnosticKind, DiscoverOptions, Layer, Origin, ProjectTrust, ResolvedRole, Roster,
     ToolList, discover,
 };
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use super::format::{clip, show_path, table};
 use super::role_check::{Checker, RoleCheck};
@@ -48,9 +49,7 @@ pub fn run(args: &AgentsArgs) -> Result<ExitCode> {
         }
     }
     if args.json {
-        let mut text = serde_json::to_string_pretty(&to_json(&roster, &checks, &trust))?;
-        text.push('\n');
-        print_out(&text);
+        write_json(&to_json(&roster, &checks, &trust))?;
         return Ok(ExitCode::SUCCESS);
     }
     let view = View {
@@ -61,95 +60,179 @@ pub fn run(args: &AgentsArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `cadre agents --json`.
-pub fn to_json(roster: &Roster, checks: &[RoleCheck], trust: &ProjectTrust) -> Value {
-    let path = |p: &Path| Value::String(p.display().to_string());
-    let opt_path = |p: Option<&Path>| p.map_or(Value::Null, path);
-    let roles: Vec<Value> = roster
-        .roles
-        .iter()
-        .zip(checks)
-        .map(|(role, check)| role_json(role, check, &opt_path))
-        .collect();
-    let blocked: Vec<Value> = roster
-        .blocked
-        .iter()
-        .map(|b| {
-            json!({
-                "name": b.name,
-                "layer": b.layer.to_string(),
-                "file": path(&b.file),
-                "reason": b.reason,
+/// `cadre agents --json`: borrowed views serialised straight to text, so a roster of a
+/// thousand roles costs no intermediate tree.
+#[derive(Serialize)]
+pub struct JsonReport<'a> {
+    trusted: bool,
+    roles: Vec<JsonRole<'a>>,
+    blocked: Vec<JsonBlocked<'a>>,
+    diagnostics: Vec<JsonDiagnostic<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonRole<'a> {
+    name: &'a str,
+    aliases: &'static [&'static str],
+    layer: &'static str,
+    file: Option<Cow<'a, str>>,
+    description: &'a str,
+    tools: JsonTools<'a>,
+    disallowed_tools: &'a [String],
+    readonly: bool,
+    shell_policy: &'static str,
+    bash_allow: &'a [String],
+    model: JsonModel<'a>,
+    launchable: bool,
+    problems: &'a [String],
+    notes: &'a [String],
+    overrides: Vec<JsonOrigin<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum JsonTools<'a> {
+    All(&'static str),
+    Named(&'a [String]),
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonModel<'a> {
+    requested: Option<&'a str>,
+    resolved: Option<&'a str>,
+    source: &'static str,
+    falls_back_to_parent: bool,
+    note: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct JsonOrigin<'a> {
+    layer: &'static str,
+    file: Option<Cow<'a, str>>,
+}
+
+#[derive(Serialize)]
+struct JsonBlocked<'a> {
+    name: &'a str,
+    layer: &'static str,
+    file: Cow<'a, str>,
+    reason: &'a str,
+}
+
+#[derive(Serialize)]
+struct JsonDiagnostic<'a> {
+    kind: &'static str,
+    severity: &'static str,
+    file: Option<Cow<'a, str>>,
+    line: Option<usize>,
+    message: &'a str,
+}
+
+fn layer_name(layer: Layer) -> &'static str {
+    match layer {
+        Layer::Builtin => "built-in",
+        Layer::User => "user",
+        Layer::Project => "project",
+    }
+}
+
+/// Stream the report to stdout: a thousand roles are most of a megabyte, which is not built in
+/// memory first. A closed pipe (`cadre agents --json | head`) ends the output quietly.
+fn write_json(report: &JsonReport<'_>) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = serde_json::to_writer_pretty(&mut out, report)
+        .map_err(std::io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
+/// The report for `roster` (`checks` in the order of `roster.roles`).
+pub fn to_json<'a>(
+    roster: &'a Roster,
+    checks: &'a [RoleCheck],
+    trust: &ProjectTrust,
+) -> JsonReport<'a> {
+    JsonReport {
+        trusted: trust.is_trusted(),
+        roles: roster
+            .roles
+            .iter()
+            .zip(checks)
+            .map(|(role, check)| role_json(role, check))
+            .collect(),
+        blocked: roster
+            .blocked
+            .iter()
+            .map(|b| JsonBlocked {
+                name: &b.name,
+                layer: layer_name(b.layer),
+                file: b.file.to_string_lossy(),
+                reason: &b.reason,
             })
-        })
-        .collect();
-    let diagnostics: Vec<Value> = roster
-        .diagnostics
-        .iter()
-        .map(|d| diagnostic_json(d, &opt_path))
-        .collect();
-    json!({
-        "trusted": trust.is_trusted(),
-        "roles": roles,
-        "blocked": blocked,
-        "diagnostics": diagnostics,
-    })
+            .collect(),
+        diagnostics: roster.diagnostics.iter().map(diagnostic_json).collect(),
+    }
 }
 
-fn role_json(
-    role: &ResolvedRole,
-    check: &RoleCheck,
-    opt_path: &dyn Fn(Option<&Path>) -> Value,
-) -> Value {
+fn role_json<'a>(role: &'a ResolvedRole, check: &'a RoleCheck) -> JsonRole<'a> {
     let def = &role.def;
-    let tools = match &def.tools {
-        ToolList::All => json!("all"),
-        ToolList::Named(names) => json!(names),
-    };
     let m = &check.model;
-    json!({
-        "name": def.name,
-        "aliases": aliases(&def.name),
-        "layer": role.layer.to_string(),
-        "file": opt_path(role.file.as_deref()),
-        "description": def.description,
-        "tools": tools,
-        "disallowedTools": def.disallowed_tools,
-        "readonly": def.readonly,
-        "shellPolicy": def.shell_policy.as_str(),
-        "bashAllow": def.bash_allow,
-        "model": {
-            "requested": m.requested,
-            "resolved": m.resolved,
-            "source": m.source,
-            "fallsBackToParent": m.falls_back_to_parent,
-            "note": m.note,
+    JsonRole {
+        name: &def.name,
+        aliases: aliases(&def.name),
+        layer: layer_name(role.layer),
+        file: role.file.as_deref().map(Path::to_string_lossy),
+        description: &def.description,
+        tools: match &def.tools {
+            ToolList::All => JsonTools::All("all"),
+            ToolList::Named(names) => JsonTools::Named(names),
         },
-        "launchable": check.problems.is_empty(),
-        "problems": check.problems,
-        "notes": def.notes,
-        "overrides": role.overrides.iter().map(|o| json!({
-            "layer": o.layer.to_string(),
-            "file": opt_path(o.file.as_deref()),
-        })).collect::<Vec<_>>(),
-    })
+        disallowed_tools: &def.disallowed_tools,
+        readonly: def.readonly,
+        shell_policy: def.shell_policy.as_str(),
+        bash_allow: &def.bash_allow,
+        model: JsonModel {
+            requested: m.requested.as_deref(),
+            resolved: m.resolved.as_deref(),
+            source: m.source,
+            falls_back_to_parent: m.falls_back_to_parent,
+            note: m.note.as_deref(),
+        },
+        launchable: check.problems.is_empty(),
+        problems: &check.problems,
+        notes: &def.notes,
+        overrides: role
+            .overrides
+            .iter()
+            .map(|o| JsonOrigin {
+                layer: layer_name(o.layer),
+                file: o.file.as_deref().map(Path::to_string_lossy),
+            })
+            .collect(),
+    }
 }
 
-fn diagnostic_json(d: &Diagnostic, opt_path: &dyn Fn(Option<&Path>) -> Value) -> Value {
-    let kind = match d.kind {
-        DiagnosticKind::Override => "override",
-        DiagnosticKind::Malformed => "malformed",
-        DiagnosticKind::UnreadableDir => "unreadable-dir",
-        DiagnosticKind::Untrusted => "untrusted",
-        DiagnosticKind::Note => "note",
-    };
-    json!({
-        "kind": kind,
-        "severity": if d.is_error() { "error" } else { "warning" },
-        "file": opt_path(d.file.as_deref()),
-        "line": d.line,
-        "message": d.message,
-    })
+fn diagnostic_json(d: &Diagnostic) -> JsonDiagnostic<'_> {
+    JsonDiagnostic {
+        kind: match d.kind {
+            DiagnosticKind::Override => "override",
+            DiagnosticKind::Malformed => "malformed",
+            DiagnosticKind::UnreadableDir => "unreadable-dir",
+            DiagnosticKind::Untrusted => "untrusted",
+            DiagnosticKind::Note => "note",
+        },
+        severity: if d.is_error() { "error" } else { "warning" },
+        file: d.file.as_deref().map(Path::to_string_lossy),
+        line: d.line,
+        message: &d.message,
+    }
 }
 
 /// How paths are shortened in the report.

@@ -301,3 +301,53 @@ impl ModelAnswer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(
+        written: Option<&str>,
+        resolved: Option<&str>,
+        falls_back: bool,
+        note: Option<&str>,
+    ) -> ModelAnswer {
+        ModelAnswer {
+            requested: written.map(str::to_string),
+            written: written.map(str::to_string),
+            resolved: resolved.map(str::to_string),
+            source: if falls_back { "parent" } else { "alias" },
+            falls_back_to_parent: falls_back,
+            note: note.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn the_model_cell_says_what_a_launch_runs_on() {
+        let cases = [
+            (answer(None, None, false, None), "-"),
+            (answer(Some("p/m"), Some("p/m"), false, None), "p/m"),
+            (
+                answer(Some("opus"), Some("anthropic/claude-opus-4-7"), false, None),
+                "opus → anthropic/claude-opus-4-7",
+            ),
+            (
+                answer(
+                    Some("opus"),
+                    None,
+                    true,
+                    Some("… (no provider with credentials serves a Claude opus model) …"),
+                ),
+                "parent (opus: no credentials)",
+            ),
+            (
+                answer(Some("x/y"), None, true, Some("… (unknown model) …")),
+                "parent (x/y: unknown model)",
+            ),
+            (answer(Some("x/y"), None, false, None), "x/y (unavailable)"),
+        ];
+        for (a, want) in cases {
+            assert_eq!(a.cell(), want, "{a:?}");
+        }
+    }
+}

@@ -6,7 +6,8 @@ use cadre_testkit::{Fault, Match, RecordedRequest, Reply, Rule, StopKind, WireAp
 use serde_json::{Value, json};
 
 use crate::harness::{
-    Fixture, assert_every_tool_call_answered, assert_valid_session, messages, text_of,
+    Fixture, HANG_GUARD, Running, assert_every_tool_call_answered, assert_valid_session, messages,
+    text_of,
 };
 
 /// A Responses model without reasoning, and one with it.
@@ -321,4 +322,89 @@ fn a_child_task_runs_on_a_responses_model() {
     let result = parents[1].tool_results()[0].1.clone();
     assert!(result.contains("alpha line"), "the Agent result: {result}");
     f.server.check_tool_calls_answered().unwrap();
+}
+
+/// Long enough to stream as several events, so faults "after N events" land mid-message.
+const PARTIAL: &str = "This reply starts streaming normally, goes on for a while in several \
+pieces, and is then interrupted before it could finish properly.";
+
+/// Every stream fault on the Responses route ends in a retry and the answer; the broken
+/// attempt leaves nothing in the session.
+#[test]
+fn stream_faults_are_retried_then_answered() {
+    let faults = [
+        ("503", Reply::failing(Fault::status(503)), None),
+        ("429", Reply::failing(Fault::rate_limited("0")), None),
+        (
+            "cut",
+            Reply::text(PARTIAL).fault(Fault::CutAfter { events: 6 }),
+            None,
+        ),
+        (
+            "malformed",
+            Reply::text(PARTIAL).fault(Fault::MalformedAfter { events: 6 }),
+            None,
+        ),
+        (
+            "response.failed",
+            Reply::text(PARTIAL).fault(Fault::ResponseFailed { events: 6 }),
+            None,
+        ),
+        (
+            "silent",
+            // After two text deltas: the idle deadline runs from the last content, and the
+            // first events of a Responses stream (created, in progress, item added) have none.
+            Reply::text(PARTIAL).fault(Fault::SilentAfter { events: 6 }),
+            Some(("CADRE_IDLE_TIMEOUT_MS", "300")),
+        ),
+    ];
+    for (label, first, env) in faults {
+        let f = fixture();
+        f.server.script(
+            Rule::always()
+                .reply(first)
+                .reply(Reply::text("Whole answer.")),
+        );
+        let mut cmd = f.command(&["-p", "--model", PLAIN, "hi"]);
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        let out = Running::spawn(cmd, None).wait(HANG_GUARD);
+        out.assert_success();
+        assert_eq!(out.stdout, "Whole answer.\n", "{label}");
+        assert_eq!(responses_requests(&f).len(), 2, "{label}");
+        let entries = assert_valid_session(&f.only_session());
+        let texts: Vec<String> = messages(&entries).iter().map(|m| text_of(m)).collect();
+        assert!(
+            !texts.iter().any(|t| t.contains("interrupted before")),
+            "{label}: {texts:?}"
+        );
+    }
+}
+
+#[test]
+fn a_stream_without_its_terminal_event_fails_clearly() {
+    let f = fixture();
+    f.server
+        .script(Rule::always().reply(Reply::text(PARTIAL).fault(Fault::NoTerminal)));
+    let out = f.run(&["-p", "--model", PLAIN, "hi"]);
+    let line = out.assert_one_line_error().to_lowercase();
+    assert!(
+        line.contains("terminal") || line.contains("ended"),
+        "the reason is named: {line}"
+    );
+    let entries = assert_valid_session(&f.only_session());
+    let last = &entries.last().unwrap()["message"];
+    assert_eq!(last["stopReason"], "error", "{last}");
+}
+
+#[test]
+fn context_overflow_is_not_retried() {
+    let f = fixture();
+    f.server
+        .script(Rule::always().reply(Reply::failing(Fault::ContextOverflow)));
+    let out = f.run(&["-p", "--model", PLAIN, "hi"]);
+    let line = out.assert_one_line_error().to_string();
+    assert!(line.contains("context"), "{line}");
+    assert_eq!(responses_requests(&f).len(), 1);
 }

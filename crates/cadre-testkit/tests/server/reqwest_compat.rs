@@ -3,7 +3,7 @@
 use cadre_testkit::prelude::*;
 use futures_util::StreamExt;
 
-use crate::{ANTHROPIC_PATH, OPENAI_PATH, anthropic_body, openai_body};
+use crate::{ANTHROPIC_PATH, OPENAI_PATH, anthropic_body, openai_body, responses_body};
 
 fn client() -> reqwest::Client {
     // reqwest is built without a bundled TLS provider; plain HTTP still needs one installed.
@@ -37,7 +37,7 @@ async fn read_stream(url: String, body: String) -> (u16, String, bool) {
 }
 
 #[tokio::test]
-async fn reqwest_reads_complete_streams_from_both_formats() {
+async fn reqwest_reads_complete_streams_from_every_format() {
     let server = FakeServer::start().await.unwrap();
     server.script(Rule::always().reply(Reply::text("over reqwest")));
     let openai_url = format!("{}/chat/completions", server.openai_base_url());
@@ -49,6 +49,12 @@ async fn reqwest_reads_complete_streams_from_both_formats() {
     let (status, text, failed) = read_stream(anthropic_url, anthropic_body("hi").to_string()).await;
     assert_eq!((status, failed), (200, false));
     assert!(text.ends_with("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"));
+
+    let responses_url = format!("{}/responses", server.openai_base_url());
+    let (status, text, failed) = read_stream(responses_url, responses_body("hi").to_string()).await;
+    assert_eq!((status, failed), (200, false));
+    let last = text.rsplit_terminator("\n\n").next().unwrap();
+    assert!(last.starts_with("event: response.completed\ndata: {\"type\":\"response.completed\""));
     assert_eq!(
         server.requests()[0].header("content-type"),
         Some("application/json")

@@ -192,6 +192,8 @@ impl Reply {
     }
 
     /// Appends a thinking block with an explicit signature (Anthropic `signature_delta`).
+    /// Responses has no signature: its reasoning item's `encrypted_content` is sealed from the
+    /// item id and the text, so that it can be verified when it comes back.
     pub fn thinking_signed(
         mut self,
         text: impl Into<String>,

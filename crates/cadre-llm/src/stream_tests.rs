@@ -14,6 +14,7 @@ use crate::anthropic::AnthropicDecoder;
 use crate::error::Waited;
 use crate::model::Api;
 use crate::openai::OpenAiDecoder;
+use crate::openai_responses::ResponsesDecoder;
 use crate::retry::RequestTimeouts;
 use crate::test_support::model;
 
@@ -116,7 +117,11 @@ async fn run(api: Api, body: Scripted) -> Ran {
             let decoder = AnthropicDecoder::new(&model);
             read_stream("prov", &tx, &mut watch, decoder, body).await
         }
-        _ => {
+        Api::OpenAiResponses => {
+            let decoder = ResponsesDecoder::new(&model);
+            read_stream("prov", &tx, &mut watch, decoder, body).await
+        }
+        Api::OpenAiCompletions => {
             let decoder = OpenAiDecoder::new(&model);
             read_stream("prov", &tx, &mut watch, decoder, body).await
         }
@@ -346,6 +351,54 @@ async fn a_body_that_ends_without_the_terminal_event_is_still_incomplete() {
     let ran = run(Api::OpenAiCompletions, body).await;
     assert!(
         matches!(ran.result, Err(LlmError::IncompleteStream { .. })),
+        "{:?}",
+        ran.result
+    );
+}
+
+const RESPONSE_CREATED: &str = "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\"}}\n\n";
+
+fn responses_text(text: &str) -> String {
+    format!(
+        "event: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"output_index\":0,\"content_index\":0,\"delta\":\"{text}\"}}\n\n"
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn responses_lifecycle_events_are_no_content_for_the_deadlines() {
+    // `response.created`/`.in_progress` and keep-alive comments carry no content: they do not
+    // hold off the first-content deadline ...
+    let in_progress = "event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\"response\":{\"id\":\"resp_1\"}}\n\n";
+    let body = Scripted::new(repeat(5, in_progress)).then(SECOND, RESPONSE_CREATED);
+    let ran = run(Api::OpenAiResponses, body).await;
+    assert_eq!(
+        no_content(&ran),
+        (
+            Waited::FirstContent,
+            Duration::from_secs(180),
+            Received::KeepAlives
+        )
+    );
+    // ... nor, after text, the idle one.
+    let body = Scripted::new(repeat(5, ": keep-alive\n\n"))
+        .then(SECOND, RESPONSE_CREATED)
+        .then(SECOND, responses_text("hel"));
+    let ran = run(Api::OpenAiResponses, body).await;
+    assert_eq!(
+        no_content(&ran),
+        (Waited::Idle, Duration::from_secs(120), Received::KeepAlives)
+    );
+    assert_eq!(ran.elapsed, Duration::from_secs(2 + 120));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_responses_body_that_ends_without_response_completed_is_incomplete() {
+    let body = Scripted::new(Tail::End)
+        .then(SECOND, RESPONSE_CREATED)
+        .then(SECOND, responses_text("hi"));
+    let ran = run(Api::OpenAiResponses, body).await;
+    assert!(
+        matches!(&ran.result, Err(LlmError::IncompleteStream { detail, .. }) if detail.contains("response.completed")),
         "{:?}",
         ran.result
     );

@@ -327,7 +327,11 @@ impl ResponsesDecoder {
                     self.asm.tool_args(BlockKey::Tool(output_index), args, out);
                 }
             }
-            // A message opens at its first text: an empty one leaves no empty block.
+            // Opened now, as Pi does: the model has begun its answer, which is progress for the
+            // deadlines even before the first text arrives.
+            "message" => {
+                self.open_block(output_index, Kind::Text, None, out);
+            }
             _ => {}
         }
     }

@@ -497,3 +497,29 @@ fn mutated_streams_never_panic() {
     bytes.extend(events(&list));
     decode_mutations(&bytes, make);
 }
+
+#[test]
+fn an_output_item_beginning_is_content_for_the_deadlines() {
+    // The first content of a reply is the start of its first item, as in Pi: events come out
+    // of it, and the stream loop counts them as progress.
+    for item in [
+        json!({"id": "msg_1", "type": "message", "role": "assistant", "content": []}),
+        json!({"id": "rs_1", "type": "reasoning", "summary": []}),
+        json!({"id": "fc_1", "type": "function_call", "call_id": "c", "name": "read",
+            "arguments": ""}),
+    ] {
+        let bytes = events(&[
+            created(),
+            json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
+        ]);
+        let (out, _) = decode(make(), &[&bytes]);
+        assert!(out.len() > 1, "{item}: {out:?}");
+    }
+    // The response's lifecycle events are not.
+    let bytes = events(&[
+        created(),
+        json!({"type": "response.in_progress", "response": {"id": "resp_1"}}),
+    ]);
+    let (out, _) = decode(make(), &[&bytes]);
+    assert_eq!(out, vec![AssistantMessageEvent::Start]);
+}

@@ -207,7 +207,7 @@ impl Serialize for Messages<'_> {
                     run_start.get_or_insert(i);
                     out.serialize_element(&ToolMessage {
                         role: "tool",
-                        tool_call_id: &r.tool_call_id,
+                        tool_call_id: ToolId(&r.tool_call_id),
                         content: ToolText(&r.content),
                     })?;
                 }
@@ -223,7 +223,7 @@ impl Serialize for Messages<'_> {
 #[derive(Serialize)]
 struct ToolMessage<'a> {
     role: &'static str,
-    tool_call_id: &'a str,
+    tool_call_id: ToolId<'a>,
     content: ToolText<'a>,
 }
 
@@ -441,7 +441,7 @@ impl Serialize for ToolCalls<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
         struct Call<'a> {
-            id: &'a str,
+            id: ToolId<'a>,
             #[serde(rename = "type")]
             kind: &'static str,
             function: Function<'a>,
@@ -452,13 +452,34 @@ impl Serialize for ToolCalls<'_> {
             arguments: Arguments<'a>,
         }
         s.collect_seq(self.calls().map(|c| Call {
-            id: &c.id,
+            id: ToolId(&c.id),
             kind: "function",
             function: Function {
                 name: &c.name,
                 arguments: Arguments(&c.arguments),
             },
         }))
+    }
+}
+
+/// A tool call id as Chat Completions takes it. A call made through the Responses API is
+/// stored as `call_id|item_id` (Pi's form), whose item part is long and may hold characters
+/// OpenAI refuses here; as Pi does, only the call id is sent, sanitized to `[A-Za-z0-9_-]` and cut
+/// at OpenAI's 40 characters. The call and its result map alike, so they still pair.
+struct ToolId<'a>(&'a str);
+
+impl Serialize for ToolId<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let Some((call, _item)) = self.0.split_once('|') else {
+            return s.serialize_str(self.0);
+        };
+        let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        let id: String = call
+            .chars()
+            .map(|c| if valid(c) { c } else { '_' })
+            .take(40)
+            .collect();
+        s.serialize_str(&id)
     }
 }
 

@@ -239,6 +239,36 @@ fn conversation_mapping() {
 }
 
 #[test]
+fn responses_call_ids_are_sent_as_their_call_part() {
+    // A call made on the Responses API, stored as Pi stores it: `call_id|item_id`.
+    let item = format!("fc_{}", "0123456789abcdef".repeat(4));
+    let stored = format!("call_Ab+/={}|{item}", "x".repeat(40));
+    let msgs = vec![
+        assistant(vec![ContentBlock::ToolCall(ToolCall {
+            id: stored.clone(),
+            name: "read".into(),
+            arguments: json!({}),
+        })]),
+        tool_result(&stored, vec![ContentBlock::text("ok")], false),
+    ];
+    let b = body_json(&request(m(), msgs));
+    let want: String = format!("call_Ab___{}", "x".repeat(40))
+        .chars()
+        .take(40)
+        .collect();
+    assert_eq!(b["messages"][1]["tool_calls"][0]["id"], json!(want));
+    assert_eq!(b["messages"][2]["tool_call_id"], json!(want));
+    // Ids of other origins are sent as they are.
+    let msgs = vec![assistant(vec![ContentBlock::ToolCall(ToolCall {
+        id: "toolu_01+x".into(),
+        name: "read".into(),
+        arguments: json!({}),
+    })])];
+    let b = body_json(&request(m(), msgs));
+    assert_eq!(b["messages"][1]["tool_calls"][0]["id"], "toolu_01+x");
+}
+
+#[test]
 fn tool_only_assistant_has_null_content() {
     let msgs = vec![assistant(vec![ContentBlock::ToolCall(ToolCall {
         id: "c1".into(),

@@ -435,3 +435,64 @@ fn every_call_gets_an_output_and_every_output_a_call() {
     .collect();
     assert_eq!(kinds, want, "{b}");
 }
+
+/// Pi 0.73.1's own record of a Responses tool turn (see tests/fixtures/pi/README.md).
+fn pi_fixture() -> (Vec<Message>, Vec<Value>) {
+    let fixture: Value = serde_json::from_str(include_str!(
+        "../../tests/fixtures/pi/responses_tool_turn.json"
+    ))
+    .unwrap();
+    let messages = serde_json::from_value(fixture["session_messages"].clone()).unwrap();
+    let input = fixture["pi_request_input_after_system"]
+        .as_array()
+        .unwrap()
+        .clone();
+    (messages, input)
+}
+
+fn pi_model() -> Model {
+    let mut model = reasoner();
+    model.provider = "fakeresp".into();
+    model.id = "m1".into();
+    model
+}
+
+#[test]
+fn the_stream_pi_decoded_becomes_the_message_pi_stored() {
+    let (messages, _) = pi_fixture();
+    let Message::Assistant(stored) = &messages[1] else {
+        panic!("{:?}", messages[1])
+    };
+    let sse = include_bytes!("../../tests/fixtures/pi/responses_tool_turn.sse");
+    let (_, decoded) = decode(ResponsesDecoder::new(&pi_model()), &[sse]);
+    let decoded = decoded.map_err(|(e, _)| e.to_string()).unwrap();
+    // The reasoning item in the signature, byte for byte; the call id as `call_id|item_id`.
+    assert_eq!(decoded.content, stored.content);
+    assert_eq!(decoded.stop_reason, stored.stop_reason);
+    assert_eq!(decoded.response_id, stored.response_id);
+    assert_eq!(decoded.usage.total_tokens, stored.usage.total_tokens);
+}
+
+#[test]
+fn a_conversation_pi_stored_is_sent_back_as_pi_sends_it() {
+    let (messages, mut pi_input) = pi_fixture();
+    // Pi also sends the id of each assistant message item, kept in a text signature cadre does
+    // not store (with `status` and `annotations`); everything else is the same.
+    for item in &mut pi_input {
+        if item["type"] == "message" {
+            let item = item.as_object_mut().unwrap();
+            item.remove("id");
+            item.remove("status");
+            item["content"][0]
+                .as_object_mut()
+                .unwrap()
+                .remove("annotations");
+        }
+    }
+    let mut req = request(pi_model(), messages);
+    req.thinking = ThinkingLevel::Medium;
+    let b = body_json(&req);
+    let input = b["input"].as_array().unwrap();
+    assert_eq!(input[0]["role"], "developer");
+    assert_eq!(input[1..], pi_input[..]);
+}

@@ -339,11 +339,11 @@ fn expand_default(name: &str, cx: &ExpandContext<'_>) -> Expansion {
     }
     if wide {
         notes.push(if m.context_window >= 1_000_000 {
-            format!("`{target}` has a 1M-token context window")
+            "it has a 1M-token context window".to_string()
         } else {
             format!(
-                "`{target}` has a {}K-token context window; the 1M context is not available \
-                 through cadre",
+                "it has a {}K-token context window; the 1M context is not available through \
+                 cadre",
                 m.context_window / 1000
             )
         });

@@ -102,32 +102,16 @@ pub(super) struct Reasoning {
 }
 
 /// The `reasoning` object for a level: the effort is
-/// [`crate::thinking::resolve_thinking`]'s wire value (so the value recorded with a session is
-/// the value sent), with summaries so the reasoning shows. With thinking off, a reasoning model
-/// gets Pi's `effort: "none"` unless its `thinkingLevelMap` says `off` is not a level it takes
-/// (`null`); a server flagged `supportsReasoningEffort: false` gets nothing.
+/// [`crate::thinking::resolve_thinking`]'s wire value, so the value recorded with a session is
+/// the value sent, with summaries so the reasoning shows. No wire value (thinking off without a
+/// mapped value, `compat.supportsReasoningEffort: false`, a model that does not reason) sends no
+/// `reasoning` at all: the model's default is the one form no model refuses (Pi sends
+/// `effort: "none"` for off, which models before GPT-5.1 reject).
 pub(super) fn reasoning(model: &Model, level: ThinkingLevel) -> Option<Reasoning> {
-    if !model.reasoning || model.compat.supports_reasoning_effort == Some(false) {
-        return None;
-    }
-    let resolved = crate::thinking::resolve_thinking(model, level);
-    if resolved.effective == ThinkingLevel::Off {
-        return match model.thinking_level_map.get(&ThinkingLevel::Off) {
-            Some(None) => None,
-            Some(Some(v)) => Some(Reasoning {
-                effort: v.clone(),
-                summary: None,
-            }),
-            None => Some(Reasoning {
-                effort: "none".into(),
-                summary: None,
-            }),
-        };
-    }
-    resolved.wire_value.map(|effort| Reasoning {
-        effort,
-        summary: Some("auto"),
-    })
+    let effort = crate::thinking::resolve_thinking(model, level).wire_value?;
+    // With no reasoning there is nothing to summarize; Pi sends the effort alone then too.
+    let summary = (effort != "none").then_some("auto");
+    Some(Reasoning { effort, summary })
 }
 
 /// Responses function tools. `strict` is sent as `false`: the API's default is `true`, which

@@ -118,11 +118,19 @@ fn reasoning_on_and_off() {
     // A reasoning model's system prompt is a developer message.
     assert_eq!(b["input"][0]["role"], "developer");
 
-    // Off: Pi's `none`, and the encrypted content is still asked for.
+    // Off: no effort (the model's default), and the encrypted content is still asked for.
     req.thinking = ThinkingLevel::Off;
     let b = body_json(&req);
-    assert_eq!(b["reasoning"], json!({"effort": "none"}));
+    assert!(b.get("reasoning").is_none(), "{b}");
     assert_eq!(b["include"], json!(["reasoning.encrypted_content"]));
+    // An `off` the map gives a value is sent as that effort.
+    let mut model = reasoner();
+    model
+        .thinking_level_map
+        .insert(ThinkingLevel::Off, Some("none".into()));
+    let mut req = request(model, vec![]);
+    req.thinking = ThinkingLevel::Off;
+    assert_eq!(body_json(&req)["reasoning"], json!({"effort": "none"}));
 
     // A model whose map says `off` is no level of its own is clamped as `resolve_thinking`
     // records it (to the nearest level it takes), and sent that.

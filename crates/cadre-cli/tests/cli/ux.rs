@@ -468,7 +468,9 @@ fn a_run_warns_about_a_broken_agent_file() {
     assert_eq!(out.stdout, "ok\n");
     let line = out.stderr.lines().next().unwrap_or_default();
     assert!(
-        line.starts_with("cadre: warning: agent type `review` is unavailable: invalid YAML"),
+        line.starts_with(
+            "cadre: warning: agent type `review` is unavailable: line 4: invalid YAML"
+        ),
         "{}",
         out.stderr
     );

@@ -439,8 +439,15 @@ impl ResponsesDecoder {
                     .and_then(|r| r.incomplete_details.0.as_ref())
                     .and_then(|d| d.reason.get());
                 let incomplete = kind == "response.incomplete" || status == Some("incomplete");
+                if !incomplete && matches!(status, Some("failed" | "cancelled")) {
+                    // A "completed" event whose response says otherwise is a failure, not a
+                    // reply that merely stopped.
+                    let detail = Value::String(format!("response {}", status.unwrap_or("")));
+                    let error = info.and_then(|r| r.error.as_ref()).filter(|e| !e.is_null());
+                    return Err(stream_error(&self.provider, error.unwrap_or(&detail)));
+                }
                 self.asm
-                    .set_stop_reason(map_stop_reason(incomplete, status, reason));
+                    .set_stop_reason(map_stop_reason(incomplete, reason));
                 return Ok(true);
             }
             "response.failed" => {
@@ -492,16 +499,11 @@ fn call_id(item: &Item) -> Option<String> {
 /// The stop reason of a finished response. A reply cut by `max_output_tokens` (or for any
 /// reason but the content filter) stopped at a length; a filtered one stopped, as Chat
 /// Completions' `content_filter` does. Tool calls turn `stop` into `toolUse` in the assembler.
-fn map_stop_reason(incomplete: bool, status: Option<&str>, reason: Option<&str>) -> StopReason {
-    if incomplete {
-        return match reason {
-            Some("content_filter") => StopReason::Stop,
-            _ => StopReason::Length,
-        };
-    }
-    match status {
-        Some("failed" | "cancelled") => StopReason::Error,
-        _ => StopReason::Stop,
+fn map_stop_reason(incomplete: bool, reason: Option<&str>) -> StopReason {
+    match (incomplete, reason) {
+        (true, Some("content_filter")) => StopReason::Stop,
+        (true, _) => StopReason::Length,
+        (false, _) => StopReason::Stop,
     }
 }
 

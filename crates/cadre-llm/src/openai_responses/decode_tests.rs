@@ -405,6 +405,20 @@ fn failed_responses_and_error_events_are_typed_errors() {
     );
     assert!(err(&d).0.is_retryable());
 
+    // A completion whose response failed is a failure too.
+    let d = decode(
+        make(),
+        &[&events(&[
+            created(),
+            completed("failed", usage(1, 0, 0, 0)),
+        ])],
+    );
+    assert!(
+        err(&d).0.to_string().contains("response failed"),
+        "{:?}",
+        d.1
+    );
+
     let d = decode(
         make(),
         &[&events(&[

@@ -190,7 +190,19 @@ impl Commands {
                     .iter()
                     .any(|m| m.provider == provider && m.id == model_id)
                 {
-                    return Err(format!("Model not found: {full}"));
+                    // Pi's words, with the reason when the entry exists but cannot be served.
+                    let why = self
+                        .host
+                        .context()
+                        .registry
+                        .list()
+                        .into_iter()
+                        .find(|m| m.full_name == full)
+                        .and_then(|m| m.unsupported);
+                    return Err(match why {
+                        Some(why) => format!("Model not found: {full} ({why})"),
+                        None => format!("Model not found: {full}"),
+                    });
                 }
                 let wait = host.set_model(&full);
                 self.answer(

@@ -252,3 +252,42 @@ fn a_refused_thinking_form_is_reported_with_what_to_change() {
     // Not retried: a bad request stays bad.
     assert_eq!(fixture.server.requests().len(), 1);
 }
+
+#[test]
+fn rpc_set_model_to_an_unservable_entry_says_why() {
+    use crate::harness::{HANG_GUARD, Running};
+    let fixture = fixture();
+    let input = [
+        json!({"id": "1", "type": "set_model", "provider": "gemini", "modelId": "gemini-pro"}),
+        json!({"id": "2", "type": "set_model", "provider": "no", "modelId": "pe"}),
+    ]
+    .map(|c| c.to_string())
+    .join("\n")
+        + "\n";
+    let cmd = fixture.command(&["--mode", "rpc", "--no-session", "--model", "fake/m1"]);
+    let out = Running::spawn(cmd, Some(&input)).wait(HANG_GUARD);
+    let answers: Vec<Value> = out
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|v: &Value| v["type"] == "response")
+        .collect();
+    let error = |id: &str| {
+        answers
+            .iter()
+            .find(|a| a["id"] == id)
+            .unwrap_or_else(|| panic!("no answer {id}: {out:#?}"))["error"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let e = error("1");
+    assert!(
+        e.starts_with("Model not found: gemini/gemini-pro (api `google-generative-ai`"),
+        "{e}"
+    );
+    assert!(e.contains("openai-responses"), "{e}");
+    // An unknown model keeps Pi's words as they are.
+    assert_eq!(error("2"), "Model not found: no/pe");
+    assert!(fixture.server.requests().is_empty());
+}

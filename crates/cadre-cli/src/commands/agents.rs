@@ -20,7 +20,7 @@ use cadre_core::roles::{
 };
 use serde::Serialize;
 
-use super::format::{clip, show_path, table};
+use super::format::{clip, grouped, show_path, table};
 use super::role_check::{Checker, RoleCheck};
 use super::{Place, print_out};
 
@@ -310,11 +310,12 @@ impl View<'_> {
     /// Per role: why it would not launch, which tools it names that it would not get, what
     /// its model resolved through, and the file's own notes (ignored keys, dropped tools).
     fn role_notes(&self, roster: &Roster, checks: &[RoleCheck]) -> String {
-        let mut lines = Vec::new();
+        let mut items: Vec<(String, String)> = Vec::new();
         for (role, check) in roster.roles.iter().zip(checks) {
             let name = &role.def.name;
+            let mut add = |text: String| items.push((name.clone(), text));
             for p in &check.problems {
-                lines.push(format!("  {name}: does not launch: {}", one_line(p)));
+                add(format!("does not launch: {}", one_line(p)));
             }
             if let Some(note) = check
                 .model
@@ -322,20 +323,22 @@ impl View<'_> {
                 .as_ref()
                 .filter(|_| check.model.note_adds())
             {
-                lines.push(format!("  {name}: model: {}", one_line(note)));
+                add(format!("model: {}", one_line(note)));
             }
             for d in &check.dropped {
-                lines.push(format!("  {name}: not given to the child: {d}"));
+                add(format!("not given to the child: {d}"));
             }
             for w in &check.warnings {
-                lines.push(format!("  {name}: {}", one_line(w)));
+                add(one_line(w));
             }
-        }
-        for role in &roster.roles {
             for note in &role.def.notes {
-                lines.push(format!("  {}: {}", role.def.name, one_line(note)));
+                add(one_line(note));
             }
         }
+        let lines: Vec<String> = grouped(&items)
+            .into_iter()
+            .map(|line| format!("  {line}"))
+            .collect();
         section("Notes", &lines)
     }
 
@@ -379,6 +382,11 @@ impl View<'_> {
             .iter()
             .filter(|d| match d.kind {
                 DiagnosticKind::Override => false,
+                // A loaded role's own notes are in the Notes section.
+                DiagnosticKind::Note => !roster
+                    .roles
+                    .iter()
+                    .any(|r| r.file.is_some() && r.file == d.file),
                 // Shown with its blocked name, unless a higher file replaced that name since.
                 DiagnosticKind::Malformed => !roster
                     .blocked

@@ -19,7 +19,7 @@ use cadre_llm::registry::{AuthFile, KeySource, ModelsFile, ProcessEnv, home_dir}
 use cadre_protocol::TaskStatus;
 use cadre_tools::sandbox::{SandboxStatus, landlock_status, mechanisms};
 
-use super::format::show_path;
+use super::format::{grouped_named, show_path};
 use super::role_check::Checker;
 use super::tasks::in_project;
 use super::{Place, print_out};
@@ -472,50 +472,57 @@ fn roles_section(
     // What a launch of each role from the root session would meet, as `cadre agents --json`
     // says it: the registry is only listed, so no `!command` key runs.
     let checker = Checker::load(place, trust);
+    // (name, subject, message) per level, said once per message so a collection of a hundred
+    // files naming one unavailable model is one line.
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    let mut notes = Vec::new();
     for role in &roster.roles {
         let at = role
             .file
             .as_deref()
             .map_or_else(|| role.layer.to_string(), short);
-        let name = &role.def.name;
+        let name = role.def.name.clone();
+        let subject = format!("agent type `{name}` ({at})");
+        let item = |message: String| (name.clone(), subject.clone(), message);
         let check = checker.check(&role.def);
         for problem in &check.problems {
-            r.error(format!(
-                "agent type `{name}` ({at}): {}, so every launch fails",
+            errors.push(item(format!(
+                "{}, so every launch fails",
                 one_line(problem)
-            ));
+            )));
         }
         if check.model.falls_back_to_parent {
             // The note says why and that the parent's model is used.
-            r.warn(format!(
-                "agent type `{name}` ({at}): {}",
-                one_line(check.model.note.as_deref().unwrap_or_default())
-            ));
+            warnings.push(item(one_line(
+                check.model.note.as_deref().unwrap_or_default(),
+            )));
         } else if let Some(note) = check
             .model
             .note
             .as_ref()
             .filter(|_| check.model.note_adds())
         {
-            r.line(format!(
-                "note: agent type `{name}` ({at}): {}",
-                one_line(note)
-            ));
+            notes.push(item(one_line(note)));
         }
         for w in &check.warnings {
-            r.warn(format!("agent type `{name}` ({at}): {}", one_line(w)));
+            warnings.push(item(one_line(w)));
         }
         for d in &check.dropped {
-            r.line(format!(
-                "note: agent type `{name}` ({at}): not given to the child: {d}"
-            ));
+            notes.push(item(format!("not given to the child: {d}")));
         }
         for note in &role.def.notes {
-            r.line(format!(
-                "note: agent type `{name}` ({at}): {}",
-                one_line(note)
-            ));
+            notes.push(item(one_line(note)));
         }
+    }
+    for line in grouped_named(&errors) {
+        r.error(line);
+    }
+    for line in grouped_named(&warnings) {
+        r.warn(line);
+    }
+    for line in grouped_named(&notes) {
+        r.line(format!("note: {line}"));
     }
     for b in &roster.blocked {
         r.error(format!(
@@ -544,6 +551,12 @@ fn roles_section(
             }
             DiagnosticKind::UnreadableDir => r.error(shown),
             DiagnosticKind::Untrusted => r.line(format!("ignored (untrusted): {shown}")),
+            // A loaded role's own notes were said with it above.
+            DiagnosticKind::Note
+                if roster
+                    .roles
+                    .iter()
+                    .any(|role| role.file.is_some() && role.file == d.file) => {}
             DiagnosticKind::Note => r.line(format!("note: {shown}")),
             DiagnosticKind::Override => {}
         }

@@ -89,6 +89,57 @@ pub fn cost(dollars: f64) -> String {
 }
 
 /// The first line of `text`, whitespace collapsed, at most `max` characters (with "…" when cut).
+/// Most subjects named in one grouped line; the rest are counted.
+const MAX_GROUP_NAMES: usize = 8;
+
+/// `(subject, message)` pairs with each message said once, in first-seen order: `subject:
+/// message` when one subject has it, `message — N agent types: a, b, … and K more` when several
+/// do. A collection of a hundred role files that all name `model: sonnet` gives one line, not a
+/// hundred.
+pub fn grouped(items: &[(String, String)]) -> Vec<String> {
+    let items: Vec<(String, String, String)> = items
+        .iter()
+        .map(|(s, m)| (s.clone(), s.clone(), m.clone()))
+        .collect();
+    grouped_named(&items)
+}
+
+/// [`grouped`] over `(name, subject, message)`: a message of one role is led by its `subject`
+/// (`agent type `x` (file)`), a shared one lists the roles' names.
+pub fn grouped_named(items: &[(String, String, String)]) -> Vec<String> {
+    let mut groups: Vec<(&str, Vec<(&str, &str)>)> = Vec::new();
+    for (name, subject, message) in items {
+        match groups.iter_mut().find(|(m, _)| *m == message.as_str()) {
+            Some((_, subjects)) => {
+                if !subjects.iter().any(|(n, _)| n == name) {
+                    subjects.push((name, subject));
+                }
+            }
+            None => groups.push((message, vec![(name, subject)])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(message, subjects)| match subjects.as_slice() {
+            [(_, subject)] => format!("{subject}: {message}"),
+            many => {
+                let shown: Vec<&str> = many.iter().take(MAX_GROUP_NAMES).map(|(n, _)| *n).collect();
+                let rest = many.len() - shown.len();
+                let more = if rest > 0 {
+                    format!(" and {rest} more")
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{message} — {} agent types: {}{more}",
+                    many.len(),
+                    shown.join(", ")
+                )
+            }
+        })
+        .collect()
+}
+
 pub fn clip(text: &str, max: usize) -> String {
     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     let collapsed: String = line.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -168,6 +219,23 @@ fn common_prefix(a: &str, b: &str) -> usize {
 mod tests {
     use super::*;
     use cadre_protocol::TerminationKind;
+
+    #[test]
+    fn messages_shared_by_many_roles_are_said_once() {
+        let items: Vec<(String, String)> = (0..11)
+            .map(|i| (format!("r{i}"), "model `sonnet` unavailable".to_string()))
+            .chain([("solo".to_string(), "dropped WebFetch".to_string())])
+            .collect();
+        let lines = grouped(&items);
+        assert_eq!(
+            lines,
+            vec![
+                "model `sonnet` unavailable — 11 agent types: r0, r1, r2, r3, r4, r5, r6, r7 and 3 more",
+                "solo: dropped WebFetch",
+            ]
+        );
+        assert!(grouped(&[]).is_empty());
+    }
 
     #[test]
     fn table_aligns_columns_without_trailing_spaces() {

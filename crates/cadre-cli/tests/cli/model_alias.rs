@@ -266,3 +266,40 @@ fn doctor_exits_1_on_a_malformed_role_file_and_names_it() {
         out.stdout
     );
 }
+
+#[test]
+fn what_a_portable_role_file_does_not_get_is_said_in_the_task_record() {
+    let f = Fixture::new();
+    let dir = f.project.join(".claude/agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("planner.md"),
+        "---\nname: planner\ndescription: Plans the work\ncategory: planning\n\
+         tools: Read, Grep, WebSearch, mcp__context7__get-library-docs\n---\nYou plan.\n",
+    )
+    .unwrap();
+    f.run(&["trust"]).assert_success();
+    let record = launch_planner(&f);
+    let tools: Vec<&str> = record["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        tools.contains(&"read") && tools.contains(&"grep"),
+        "{tools:?}"
+    );
+    assert!(!tools.iter().any(|t| t.starts_with("mcp__")), "{tools:?}");
+    let diags = diagnostics(&record);
+    for needle in [
+        "role file: `tools`: Claude Code tools with no cadre counterpart were dropped: WebSearch",
+        "role file: unknown key `category` ignored",
+        "`mcp__context7__get-library-docs` is left out: no MCP server of that name runs",
+    ] {
+        assert!(
+            diags.iter().any(|d| d.contains(needle)),
+            "{needle}: {diags:#?}"
+        );
+    }
+}

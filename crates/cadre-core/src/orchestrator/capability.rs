@@ -139,6 +139,9 @@ pub struct CapabilityInput<'a> {
 pub enum DropReason {
     /// The role lists it but the parent does not have it active.
     NotInParent,
+    /// The role names a tool of an MCP server that gives the parent no tool at all: not
+    /// configured, or it failed to start (role files from other hosts name servers freely).
+    McpServerAbsent,
     /// The delegation packet asked for a child without tools.
     NoToolsPolicy,
     /// The role's `disallowedTools` names it.
@@ -159,6 +162,9 @@ impl fmt::Display for DropReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DropReason::NotInParent => f.write_str("the parent does not have this tool"),
+            DropReason::McpServerAbsent => f.write_str(
+                "no MCP server of that name runs in this session (configure it under mcpServers)",
+            ),
             DropReason::NoToolsPolicy => {
                 f.write_str("the delegation packet's tool_policy is \"no tools\"")
             }
@@ -356,6 +362,11 @@ fn drop_reason(
     disallow_all: bool,
 ) -> Option<DropReason> {
     if !parent.contains(name) {
+        if let Some(server) = server_of(name)
+            && !parent.iter().any(|t| server_of(t) == Some(server))
+        {
+            return Some(DropReason::McpServerAbsent);
+        }
         return Some(DropReason::NotInParent);
     }
     if input.tool_policy_no_tools {
@@ -719,7 +730,7 @@ mod tests {
                 role: Some(&["read", "mcp__fs__read_file"]),
                 readonly: true,
                 tools: &["read"],
-                dropped: &[("mcp__fs__read_file", NotInParent)],
+                dropped: &[("mcp__fs__read_file", McpServerAbsent)],
                 ..BASE
             },
             Case {
@@ -813,7 +824,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(set.tools, names(&["read"]));
-        assert_eq!(set.dropped[0].reason, DropReason::NotInParent);
+        assert_eq!(set.dropped[0].reason, DropReason::McpServerAbsent);
 
         // Claude Code's `mcp__<server>__*` denies the whole server.
         let set = run(&Case {

@@ -819,7 +819,7 @@ fn claude_code_files_as_collections_write_them() {
         (
             "name: a\ndescription: d\ntools: Read, WebSearch, mcp__context7__get-library-docs, TaskList",
             "x",
-            |d| d.tools.as_named().is_some_and(|t| t.len() == 2) && d.notes.len() == 2,
+            |d| d.tools.as_named().is_some_and(|t| t.len() == 2) && d.notes.len() == 1,
         ),
         (
             "name: dotnet-framework-4.8-expert\ndescription: d",

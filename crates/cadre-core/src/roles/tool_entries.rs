@@ -106,6 +106,8 @@ enum Entry {
     /// `Bash(<pattern>)` in an allowlist.
     BashPattern(String),
     Drop(String),
+    /// A Claude Code tool cadre does not have, as written: dropped, noted with the others.
+    HostOnly(String),
 }
 
 /// Read one tool list. Notes go to `notes`; a problem is an error.
@@ -136,6 +138,7 @@ pub(crate) fn tool_list(
     let mut patterns: Vec<String> = Vec::new();
     let mut plain_bash = false;
     let mut problems = Vec::new();
+    let mut host_only: Vec<String> = Vec::new();
     for entry in &entries {
         if entry.chars().count() > MAX_TOOL_NAME_CHARS + 2 + MAX_PATTERN_CHARS {
             problems.push(format!(
@@ -163,11 +166,18 @@ pub(crate) fn tool_list(
                 }
             }
             Ok(Entry::Drop(note)) => notes.push(note),
+            Ok(Entry::HostOnly(name)) => host_only.push(name),
             Err(problem) => problems.push(problem),
         }
     }
     if !problems.is_empty() {
         return Err(bad(key, &problems.join("; ")));
+    }
+    if !host_only.is_empty() {
+        notes.push(format!(
+            "`{key}`: Claude Code tools with no cadre counterpart were dropped: {}",
+            host_only.join(", ")
+        ));
     }
     // A plain `Bash` allows every command, so its patterns restrict nothing.
     if plain_bash {
@@ -297,15 +307,11 @@ fn read_entry(key: &str, entry: &str, dialect: Dialect, kind: ListKind) -> Resul
     }
     // `web_search`, `webfetch`: a host-only tool in another spelling, not a typo.
     if let Some(host_only) = CLAUDE_ONLY_TOOLS.iter().find(|t| fold(t) == fold(entry)) {
-        let spelt = if *host_only == entry {
-            String::new()
+        return Ok(Entry::HostOnly(if *host_only == entry {
+            entry.to_string()
         } else {
-            format!(" (`{host_only}`)")
-        };
-        return Ok(Entry::Drop(format!(
-            "`{key}`: `{}`{spelt} is a Claude Code tool with no cadre counterpart; dropped",
-            shown(entry)
-        )));
+            format!("{} (`{host_only}`)", shown(entry))
+        }));
     }
     if let Some(real) = typo_of(entry, dialect) {
         return Err(format!(
@@ -348,10 +354,7 @@ fn read_scoped(
     });
     let Some(cadre) = cadre else {
         if CLAUDE_ONLY_TOOLS.contains(&tool) {
-            return Ok(Entry::Drop(format!(
-                "`{key}`: Claude Code tool `{}` has no cadre counterpart and was dropped",
-                shown(entry)
-            )));
+            return Ok(Entry::HostOnly(shown(entry)));
         }
         return Err(format!(
             "unknown tool `{}` in `{}`",
@@ -431,7 +434,7 @@ mod tests {
             ("Bash(npm run a, b)", named(&["bash"]), &["npm run a, b"], 0),
             ("Read(./src/**), Grep", named(&["grep"]), &[], 1),
             ("Agent(worker), Read", named(&["read"]), &[], 1),
-            ("WebFetch, TodoWrite, Read", named(&["read"]), &[], 2),
+            ("WebFetch, TodoWrite, Read", named(&["read"]), &[], 1),
             (
                 "web_search, fetch_content, contact_supervisor",
                 named(&[]),

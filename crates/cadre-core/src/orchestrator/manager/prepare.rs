@@ -16,7 +16,7 @@ use super::structured::STRUCTURED_OUTPUT_TOOL;
 use super::types::{LaunchError, ParentRef, TaskSpec};
 use crate::handoff::schema::check_schema;
 use crate::orchestrator::capability::{
-    AGENT_TOOL, CapabilityInput, CapabilitySet, resolve_capabilities,
+    AGENT_TOOL, CapabilityInput, CapabilitySet, DropReason, resolve_capabilities,
 };
 use crate::orchestrator::settings::DispatchMode;
 use crate::roles::model_alias::{ExpandContext, ModelPlan, Settled, expanded_name, settle};
@@ -250,6 +250,21 @@ pub(crate) async fn prepare(
         known_tools: &known,
         mcp_read_only: &mcp_read_only,
     })?;
+    // What a portable role file asked for and does not get is said in the task record (T9):
+    // the file's own notes (dropped host-only tools, ignored keys) and the tools it names that
+    // this session lacks (an MCP server that is not configured).
+    diagnostics.extend(role.notes.iter().map(|n| format!("role file: {n}")));
+    if let Some(named) = role_tools.as_deref() {
+        for d in caps.dropped.iter().filter(|d| {
+            named.contains(&d.name)
+                && matches!(
+                    d.reason,
+                    DropReason::NotInParent | DropReason::McpServerAbsent
+                )
+        }) {
+            diagnostics.push(format!("`{}` is left out: {}", d.name, d.reason));
+        }
+    }
 
     // Structured output (V8): a schema the validator cannot fully enforce is refused.
     if let Some(schema) = &spec.output_schema {

@@ -10,8 +10,10 @@
 //! reach for. docs/models.md has the table. A user's `models.json` can override any of it
 //! (`modelOverrides`) or add models.
 //!
-//! Every OpenAI model goes over Chat Completions except those OpenAI serves only through the
-//! Responses API (the `*-codex*` and `*-pro` models), which say `openai-responses`.
+//! Every OpenAI model goes over the Responses API, as in Pi and Codex: its reasoning items are
+//! carried between turns there (Chat Completions drops them), and the `*-codex*` and `*-pro`
+//! models are served only there. A `models.json` entry with `api: "openai-completions"` keeps
+//! the older wire for a model.
 
 use std::collections::BTreeMap;
 
@@ -1110,7 +1112,7 @@ pub fn providers() -> Vec<ProviderDef> {
         ),
         provider(
             "openai",
-            Api::OpenAiCompletions,
+            Api::OpenAiResponses,
             "https://api.openai.com/v1",
             "OPENAI_API_KEY",
             OPENAI,

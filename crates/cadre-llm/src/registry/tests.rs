@@ -65,7 +65,7 @@ fn builtins_resolve_with_env_keys() {
     assert!(m.cost.input > 0.0 && m.cost.output > m.cost.input);
 
     let m = reg.resolve("openai/gpt-5").unwrap();
-    assert_eq!(m.api, Api::OpenAiCompletions);
+    assert_eq!(m.api, Api::OpenAiResponses);
     assert_eq!(m.base_url, "https://api.openai.com/v1");
     assert_eq!(m.api_key.as_deref(), Some("sk-openai-test"));
 
@@ -82,12 +82,14 @@ fn builtins_resolve_with_env_keys() {
     let names: Vec<String> = reg.list().into_iter().map(|i| i.full_name).collect();
     assert!(names.contains(&"openrouter/openai/gpt-5".to_string()));
 
-    // Models OpenAI serves only over Responses say so; the others stay on Chat Completions.
+    // OpenAI's models go over Responses (reasoning carried between turns); OpenRouter's over
+    // its Chat Completions wire.
     for (name, api) in [
         ("openai/gpt-5-codex", Api::OpenAiResponses),
         ("openai/gpt-5.3-codex", Api::OpenAiResponses),
         ("openai/gpt-5.5-pro", Api::OpenAiResponses),
-        ("openai/gpt-5.5", Api::OpenAiCompletions),
+        ("openai/gpt-5.5", Api::OpenAiResponses),
+        ("openai/gpt-4.1", Api::OpenAiResponses),
         ("openrouter/openai/gpt-5.3-codex", Api::OpenAiCompletions),
     ] {
         let env = env().with("OPENROUTER_API_KEY", "sk-or");
@@ -485,7 +487,7 @@ fn builtin_provider_models_are_upserted_by_id() {
     // Replaced entirely: the built-in thinking map is gone with it.
     assert!(m.thinking_level_map.is_empty());
     let c = reg.resolve("openai/o-custom").unwrap();
-    assert_eq!(c.api, Api::OpenAiCompletions); // inherits the built-in provider's api
+    assert_eq!(c.api, Api::OpenAiResponses); // inherits the built-in provider's api
     assert_eq!(c.base_url, "https://api.openai.com/v1");
     assert_eq!(c.api_key.as_deref(), Some("sk-openai-test"));
     assert!(reg.resolve("openai/gpt-4.1").is_ok());

@@ -272,4 +272,3 @@ fn check_session_flags(args: &RunArgs) -> Result<()> {
     }
     Ok(())
 }
-

@@ -11,14 +11,14 @@ mod harness;
 
 #[path = "cli/abort.rs"]
 mod abort;
-#[path = "cli/agent_corpus.rs"]
-mod agent_corpus;
-#[path = "cli/bash_allow.rs"]
-mod bash_allow;
 #[path = "cli/acp.rs"]
 mod acp;
 #[path = "cli/acp_hostile.rs"]
 mod acp_hostile;
+#[path = "cli/agent_corpus.rs"]
+mod agent_corpus;
+#[path = "cli/bash_allow.rs"]
+mod bash_allow;
 #[path = "cli/compaction_pi.rs"]
 mod compaction_pi;
 #[path = "cli/config.rs"]

@@ -20,8 +20,14 @@
 //! the service checks it, each failure an HTTP 400 in its error shape: a returned reasoning
 //! item's encrypted content must be one this server issued for that item id, a reasoning item
 //! without it is refused when `store` is false, every `function_call` needs its
-//! `function_call_output` and the other way round, and `previous_response_id` is never found
-//! (nothing is stored). [`RecordedRequest::reasoning_items`] shows which reasoning came back.
+//! `function_call_output` and the other way round, `previous_response_id` is never found
+//! (nothing is stored), no two input items share an id, a reasoning item must be followed (after
+//! any further reasoning items) by a function call or an assistant message, and a message or
+//! function call sent back with the id of one this server produced after a reasoning item needs
+//! that reasoning item before it in the same turn (no user, system or developer message between).
+//! [`FakeServer::model_efforts`] makes a model refuse the reasoning efforts it does not take, as
+//! the service does (off unless a test names the model).
+//! [`RecordedRequest::reasoning_items`] shows which reasoning came back.
 //!
 //! # Scripting model
 //!
@@ -76,6 +82,7 @@
 //! ```
 
 mod anthropic;
+mod efforts;
 mod http;
 mod matcher;
 mod openai;

@@ -26,7 +26,33 @@ pub(crate) fn response_id(ctx: &RenderCtx) -> String {
 
 /// An output item's id: the service's prefix, the request and the item's position.
 fn item_id(prefix: &str, ctx: &RenderCtx, output_index: usize) -> String {
-    format!("{prefix}_fake{:06}_{output_index:02}", ctx.seq)
+    item_id_of(prefix, ctx.seq, output_index)
+}
+
+fn item_id_of(prefix: &str, seq: u64, output_index: usize) -> String {
+    format!("{prefix}_fake{seq:06}_{output_index:02}")
+}
+
+/// `(item id, reasoning item id)` for every output item of the `seq`-th response that comes
+/// after a reasoning item: the service refuses such an item sent back without the reasoning
+/// item it was produced with (the nearest one before it in the output).
+pub(crate) fn reasoning_links(reply: &Reply, seq: u64) -> Vec<(String, String)> {
+    let mut reasoning: Option<String> = None;
+    let mut links = Vec::new();
+    for (index, part) in reply.parts.iter().enumerate() {
+        let prefix = match part {
+            Part::Thinking { .. } => {
+                reasoning = Some(item_id_of("rs", seq, index));
+                continue;
+            }
+            Part::Text(_) => "msg",
+            Part::ToolCall { .. } => "fc",
+        };
+        if let Some(rs) = &reasoning {
+            links.push((item_id_of(prefix, seq, index), rs.clone()));
+        }
+    }
+    links
 }
 
 /// What the request said about itself that the response object echoes.
@@ -559,6 +585,36 @@ mod tests {
         );
         let u = usage_object(ctx().usage, &Reply::text("x"));
         assert_eq!(u["output_tokens_details"]["reasoning_tokens"], 0);
+    }
+
+    #[test]
+    fn items_after_reasoning_are_linked_to_it() {
+        let reply = Reply::new()
+            .text("first")
+            .thinking("a")
+            .text("x")
+            .tool_call("c1", "read", json!({}))
+            .thinking("b")
+            .tool_call("c2", "read", json!({}));
+        let links = reasoning_links(&reply, 7);
+        let pairs: Vec<(&str, &str)> = links
+            .iter()
+            .map(|(item, rs)| (item.as_str(), rs.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("msg_fake000007_02", "rs_fake000007_01"),
+                ("fc_fake000007_03", "rs_fake000007_01"),
+                ("fc_fake000007_05", "rs_fake000007_04"),
+            ]
+        );
+        // The ids are the ones the stream carries.
+        let ctx = RenderCtx { seq: 7, ..ctx() };
+        let items = output_items(&reply, &ctx, &Echo { body: &json!({}) });
+        assert_eq!(items[2]["id"], "msg_fake000007_02");
+        assert_eq!(items[5]["id"], "fc_fake000007_05");
+        assert!(reasoning_links(&Reply::text("x").tool_call("c", "n", json!({})), 1).is_empty());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The listening server: accepts connections, records requests, picks replies, applies faults.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,7 +16,7 @@ use crate::http::{self, HttpError};
 use crate::request::{RecordedRequest, WireApi};
 use crate::script::{Fault, Reply, Rule};
 use crate::wire::{Frame, RenderCtx, Usage};
-use crate::{anthropic, openai, responses, responses_check};
+use crate::{anthropic, efforts, openai, responses, responses_check};
 
 /// A scripted fake model server on `127.0.0.1`, serving all three wire formats on one port.
 ///
@@ -35,6 +35,11 @@ struct Shared {
     seq: AtomicU64,
     /// Connections accepted so far.
     connections: AtomicU64,
+    /// Responses output items produced after a reasoning item, by id, with that reasoning
+    /// item's id (the service refuses such an item back without it).
+    issued: Mutex<HashMap<String, String>>,
+    /// The reasoning efforts each named model takes ([`FakeServer::model_efforts`]).
+    efforts: Mutex<HashMap<String, Vec<String>>>,
 }
 
 /// Locks ignoring poisoning: a panicking test thread must not hide later diagnostics.
@@ -56,6 +61,17 @@ impl Shared {
         let reply = rule.reply_for(*used);
         *used += 1;
         Some(reply)
+    }
+
+    /// The 400 body for a request the service would refuse before generating, if any.
+    fn refusal(&self, request: &RecordedRequest) -> Option<String> {
+        let api = request.api;
+        if let Some(refused) = efforts::check(api, &request.body, &lock(&self.efforts)) {
+            return Some(refused);
+        }
+        (api == WireApi::OpenAiResponses)
+            .then(|| responses_check::check(&request.body, &lock(&self.issued)))
+            .flatten()
     }
 }
 
@@ -121,6 +137,20 @@ impl FakeServer {
     /// Adds a rule after the existing ones; the first matching rule answers a request.
     pub fn script(&self, rule: Rule) {
         lock(&self.shared.rules).push((rule, 0));
+    }
+
+    /// Makes `model` refuse every reasoning effort but `efforts` with the service's HTTP 400
+    /// `unsupported_value` (Responses `reasoning.effort`, Chat Completions `reasoning_effort`),
+    /// before a rule is picked. Models never named here take any effort.
+    ///
+    /// ```no_run
+    /// # fn demo(server: &cadre_testkit::FakeServer) {
+    /// server.model_efforts("gpt-5.5", &["none", "low", "medium", "high", "xhigh"]);
+    /// # }
+    /// ```
+    pub fn model_efforts(&self, model: &str, efforts: &[&str]) {
+        let efforts = efforts.iter().map(|e| e.to_string()).collect();
+        lock(&self.shared.efforts).insert(model.to_string(), efforts);
     }
 
     /// Every request received so far, in arrival order (unmatched and faulted ones included).
@@ -296,13 +326,15 @@ async fn serve_request(
             Some("cadre-testkit: request body is not valid JSON"),
         );
         send_error(stream, api, seq, 400, None, &body, close).await?;
-    } else if let Some(body) = (api == WireApi::OpenAiResponses)
-        .then(|| responses_check::check(&recorded.body))
-        .flatten()
-    {
+    } else if let Some(body) = shared.refusal(&recorded) {
         // Checked before a rule is picked, so a rejected request uses up no scripted reply.
         send_error(stream, api, seq, 400, None, &body, close).await?;
     } else if let Some(reply) = shared.pick(&recorded) {
+        if api == WireApi::OpenAiResponses {
+            // Remembered before sending: a client can only return items it received, and the
+            // ids of a reply a fault cut short are never reused.
+            lock(&shared.issued).extend(responses::reasoning_links(&reply, seq));
+        }
         return respond(stream, &recorded, &reply, seq, body_len, keep_alive).await;
     } else {
         let message = format!(

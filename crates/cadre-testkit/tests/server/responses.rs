@@ -390,3 +390,160 @@ async fn errors_use_the_openai_shape() {
     assert_eq!(r.status(), 400);
     assert_eq!(r.json()["error"]["code"], "previous_response_not_found");
 }
+
+/// The items of the first turn's answer (reasoning, then a call), as the client received them.
+async fn first_turn_items(server: &FakeServer) -> Vec<Value> {
+    server.script(
+        Rule::new(Match::assistant_turns(0)).reply(Reply::thinking("Plan: call read.").tool_call(
+            "call_1",
+            "read",
+            json!({}),
+        )),
+    );
+    server.script(Rule::always().reply(Reply::text("a says A")));
+    let first = post(server.addr(), RESPONSES_PATH, &responses_body("read a")).await;
+    of_type(&checked_events(&first), "response.output_item.done")
+        .iter()
+        .map(|e| e["item"].clone())
+        .collect()
+}
+
+/// The error of a request the server refuses, after checking its status and shape.
+async fn refusal(server: &FakeServer, body: &Value) -> Value {
+    let r = post(server.addr(), RESPONSES_PATH, body).await;
+    assert_eq!(r.status(), 400, "{}", r.text());
+    let error = r.json()["error"].clone();
+    assert_eq!(error["type"], "invalid_request_error");
+    error
+}
+
+/// A call this server produced after a reasoning item comes back only with that item before it.
+#[tokio::test]
+async fn a_call_without_its_reasoning_is_refused() {
+    let server = FakeServer::start().await.unwrap();
+    let items = first_turn_items(&server).await;
+    let (rs, fc) = (&items[0], &items[1]);
+    assert_eq!(rs["type"], "reasoning");
+    let output = json!({"type": "function_call_output", "call_id": "call_1", "output": "A"});
+    let with = |items: Vec<Value>| {
+        let mut body = responses_body("read a");
+        body["input"].as_array_mut().unwrap().extend(items);
+        body
+    };
+
+    let error = refusal(&server, &with(vec![fc.clone(), output.clone()])).await;
+    assert_eq!(
+        error["message"],
+        format!(
+            "Item '{}' of type 'function_call' was provided without its required 'reasoning' item: '{}'.",
+            fc["id"].as_str().unwrap(),
+            rs["id"].as_str().unwrap()
+        )
+    );
+    assert_eq!(error["param"], "input");
+    assert_eq!(error["code"], Value::Null);
+    // Behind the call is not before it.
+    let error = refusal(&server, &with(vec![fc.clone(), rs.clone(), output.clone()])).await;
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("without its required 'reasoning' item")
+    );
+
+    // Without its item id the call stands alone; with its reasoning it is what was produced.
+    let mut bare = fc.clone();
+    bare.as_object_mut().unwrap().remove("id");
+    for items in [
+        vec![bare, output.clone()],
+        vec![rs.clone(), fc.clone(), output.clone()],
+    ] {
+        let r = post(server.addr(), RESPONSES_PATH, &with(items)).await;
+        assert_eq!(r.status(), 200, "{}", r.text());
+        assert_eq!(r.streamed_text(), "a says A");
+    }
+}
+
+#[tokio::test]
+async fn reasoning_without_its_following_item_is_refused() {
+    let server = FakeServer::start().await.unwrap();
+    let items = first_turn_items(&server).await;
+    let mut body = responses_body("read a");
+    let input = body["input"].as_array_mut().unwrap();
+    input.push(items[0].clone());
+    input.push(json!({"role": "user", "content": [{"type": "input_text", "text": "and b?"}]}));
+    let error = refusal(&server, &body).await;
+    assert_eq!(
+        error["message"],
+        format!(
+            "Item '{}' of type 'reasoning' was provided without its required following item.",
+            items[0]["id"].as_str().unwrap()
+        )
+    );
+    assert_eq!(error["param"], "input");
+}
+
+#[tokio::test]
+async fn duplicate_items_are_refused() {
+    let server = FakeServer::start().await.unwrap();
+    let items = first_turn_items(&server).await;
+    let output = json!({"type": "function_call_output", "call_id": "call_1", "output": "A"});
+    let mut body = responses_body("read a");
+    let input = body["input"].as_array_mut().unwrap();
+    input.extend(items.clone());
+    input.push(output);
+    input.extend(items.clone());
+    let error = refusal(&server, &body).await;
+    assert_eq!(
+        error["message"],
+        format!(
+            "Duplicate item found with id {}. Remove duplicate items from your input and try again.",
+            items[0]["id"].as_str().unwrap()
+        )
+    );
+    assert_eq!(error["param"], "input");
+}
+
+/// A model named with `model_efforts` refuses any other effort, on both OpenAI wires, before a
+/// rule is picked; other models and requests without an effort are unaffected.
+#[tokio::test]
+async fn a_model_refuses_efforts_it_does_not_take() {
+    let server = FakeServer::start().await.unwrap();
+    server.script(Rule::always().reply(Reply::text("fine")));
+    server.model_efforts("gpt-5.5", &["none", "low", "medium", "high", "xhigh"]);
+    let body = |model: &str, effort: Option<&str>| {
+        let mut body = responses_body("hi");
+        body["model"] = model.into();
+        if let Some(effort) = effort {
+            body["reasoning"] = json!({"effort": effort, "summary": "auto"});
+        }
+        body
+    };
+
+    let error = refusal(&server, &body("gpt-5.5", Some("minimal"))).await;
+    assert_eq!(
+        error,
+        json!({
+            "message": "Unsupported value: 'minimal' is not supported with the 'gpt-5.5' model. Supported values are: 'none', 'low', 'medium', 'high', and 'xhigh'.",
+            "type": "invalid_request_error",
+            "param": "reasoning.effort",
+            "code": "unsupported_value",
+        })
+    );
+    for ok in [
+        body("gpt-5.5", Some("xhigh")),
+        body("gpt-5.5", None),
+        body("gpt-5", Some("minimal")),
+    ] {
+        let r = post(server.addr(), RESPONSES_PATH, &ok).await;
+        assert_eq!(r.status(), 200, "{ok}: {}", r.text());
+        assert_eq!(r.streamed_text(), "fine");
+    }
+
+    let chat = json!({"model": "gpt-5.5", "stream": true, "reasoning_effort": "minimal",
+                      "messages": [{"role": "user", "content": "hi"}]});
+    let r = post(server.addr(), crate::OPENAI_PATH, &chat).await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.json()["error"]["param"], "reasoning_effort");
+    assert_eq!(r.json()["error"]["code"], "unsupported_value");
+}

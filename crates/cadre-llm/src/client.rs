@@ -354,6 +354,7 @@ async fn run_attempt<D: Decoder>(
         let error = http::http_error(&ctx.model.provider, status, retry_after, &body, ctx.key());
         // A refused thinking form says which setting to change.
         let error = crate::claude_thinking::explain_rejection(ctx.model, error);
+        let error = crate::openai_rejection::explain_rejection(ctx.model, error, &body);
         return Err(fail(error, decoder));
     }
 

@@ -23,6 +23,7 @@ pub mod http;
 mod lenient;
 pub mod model;
 pub mod openai;
+pub mod openai_rejection;
 pub mod openai_responses;
 pub mod provider;
 pub mod registry;

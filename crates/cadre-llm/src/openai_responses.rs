@@ -24,3 +24,7 @@ mod request_tests;
 #[cfg(test)]
 #[path = "openai_responses/decode_tests.rs"]
 mod decode_tests;
+
+#[cfg(test)]
+#[path = "openai_responses/effort_tests.rs"]
+mod effort_tests;

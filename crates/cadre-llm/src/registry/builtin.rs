@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 
 use cadre_protocol::ThinkingLevel;
+use cadre_protocol::ThinkingLevel::{Low, Medium, Minimal, Off, Xhigh};
 
 use super::{ApiKind, ModelDef, ModelSource, ProviderDef};
 use crate::model::{Api, Compat, ModelCost};
@@ -47,6 +48,38 @@ const CLAUDE_BUDGET_LEVELS: &[(ThinkingLevel, Option<&str>)] = &[
     (ThinkingLevel::Xhigh, Some("32768")),
     (ThinkingLevel::Max, Some("64000")),
 ];
+
+// The reasoning efforts each OpenAI family takes (OpenAI's `reasoning.effort` reference: models
+// before GPT-5.1 do not take `none`, GPT-5.1 takes `none`/`low`/`medium`/`high` but not
+// `minimal`, `xhigh` came after GPT-5.1 Codex Max, GPT-5 Pro takes only `high`). A level mapped
+// to `None` is one the model refuses, so `thinking.rs` clamps it (with the reason recorded) to
+// the nearest level it takes: `off` on a model that cannot turn reasoning off becomes its lowest
+// effort rather than a `none` it would answer with a 400.
+
+/// GPT-5, GPT-5 mini and nano: `minimal` to `high`.
+const GPT5_MINIMAL: &[(ThinkingLevel, Option<&str>)] = &[(Off, None)];
+/// GPT-5.1: `none` (reasoning off) to `high`, no `minimal`.
+const GPT_NONE: &[(ThinkingLevel, Option<&str>)] = &[(Off, Some("none")), (Minimal, None)];
+/// GPT-5.2 and later (not Codex, not Pro): `none` to `xhigh`, no `minimal`.
+const GPT_NONE_XHIGH: &[(ThinkingLevel, Option<&str>)] =
+    &[(Off, Some("none")), (Minimal, None), (Xhigh, Some("xhigh"))];
+/// Codex models up to GPT-5.1 Codex mini: `low` to `high`.
+const CODEX: &[(ThinkingLevel, Option<&str>)] = &[(Off, None), (Minimal, None)];
+/// GPT-5.1 Codex Max and later Codex models: `low` to `xhigh`.
+const CODEX_XHIGH: &[(ThinkingLevel, Option<&str>)] =
+    &[(Off, None), (Minimal, None), (Xhigh, Some("xhigh"))];
+/// GPT-5 Pro: `high` only.
+const GPT5_PRO: &[(ThinkingLevel, Option<&str>)] =
+    &[(Off, None), (Minimal, None), (Low, None), (Medium, None)];
+/// GPT-5.2 Pro and later Pro models: `medium` to `xhigh`.
+const PRO_XHIGH: &[(ThinkingLevel, Option<&str>)] = &[
+    (Off, None),
+    (Minimal, None),
+    (Low, None),
+    (Xhigh, Some("xhigh")),
+];
+/// o1, o3, o3-pro, o3-mini, o4-mini: `low` to `high`.
+const O_SERIES: &[(ThinkingLevel, Option<&str>)] = &[(Off, None), (Minimal, None)];
 
 const ANTHROPIC: &[Spec] = &[
     Spec {
@@ -270,10 +303,7 @@ const OPENAI: &[Spec] = &[
         context_window: 272_000,
         max_tokens: 128_000,
         cost: [5.0, 30.0, 0.5, 0.0],
-        levels: &[
-            (ThinkingLevel::Off, None),
-            (ThinkingLevel::Xhigh, Some("xhigh")),
-        ],
+        levels: GPT_NONE_XHIGH,
     },
     Spec {
         id: "gpt-5.5-pro",
@@ -284,10 +314,7 @@ const OPENAI: &[Spec] = &[
         context_window: 1_050_000,
         max_tokens: 128_000,
         cost: [30.0, 180.0, 0.0, 0.0],
-        levels: &[
-            (ThinkingLevel::Off, None),
-            (ThinkingLevel::Xhigh, Some("xhigh")),
-        ],
+        levels: PRO_XHIGH,
     },
     Spec {
         id: "gpt-5.4",
@@ -298,10 +325,7 @@ const OPENAI: &[Spec] = &[
         context_window: 272_000,
         max_tokens: 128_000,
         cost: [2.5, 15.0, 0.25, 0.0],
-        levels: &[
-            (ThinkingLevel::Off, None),
-            (ThinkingLevel::Xhigh, Some("xhigh")),
-        ],
+        levels: GPT_NONE_XHIGH,
     },
     Spec {
         id: "gpt-5.4-mini",
@@ -312,10 +336,7 @@ const OPENAI: &[Spec] = &[
         context_window: 400_000,
         max_tokens: 128_000,
         cost: [0.75, 4.5, 0.075, 0.0],
-        levels: &[
-            (ThinkingLevel::Off, None),
-            (ThinkingLevel::Xhigh, Some("xhigh")),
-        ],
+        levels: GPT_NONE_XHIGH,
     },
     Spec {
         id: "gpt-5.4-nano",
@@ -326,10 +347,7 @@ const OPENAI: &[Spec] = &[
         context_window: 400_000,
         max_tokens: 128_000,
         cost: [0.2, 1.25, 0.02, 0.0],
-        levels: &[
-            (ThinkingLevel::Off, None),
-            (ThinkingLevel::Xhigh, Some("xhigh")),
-        ],
+        levels: GPT_NONE_XHIGH,
     },
     Spec {
         id: "gpt-5.4-pro",
@@ -340,10 +358,7 @@ const OPENAI: &[Spec] = &[
         context_window: 1_050_000,
         max_tokens: 128_000,
         cost: [30.0, 180.0, 0.0, 0.0],
-        levels: &[
-            (ThinkingLevel::Off, None),
-            (ThinkingLevel::Xhigh, Some("xhigh")),
-        ],
+        levels: PRO_XHIGH,
     },
     Spec {
         id: "gpt-5.3-codex",
@@ -354,10 +369,7 @@ const OPENAI: &[Spec] = &[
         context_window: 400_000,
         max_tokens: 128_000,
         cost: [1.75, 14.0, 0.175, 0.0],
-        levels: &[
-            (ThinkingLevel::Off, None),
-            (ThinkingLevel::Xhigh, Some("xhigh")),
-        ],
+        levels: CODEX_XHIGH,
     },
     Spec {
         id: "gpt-5.3-codex-spark",
@@ -368,10 +380,7 @@ const OPENAI: &[Spec] = &[
         context_window: 128_000,
         max_tokens: 32_000,
         cost: [1.75, 14.0, 0.175, 0.0],
-        levels: &[
-            (ThinkingLevel::Off, None),
-            (ThinkingLevel::Xhigh, Some("xhigh")),
-        ],
+        levels: CODEX_XHIGH,
     },
     Spec {
         id: "gpt-5.2",
@@ -382,10 +391,7 @@ const OPENAI: &[Spec] = &[
         context_window: 400_000,
         max_tokens: 128_000,
         cost: [1.75, 14.0, 0.175, 0.0],
-        levels: &[
-            (ThinkingLevel::Off, None),
-            (ThinkingLevel::Xhigh, Some("xhigh")),
-        ],
+        levels: GPT_NONE_XHIGH,
     },
     Spec {
         id: "gpt-5.2-codex",
@@ -396,10 +402,7 @@ const OPENAI: &[Spec] = &[
         context_window: 400_000,
         max_tokens: 128_000,
         cost: [1.75, 14.0, 0.175, 0.0],
-        levels: &[
-            (ThinkingLevel::Off, None),
-            (ThinkingLevel::Xhigh, Some("xhigh")),
-        ],
+        levels: CODEX_XHIGH,
     },
     Spec {
         id: "gpt-5.2-pro",
@@ -410,10 +413,7 @@ const OPENAI: &[Spec] = &[
         context_window: 400_000,
         max_tokens: 128_000,
         cost: [21.0, 168.0, 0.0, 0.0],
-        levels: &[
-            (ThinkingLevel::Off, None),
-            (ThinkingLevel::Xhigh, Some("xhigh")),
-        ],
+        levels: PRO_XHIGH,
     },
     Spec {
         id: "gpt-5.1",
@@ -424,7 +424,7 @@ const OPENAI: &[Spec] = &[
         context_window: 400_000,
         max_tokens: 128_000,
         cost: [1.25, 10.0, 0.13, 0.0],
-        levels: &[(ThinkingLevel::Off, None)],
+        levels: GPT_NONE,
     },
     Spec {
         id: "gpt-5.1-codex",
@@ -435,7 +435,7 @@ const OPENAI: &[Spec] = &[
         context_window: 400_000,
         max_tokens: 128_000,
         cost: [1.25, 10.0, 0.125, 0.0],
-        levels: &[(ThinkingLevel::Off, None)],
+        levels: CODEX,
     },
     Spec {
         id: "gpt-5.1-codex-max",
@@ -446,7 +446,7 @@ const OPENAI: &[Spec] = &[
         context_window: 400_000,
         max_tokens: 128_000,
         cost: [1.25, 10.0, 0.125, 0.0],
-        levels: &[(ThinkingLevel::Off, None)],
+        levels: CODEX_XHIGH,
     },
     Spec {
         id: "gpt-5.1-codex-mini",
@@ -457,7 +457,7 @@ const OPENAI: &[Spec] = &[
         context_window: 400_000,
         max_tokens: 128_000,
         cost: [0.25, 2.0, 0.025, 0.0],
-        levels: &[(ThinkingLevel::Off, None)],
+        levels: CODEX,
     },
     Spec {
         id: "gpt-5",
@@ -468,7 +468,7 @@ const OPENAI: &[Spec] = &[
         context_window: 400_000,
         max_tokens: 128_000,
         cost: [1.25, 10.0, 0.125, 0.0],
-        levels: &[(ThinkingLevel::Off, None)],
+        levels: GPT5_MINIMAL,
     },
     Spec {
         id: "gpt-5-mini",
@@ -479,7 +479,7 @@ const OPENAI: &[Spec] = &[
         context_window: 400_000,
         max_tokens: 128_000,
         cost: [0.25, 2.0, 0.025, 0.0],
-        levels: &[(ThinkingLevel::Off, None)],
+        levels: GPT5_MINIMAL,
     },
     Spec {
         id: "gpt-5-nano",
@@ -490,7 +490,7 @@ const OPENAI: &[Spec] = &[
         context_window: 400_000,
         max_tokens: 128_000,
         cost: [0.05, 0.4, 0.005, 0.0],
-        levels: &[(ThinkingLevel::Off, None)],
+        levels: GPT5_MINIMAL,
     },
     Spec {
         id: "gpt-5-pro",
@@ -501,7 +501,7 @@ const OPENAI: &[Spec] = &[
         context_window: 400_000,
         max_tokens: 272_000,
         cost: [15.0, 120.0, 0.0, 0.0],
-        levels: &[(ThinkingLevel::Off, None)],
+        levels: GPT5_PRO,
     },
     Spec {
         id: "gpt-5-codex",
@@ -512,7 +512,7 @@ const OPENAI: &[Spec] = &[
         context_window: 400_000,
         max_tokens: 128_000,
         cost: [1.25, 10.0, 0.125, 0.0],
-        levels: &[(ThinkingLevel::Off, None)],
+        levels: CODEX,
     },
     Spec {
         id: "o3",
@@ -523,7 +523,7 @@ const OPENAI: &[Spec] = &[
         context_window: 200_000,
         max_tokens: 100_000,
         cost: [2.0, 8.0, 0.5, 0.0],
-        levels: &[],
+        levels: O_SERIES,
     },
     Spec {
         id: "o3-pro",
@@ -534,7 +534,7 @@ const OPENAI: &[Spec] = &[
         context_window: 200_000,
         max_tokens: 100_000,
         cost: [20.0, 80.0, 0.0, 0.0],
-        levels: &[],
+        levels: O_SERIES,
     },
     Spec {
         id: "o3-mini",
@@ -545,7 +545,7 @@ const OPENAI: &[Spec] = &[
         context_window: 200_000,
         max_tokens: 100_000,
         cost: [1.1, 4.4, 0.55, 0.0],
-        levels: &[],
+        levels: O_SERIES,
     },
     Spec {
         id: "o4-mini",
@@ -556,7 +556,7 @@ const OPENAI: &[Spec] = &[
         context_window: 200_000,
         max_tokens: 100_000,
         cost: [1.1, 4.4, 0.28, 0.0],
-        levels: &[],
+        levels: O_SERIES,
     },
     Spec {
         id: "o1",
@@ -567,7 +567,7 @@ const OPENAI: &[Spec] = &[
         context_window: 200_000,
         max_tokens: 100_000,
         cost: [15.0, 60.0, 7.5, 0.0],
-        levels: &[],
+        levels: O_SERIES,
     },
     Spec {
         id: "gpt-4.1",

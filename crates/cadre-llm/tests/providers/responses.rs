@@ -263,6 +263,12 @@ async fn a_bad_request_is_not_retried_and_says_why() {
         error.to_string().contains("does not support 'none'"),
         "{error}"
     );
+    // And what to change: the level, or the model's map.
+    let text = error.to_string();
+    assert!(
+        text.contains("--thinking") && text.contains("thinkingLevelMap"),
+        "{text}"
+    );
     assert_eq!(partial.stop_reason, StopReason::Error);
     assert!(out.retries.is_empty());
     assert_eq!(log.lock().unwrap().len(), 1);

@@ -307,6 +307,13 @@ fn user_item<S: SerializeSeq>(out: &mut S, content: &UserContent) -> Result<(), 
 
 /// The items of an earlier reply: reasoning items (same model only), text as output messages,
 /// tool calls as `function_call` items.
+///
+/// The API pairs items of one reply and refuses a pair sent half: a reasoning item needs the
+/// item that followed it, so one after the reply's last text or call (a reply cut at its output
+/// limit while still reasoning) is left out; and a `function_call` whose `fc_` item id is sent
+/// needs the reasoning item that came before it, so the id is left out (the call still pairs
+/// with its output by `call_id`) when that reasoning item is not sent — another model's, or one
+/// without its encrypted content.
 fn assistant_items<S: SerializeSeq>(
     out: &mut S,
     a: &AssistantMessage,
@@ -315,16 +322,25 @@ fn assistant_items<S: SerializeSeq>(
     // Reasoning items and function-call item ids are only valid for the model that made them.
     let same_model =
         a.api == model.api.as_str() && a.provider == model.provider && a.model == model.id;
-    for block in &a.content {
+    let followed_until = a.content.iter().rposition(is_output_item);
+    // Whether the reasoning item before the current block was sent (`None`: there was none).
+    let mut reasoning_sent: Option<bool> = None;
+    for (at, block) in a.content.iter().enumerate() {
         match block {
             ContentBlock::Thinking {
-                signature: Some(sig),
-                redacted: false,
+                signature,
+                redacted,
                 ..
-            } if same_model => {
-                if let Some(item) = reasoning_item(sig) {
+            } => {
+                let followed = followed_until.is_some_and(|last| at < last);
+                let item = signature
+                    .as_deref()
+                    .filter(|_| same_model && !*redacted && followed)
+                    .and_then(reasoning_item);
+                if let Some(item) = item {
                     out.serialize_element(item)?;
                 }
+                reasoning_sent = Some(item.is_some());
             }
             ContentBlock::Text { text } if !text.is_empty() => {
                 out.serialize_element(&OutputMessage {
@@ -338,9 +354,10 @@ fn assistant_items<S: SerializeSeq>(
             }
             ContentBlock::ToolCall(call) => {
                 let (call_id, item_id) = split_call_id(&call.id);
+                let paired = same_model && reasoning_sent == Some(true);
                 out.serialize_element(&FunctionCall {
                     kind: "function_call",
-                    id: item_id.filter(|id| same_model && id.starts_with("fc")),
+                    id: item_id.filter(|id| paired && id.starts_with("fc")),
                     call_id: CallId(call_id),
                     name: &call.name,
                     arguments: Arguments(&call.arguments),
@@ -350,6 +367,15 @@ fn assistant_items<S: SerializeSeq>(
         }
     }
     Ok(())
+}
+
+/// Whether a block is sent as an item a reasoning item can be followed by.
+fn is_output_item(block: &ContentBlock) -> bool {
+    match block {
+        ContentBlock::Text { text } => !text.is_empty(),
+        ContentBlock::ToolCall(_) => true,
+        _ => false,
+    }
 }
 
 /// The reasoning item kept in a thinking block's signature, to send back as it was received.

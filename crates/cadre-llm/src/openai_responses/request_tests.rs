@@ -504,3 +504,86 @@ fn a_conversation_pi_stored_is_sent_back_as_pi_sends_it() {
     assert_eq!(input[0]["role"], "developer");
     assert_eq!(input[1..], pi_input[..]);
 }
+
+/// OpenAI refuses a `function_call` item id whose reasoning item is not in the input ("provided
+/// without its required reasoning item"): the id goes only with the reasoning item before it.
+#[test]
+fn a_call_id_goes_only_with_its_reasoning_item() {
+    let no_encrypted = r#"{"id":"rs_1","type":"reasoning","summary":[]}"#;
+    let msgs = vec![
+        Message::user("read a"),
+        assistant(vec![thinking(no_encrypted), call("call_1|fc_1")], "model-1"),
+        result("call_1|fc_1", "contents"),
+        assistant(vec![call("call_2|fc_2")], "model-1"),
+        result("call_2|fc_2", "more"),
+        assistant(vec![thinking(ITEM), call("call_3|fc_3")], "model-1"),
+        result("call_3|fc_3", "last"),
+    ];
+    let b = body_json(&request(reasoner(), msgs));
+    let calls: Vec<&Value> = b["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "function_call")
+        .collect();
+    assert_eq!(calls.len(), 3, "{b}");
+    // The reasoning item had no encrypted content, so it was dropped: no id.
+    assert_eq!(calls[0].get("id"), None, "{b}");
+    assert_eq!(calls[0]["call_id"], "call_1");
+    // No reasoning item at all: no id.
+    assert_eq!(calls[1].get("id"), None, "{b}");
+    // The reasoning item is sent, and the id with it.
+    assert_eq!(calls[2]["id"], "fc_3", "{b}");
+    let kinds: Vec<&str> = b["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["type"].as_str())
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "reasoning").count(),
+        1,
+        "{b}"
+    );
+}
+
+/// A reply cut at its output limit while it was still reasoning ends with a reasoning item
+/// nothing followed; OpenAI refuses it ("provided without its required following item").
+#[test]
+fn a_reasoning_item_nothing_followed_is_left_out() {
+    let second = ITEM.replace("rs_1", "rs_2");
+    let msgs = vec![
+        Message::user("think"),
+        Message::Assistant(AssistantMessage {
+            content: vec![thinking(ITEM)],
+            stop_reason: StopReason::Length,
+            ..AssistantMessage::empty("openai-responses", "prov", "model-1")
+        }),
+        Message::user("go on"),
+        Message::Assistant(AssistantMessage {
+            content: vec![
+                thinking(ITEM),
+                ContentBlock::text("Half"),
+                thinking(&second),
+                ContentBlock::text(""),
+            ],
+            stop_reason: StopReason::Length,
+            ..AssistantMessage::empty("openai-responses", "prov", "model-1")
+        }),
+    ];
+    let b = body_json(&request(reasoner(), msgs));
+    let ids: Vec<&str> = b["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "reasoning")
+        .filter_map(|i| i["id"].as_str())
+        .collect();
+    // Only the item the text followed.
+    assert_eq!(ids, ["rs_1"], "{b}");
+    let input = b["input"].as_array().unwrap();
+    // System prompt, two user messages, the item and the text.
+    assert_eq!(input.len(), 5, "{b}");
+    assert_eq!(input[3]["type"], "reasoning", "{b}");
+    assert_eq!(input[4]["content"][0]["text"], "Half", "{b}");
+}

@@ -514,8 +514,10 @@ async fn a_reviewer_reporting_a_digest_mismatch_is_uncertain() {
 
 #[tokio::test]
 async fn a_reviewer_that_cannot_start_fails_closed() {
+    // A skill that exists nowhere fails the launch (a role file's unknown model would not: it
+    // falls back to the parent's model).
     let broken = RoleDef {
-        model: Some("fake/missing".into()),
+        skills: vec!["no-such-skill".into()],
         ..builtin_roles()
             .into_iter()
             .find(|r| r.name == "review")

@@ -1,6 +1,7 @@
 //! `api: "openai-responses"` models through the binary, against the fake server's Responses
 //! route: a text answer, a tool round trip, reasoning items carried to the next turn (also
-//! across `--continue`), faults, and a child task running on a Responses model.
+//! across `--continue`) and left out where the service would refuse them, faults, and a child
+//! task running on a Responses model.
 
 use cadre_testkit::{Fault, Match, RecordedRequest, Reply, Rule, StopKind, WireApi};
 use serde_json::{Value, json};
@@ -407,4 +408,63 @@ fn context_overflow_is_not_retried() {
     let line = out.assert_one_line_error().to_string();
     assert!(line.contains("context"), "{line}");
     assert_eq!(responses_requests(&f).len(), 1);
+}
+
+/// The service refuses a function call sent back with the item id it was produced under when
+/// the reasoning item before it is not sent. A model without `reasoning` in models.json does not
+/// ask for encrypted content, so the reasoning it still produced cannot go back: the call goes
+/// back without its item id (paired with its output by `call_id`) and the server accepts it.
+#[test]
+fn a_call_whose_reasoning_cannot_go_back_loses_its_item_id() {
+    let f = fixture();
+    f.server.script(Rule::new(Match::assistant_turns(0)).reply(
+        Reply::new().thinking("Read notes.txt.").tool_call(
+            "call_1",
+            "read",
+            json!({"path": "notes.txt"}),
+        ),
+    ));
+    f.server
+        .script(Rule::new(Match::last_tool_result("alpha")).reply(Reply::text("It is alpha.")));
+    let out = f.run(&["-p", "--model", PLAIN, "first line of notes.txt?"]);
+    out.assert_success();
+    assert_eq!(out.stdout, "It is alpha.\n");
+    let requests = responses_requests(&f);
+    assert_eq!(requests.len(), 2);
+    let second = &requests[1];
+    assert!(second.reasoning_items().is_empty(), "{}", second.body);
+    let calls = items(second, "function_call");
+    assert_eq!(calls.len(), 1, "{}", second.body);
+    assert!(calls[0].get("id").is_none(), "{}", calls[0]);
+    assert_eq!(calls[0]["call_id"], "call_1");
+}
+
+/// A reply cut at its output limit while still reasoning holds a reasoning item and nothing
+/// after it; the service refuses that item without its following item, so the next turn (here
+/// after `--continue`) leaves it out.
+#[test]
+fn reasoning_cut_off_before_its_item_is_not_sent_back() {
+    let f = fixture();
+    // First: with the reasoning left out, the next turn shows no assistant turn either.
+    f.server
+        .script(Rule::new(Match::last_user("ROUTE-AGAIN")).reply(Reply::text("Answered.")));
+    f.server.script(
+        Rule::new(Match::assistant_turns(0))
+            .reply(Reply::thinking("Still thinking about").stop(StopKind::Length)),
+    );
+    let out = f.run(&["-p", "--model", REASONING, "--thinking", "high", "hi"]);
+    out.assert_success();
+    let out = f.run(&[
+        "-p",
+        "--model",
+        REASONING,
+        "--thinking",
+        "high",
+        "--continue",
+        "ROUTE-AGAIN",
+    ]);
+    out.assert_success();
+    assert_eq!(out.stdout, "Answered.\n");
+    let last = f.last_request();
+    assert!(last.reasoning_items().is_empty(), "{}", last.body);
 }

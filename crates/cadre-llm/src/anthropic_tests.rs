@@ -1001,3 +1001,24 @@ fn error_events_without_details_are_api_errors() {
         assert!(err.to_string().contains("error event in stream"), "{err}");
     }
 }
+
+/// Counts at the top of u64 saturate instead of overflowing (a panic in a debug build).
+#[test]
+fn huge_usage_counts_saturate() {
+    let input = sse(&[
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+                "role": "assistant", "content": [], "model": "model-1", "stop_reason": null,
+                "usage": {"input_tokens": u64::MAX, "output_tokens": 1,
+                    "cache_read_input_tokens": u64::MAX,
+                    "cache_creation_input_tokens": u64::MAX}}}),
+        ),
+        message_delta("end_turn", u64::MAX),
+        message_stop(),
+    ]);
+    let (_, result) = decode(AnthropicDecoder::new(&m()), &[&input]);
+    let msg = result.map_err(|(e, _)| e.to_string()).unwrap();
+    assert_eq!(msg.usage.output, u64::MAX);
+    assert_eq!(msg.usage.total_tokens, u64::MAX);
+}

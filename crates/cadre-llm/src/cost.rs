@@ -17,7 +17,10 @@ pub fn apply_cost(model: &Model, usage: &mut Usage) {
     usage.cost.total =
         usage.cost.input + usage.cost.output + usage.cost.cache_read + usage.cost.cache_write;
     if usage.total_tokens == 0 {
-        usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+        // Counts come from the server: they saturate rather than overflow.
+        usage.total_tokens = [usage.output, usage.cache_read, usage.cache_write]
+            .into_iter()
+            .fold(usage.input, u64::saturating_add);
     }
 }
 
@@ -46,6 +49,18 @@ mod tests {
             cost,
             compat: Compat::default(),
         }
+    }
+
+    /// Counts at the top of u64 saturate instead of overflowing (a panic in a debug build).
+    #[test]
+    fn a_huge_total_saturates() {
+        let mut usage = Usage {
+            input: u64::MAX,
+            output: u64::MAX,
+            ..Usage::default()
+        };
+        apply_cost(&model(ModelCost::default()), &mut usage);
+        assert_eq!(usage.total_tokens, u64::MAX);
     }
 
     fn close(a: f64, b: f64) -> bool {

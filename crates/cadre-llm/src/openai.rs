@@ -559,7 +559,8 @@ impl UsageReport {
             output,
             cache_read: cached,
             cache_write: 0,
-            total_tokens: prompt + output,
+            // Counts come from the server: they saturate rather than overflow.
+            total_tokens: prompt.saturating_add(output),
             ..Usage::default()
         }
     }

@@ -911,3 +911,21 @@ fn map_usage_reads_a_value() {
     );
     assert_eq!(map_usage(&json!("not usage")).total_tokens, 0);
 }
+
+/// Counts at the top of u64 saturate instead of overflowing (a panic in a debug build).
+#[test]
+fn huge_usage_counts_saturate() {
+    let input = stream(
+        &[
+            chunk(json!({"content": "hi"}), Some("stop")),
+            json!({"choices": [], "usage": {
+                "prompt_tokens": u64::MAX, "completion_tokens": u64::MAX,
+                "prompt_tokens_details": {"cached_tokens": 0}}}),
+        ],
+        true,
+    );
+    let (_, result) = decode(OpenAiDecoder::new(&m()), &[&input]);
+    let msg = result.map_err(|(e, _)| e.to_string()).unwrap();
+    assert_eq!(msg.usage.input, u64::MAX);
+    assert_eq!(msg.usage.total_tokens, u64::MAX);
+}

@@ -412,6 +412,22 @@ impl MessageAssembler {
         self.open_tool(key, id, name, out);
     }
 
+    /// Give the open tool call `key` the id and name its server sent late (after its argument
+    /// deltas opened it nameless); empty values leave the current ones.
+    pub fn tool_identity(&mut self, key: BlockKey, id: Option<&str>, name: &str) {
+        let Some(index) = self.find(key, Kind::Tool) else {
+            return;
+        };
+        if let Some(ContentBlock::ToolCall(call)) = self.partial.message.content.get_mut(index) {
+            if let Some(id) = id.filter(|i| !i.is_empty()) {
+                call.id = id.to_string();
+            }
+            if !name.is_empty() {
+                call.name = name.to_string();
+            }
+        }
+    }
+
     /// Append an argument fragment to the tool call named `key` (opening a nameless call if the
     /// server skipped the start). An empty fragment makes a `toolcall_delta` only as the call's
     /// first, as Pi's clients do for the empty arguments servers send with a call's name; more

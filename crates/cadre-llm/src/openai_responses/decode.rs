@@ -7,6 +7,8 @@
 //! the block's signature as received. Other item kinds (hosted tools) are skipped, as are event
 //! types this decoder does not know.
 
+use std::collections::{HashMap, HashSet};
+
 use cadre_protocol::{AssistantMessage, AssistantMessageEvent, ContentBlock, StopReason, Usage};
 use serde::Deserialize;
 use serde_json::Value;
@@ -99,7 +101,11 @@ impl UsageReport {
             output,
             cache_read: cached,
             cache_write: 0,
-            total_tokens: self.total_tokens.0.unwrap_or(input + output),
+            // Counts come from the server: they saturate rather than overflow.
+            total_tokens: self
+                .total_tokens
+                .0
+                .unwrap_or_else(|| input.saturating_add(output)),
             ..Usage::default()
         }
     }
@@ -186,6 +192,8 @@ struct Open {
     index: usize,
     /// Reasoning summary parts begun, so the next one starts on a new paragraph.
     parts: u32,
+    /// Whether a tool call's id and name came with it (not when its argument deltas opened it).
+    identified: bool,
 }
 
 /// Streaming decoder for Responses events.
@@ -194,6 +202,14 @@ pub struct ResponsesDecoder {
     asm: MessageAssembler,
     provider: String,
     open: Vec<Open>,
+    /// Output items already finished (`output_item.done`), by output index and by item id: a
+    /// repeated `done` or a late delta for one would open a second block (a tool call run
+    /// twice, duplicate ids on the next turn), so events for them are ignored.
+    finished: HashSet<u64>,
+    finished_ids: HashSet<String>,
+    /// The output index of each tool call's `call_id`: a call repeated under another output
+    /// index is the same call, kept once.
+    calls: HashMap<String, u64>,
     terminal_seen: bool,
 }
 
@@ -203,6 +219,9 @@ impl ResponsesDecoder {
             asm: MessageAssembler::new(model.api.as_str(), &model.provider, &model.id),
             provider: model.provider.clone(),
             open: Vec::new(),
+            finished: HashSet::new(),
+            finished_ids: HashSet::new(),
+            calls: HashMap::new(),
             terminal_seen: false,
         }
     }
@@ -249,6 +268,7 @@ impl ResponsesDecoder {
             kind,
             index,
             parts: 0,
+            identified: tool.is_some(),
         });
         index
     }
@@ -304,6 +324,54 @@ impl ResponsesDecoder {
         }
     }
 
+    /// Whether an `added`/`done` item is one already finished, or a tool call already seen
+    /// under another output index; such an item is ignored, and the events of its output
+    /// index with it.
+    fn is_repeat(&mut self, output_index: u64, item: &Item) -> bool {
+        let id = item.id.get().filter(|i| !i.is_empty());
+        if self.finished.contains(&output_index)
+            || id.is_some_and(|i| self.finished_ids.contains(i))
+        {
+            return true;
+        }
+        if item.kind.get() != Some("function_call") {
+            return false;
+        }
+        let Some(call) = item.call_id.get().filter(|c| !c.is_empty()) else {
+            return false;
+        };
+        match self.calls.get(call) {
+            Some(at) if *at != output_index => {
+                self.finished.insert(output_index);
+                true
+            }
+            Some(_) => false,
+            None => {
+                self.calls.insert(call.to_string(), output_index);
+                false
+            }
+        }
+    }
+
+    /// Open a tool call's block with its id and name, or give them to the block its argument
+    /// deltas opened before the item arrived.
+    fn open_call(&mut self, output_index: u64, item: &Item, out: &mut Vec<AssistantMessageEvent>) {
+        let id = call_id(item);
+        let name = item.name.or_empty();
+        let late = self
+            .open
+            .iter_mut()
+            .find(|o| o.output_index == output_index && o.kind == Kind::Tool)
+            .filter(|o| !o.identified);
+        if let Some(open) = late {
+            open.identified = true;
+            let key = BlockKey::Tool(output_index);
+            self.asm.tool_identity(key, id.as_deref(), name);
+            return;
+        }
+        self.open_block(output_index, Kind::Tool, Some((id.as_deref(), name)), out);
+    }
+
     fn item_added(
         &mut self,
         output_index: u64,
@@ -313,6 +381,9 @@ impl ResponsesDecoder {
         let Some(item) = parse_item(raw) else {
             return;
         };
+        if self.is_repeat(output_index, &item) {
+            return;
+        }
         match item.kind.or_empty() {
             // Opened now, so a reasoning item that carries no summary still holds its place
             // (and its signature) in the message.
@@ -320,9 +391,7 @@ impl ResponsesDecoder {
                 self.open_block(output_index, Kind::Thinking, None, out);
             }
             "function_call" => {
-                let id = call_id(&item);
-                let name = item.name.or_empty().to_string();
-                self.open_block(output_index, Kind::Tool, Some((id.as_deref(), &name)), out);
+                self.open_call(output_index, &item, out);
                 if let Some(args) = item.arguments.get().filter(|a| !a.is_empty()) {
                     self.asm.tool_args(BlockKey::Tool(output_index), args, out);
                 }
@@ -345,7 +414,17 @@ impl ResponsesDecoder {
         let Some(item) = parse_item(raw) else {
             return;
         };
-        match item.kind.or_empty() {
+        if self.is_repeat(output_index, &item) {
+            return;
+        }
+        let kind = item.kind.or_empty();
+        if matches!(kind, "message" | "reasoning" | "function_call") {
+            self.finished.insert(output_index);
+            if let Some(id) = item.id.get().filter(|i| !i.is_empty()) {
+                self.finished_ids.insert(id.to_string());
+            }
+        }
+        match kind {
             "message" => {
                 let full = Item::joined(&item.content, "");
                 if self.find(output_index, Kind::Text).is_none() && !full.is_empty() {
@@ -363,9 +442,7 @@ impl ResponsesDecoder {
                 self.close(output_index, Kind::Thinking, out);
             }
             "function_call" => {
-                let id = call_id(&item);
-                let name = item.name.or_empty().to_string();
-                self.open_block(output_index, Kind::Tool, Some((id.as_deref(), &name)), out);
+                self.open_call(output_index, &item, out);
                 self.complete(output_index, Kind::Tool, item.arguments.or_empty(), out);
                 self.close(output_index, Kind::Tool, out);
             }
@@ -389,6 +466,14 @@ impl ResponsesDecoder {
             if let Some(u) = &r.usage.0 {
                 self.asm.set_usage(u.to_usage());
             }
+        }
+        // A late delta (or a repeated `done`) for an item that finished would reopen it.
+        let per_item = kind.starts_with("response.output_text.")
+            || kind.starts_with("response.refusal.")
+            || kind.starts_with("response.reasoning_")
+            || kind.starts_with("response.function_call_arguments.");
+        if per_item && self.finished.contains(&oi) {
+            return Ok(false);
         }
         match kind {
             "response.output_item.added" => {

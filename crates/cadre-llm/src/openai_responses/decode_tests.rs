@@ -537,3 +537,106 @@ fn an_output_item_beginning_is_content_for_the_deadlines() {
     let (out, _) = decode(make(), &[&bytes]);
     assert_eq!(out, vec![AssistantMessageEvent::Start]);
 }
+
+/// A repeated `output_item.done` (or a late delta) for an item that finished opens no second
+/// block, and a tool call repeated under another output index is kept once: otherwise the call
+/// runs twice and the next request carries its ids twice.
+#[test]
+fn a_finished_item_repeated_is_ignored_and_calls_are_kept_once() {
+    let mut list = vec![created()];
+    list.extend(text_item_events(0, "msg_1", &["Hi"]));
+    let calls = call_events(1, "call_1", "fc_1", "read", &["{\"path\":\"a\"}"]);
+    list.extend(calls.clone());
+    // The same `done` again, a late delta for it, and the finished text's `done` again.
+    list.push(calls.last().unwrap().clone());
+    list.push(
+        json!({"type": "response.function_call_arguments.delta", "output_index": 1,
+        "item_id": "fc_1", "delta": "x"}),
+    );
+    list.push(
+        json!({"type": "response.output_text.delta", "output_index": 0,
+        "content_index": 0, "delta": " again"}),
+    );
+    list.push(
+        text_item_events(0, "msg_1", &["Hi"])
+            .last()
+            .unwrap()
+            .clone(),
+    );
+    // The same item (by id), and the same call (by call_id), under other output indexes.
+    let mut same_item = calls.last().unwrap().clone();
+    same_item["output_index"] = json!(2);
+    list.push(same_item);
+    list.extend(call_events(
+        3,
+        "call_1",
+        "fc_9",
+        "read",
+        &["{\"path\":\"a\"}"],
+    ));
+    list.push(completed("completed", usage(1, 0, 1, 0)));
+    let d = decode_all_splits(make, &events(&list));
+    let msg = ok(&d);
+    assert_eq!(msg.content.len(), 2, "{:?}", msg.content);
+    assert_eq!(msg.content[0], ContentBlock::text("Hi"));
+    let ContentBlock::ToolCall(call) = &msg.content[1] else {
+        panic!("{:?}", msg.content)
+    };
+    assert_eq!(call.id, "call_1|fc_1");
+    assert_eq!(call.arguments, json!({"path": "a"}));
+    let starts =
+        d.0.iter()
+            .filter(|e| matches!(e, AssistantMessageEvent::ToolCallStart { .. }));
+    assert_eq!(starts.count(), 1);
+}
+
+/// Argument deltas that come before the call's `output_item.added` open it without a name; the
+/// item, when it comes, gives the call its id and name.
+#[test]
+fn a_call_whose_deltas_came_first_gets_its_id_and_name_from_the_item() {
+    let mut list = vec![created()];
+    list.push(
+        json!({"type": "response.function_call_arguments.delta", "output_index": 0,
+        "item_id": "fc_1", "delta": "{\"path\":"}),
+    );
+    list.push(
+        json!({"type": "response.function_call_arguments.delta", "output_index": 0,
+        "item_id": "fc_1", "delta": "\"a\"}"}),
+    );
+    list.push(
+        json!({"type": "response.output_item.done", "output_index": 0,
+        "item": {"id": "fc_1", "type": "function_call", "status": "completed",
+            "call_id": "call_1", "name": "read", "arguments": "{\"path\":\"a\"}"}}),
+    );
+    list.push(completed("completed", usage(1, 0, 1, 0)));
+    let d = decode(make(), &[&events(&list)]);
+    let msg = ok(&d);
+    assert_eq!(msg.content.len(), 1, "{:?}", msg.content);
+    let ContentBlock::ToolCall(call) = &msg.content[0] else {
+        panic!("{:?}", msg.content)
+    };
+    assert_eq!(call.id, "call_1|fc_1");
+    assert_eq!(call.name, "read");
+    assert_eq!(call.arguments, json!({"path": "a"}));
+    // The end event carries them, so a consumer rebuilding the message has them too.
+    assert!(d.0.iter().any(|e| matches!(e,
+        AssistantMessageEvent::ToolCallEnd { tool_call, .. }
+            if tool_call.id == "call_1|fc_1" && tool_call.name == "read")));
+}
+
+/// Counts at the top of u64 saturate instead of overflowing (a panic in a debug build).
+#[test]
+fn huge_usage_counts_saturate() {
+    let mut list = vec![created()];
+    list.extend(text_item_events(0, "msg_1", &["hi"]));
+    list.push(completed(
+        "completed",
+        json!({"input_tokens": u64::MAX, "output_tokens": u64::MAX,
+            "input_tokens_details": {"cached_tokens": 0}}),
+    ));
+    let d = decode(make(), &[&events(&list)]);
+    let msg = ok(&d);
+    assert_eq!(msg.usage.input, u64::MAX);
+    assert_eq!(msg.usage.output, u64::MAX);
+    assert_eq!(msg.usage.total_tokens, u64::MAX);
+}

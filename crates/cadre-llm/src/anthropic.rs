@@ -320,19 +320,28 @@ fn thinking_can_continue(messages: &[WireMessage]) -> bool {
         .is_some_and(|b| b.kind.is_thinking())
 }
 
-/// Anthropic tool ids must match `[a-zA-Z0-9_-]+`; ids minted by other providers are mapped
-/// onto that alphabet (the same way for the call and its result, so they still pair up).
+/// Anthropic tool ids must match `[a-zA-Z0-9_-]+` and be at most 64 characters long; ids minted
+/// by other providers (a Responses `call_id|item_id` is longer) are mapped onto that alphabet
+/// and cut, as Pi's `normalizeToolCallId` does — the same way for the call and its result, so
+/// they still pair up.
 pub fn sanitize_tool_id(id: &str) -> String {
     sanitized_tool_id(id).into_owned()
 }
 
+/// The longest tool id Anthropic takes.
+const MAX_TOOL_ID: usize = 64;
+
 /// [`sanitize_tool_id`], borrowing the id when it is valid already (Anthropic's own ids are).
 fn sanitized_tool_id(id: &str) -> Cow<'_, str> {
     let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-    if !id.is_empty() && id.chars().all(valid) {
+    if !id.is_empty() && id.len() <= MAX_TOOL_ID && id.chars().all(valid) {
         return Cow::Borrowed(id);
     }
-    let s: String = id.chars().map(|c| if valid(c) { c } else { '_' }).collect();
+    let s: String = id
+        .chars()
+        .map(|c| if valid(c) { c } else { '_' })
+        .take(MAX_TOOL_ID)
+        .collect();
     Cow::Owned(if s.is_empty() { "_".to_string() } else { s })
 }
 

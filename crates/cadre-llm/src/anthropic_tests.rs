@@ -365,6 +365,35 @@ fn tool_ids_are_sanitized() {
     assert_eq!(sanitize_tool_id("é"), "_");
 }
 
+/// A Responses tool id (`call_id|item_id`, often over 100 characters) is longer than the 64
+/// Anthropic takes: cut, the same way on the call and on its result.
+#[test]
+fn long_tool_ids_are_cut_to_64_characters_on_the_call_and_its_result() {
+    let long = format!("call_{}|fc_{}", "a".repeat(40), "b".repeat(60));
+    let msgs = vec![
+        Message::user("go"),
+        assistant(
+            vec![ContentBlock::ToolCall(ToolCall {
+                id: long.clone(),
+                name: "read".into(),
+                arguments: json!({}),
+            })],
+            "openai-responses",
+            "openai",
+        ),
+        tool_result(&long, "A", false),
+    ];
+    let b = body_json(&request(m(), msgs));
+    let want = format!("call_{}_fc_{}", "a".repeat(40), "b".repeat(15));
+    assert_eq!(want.len(), 64);
+    let call = &b["messages"][1]["content"][0];
+    assert_eq!(call["type"], "tool_use", "{b}");
+    assert_eq!(call["id"], json!(want), "{b}");
+    let result = &b["messages"][2]["content"][0];
+    assert_eq!(result["tool_use_id"], json!(want), "{b}");
+    assert_eq!(sanitize_tool_id(&"x".repeat(65)), "x".repeat(64));
+}
+
 /// The body the former `serde_json::Value` builder produced for [`rich_request`], recorded from
 /// it when bodies became encoded straight from the request: the encoder must send the same JSON.
 const RICH_BODY: &str = r#"{

@@ -279,3 +279,69 @@ async fn a_fork_runs_under_its_roles_patterns() {
     );
     assert!(!h.dir.path().join("work/forked.txt").exists());
 }
+
+/// A gated role that may delegate: its child (a role with no patterns and no read-only flag)
+/// runs under the gated task's patterns, read-only flag and shell policy, so delegation is no
+/// way around them.
+#[tokio::test]
+async fn a_child_of_a_restricted_task_inherits_its_restrictions() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("work")).unwrap();
+    let provider = Scripted::new(|r| {
+        let sys = r.system_prompt.clone();
+        let last = last_text(r);
+        let all = format!("{:?}", r.messages);
+        if all.contains("GRANDCHILD") && !sys.contains("ROLE BODY OF gated") {
+            if r.messages.len() <= 1 {
+                return call("bash", json!({"command": "touch escaped.txt"}));
+            }
+            return text(&format!("grandchild: {last}"));
+        }
+        if sys.contains("ROLE BODY OF gated") {
+            if r.messages.len() <= 1 {
+                return call("bash", json!({"command": "touch direct.txt"}));
+            }
+            if last.contains("allowlist refuses") && !last.contains("grandchild:") {
+                return call(
+                    "Agent",
+                    json!({"description": "g", "prompt": "GRANDCHILD go",
+                           "subagent_type": "general-purpose"}),
+                );
+            }
+            return text(&format!("child: {last}"));
+        }
+        text("?")
+    });
+    let mut defs = builtin_roles();
+    defs.push(RoleDef {
+        name: "gated".into(),
+        description: "d".into(),
+        tools: ToolList::Named(vec!["Agent".into(), "bash".into()]),
+        bash_allow: vec!["git status:*".into()],
+        prompt: "ROLE BODY OF gated".into(),
+        ..RoleDef::default()
+    });
+    let (manager, root, _rx) = start_manager(
+        dir.path(),
+        provider.clone(),
+        Models(&["scripted"]),
+        defs,
+        &json!({}),
+    );
+    let o = tokio::time::timeout(
+        Duration::from_secs(30),
+        manager.launch(&root, spec("gated", "CHILD"), None),
+    )
+    .await
+    .unwrap()
+    .map(single)
+    .unwrap();
+    let work = dir.path().join("work");
+    assert!(!work.join("direct.txt").exists(), "{}", o.result);
+    assert!(
+        !work.join("escaped.txt").exists(),
+        "the grandchild ran a command the gated task may not: {}",
+        o.result
+    );
+    assert!(o.result.contains("allowlist refuses"), "{o:#?}");
+}

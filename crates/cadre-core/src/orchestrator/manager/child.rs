@@ -20,7 +20,7 @@ use super::sandbox_dirs;
 use super::structured::{
     STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, StructuredOutputTool, StructuredSlot,
 };
-use super::types::{LaunchError, NoticeKind, ParentNotice, ParentRef, TaskSpec};
+use super::types::{InheritedLimits, LaunchError, NoticeKind, ParentNotice, ParentRef, TaskSpec};
 use crate::agent::{Agent, AgentConfig, EventDetail};
 use crate::handoff::contract::{render_packet, render_scope};
 use crate::handoff::packet::SHA256_TOOL;
@@ -256,6 +256,11 @@ fn child_parent_ref(inner: &Arc<Inner>, b: &ChildBuild<'_>) -> ParentRef {
         system_prompt: String::new(),
         notices: sink,
         conversation: None,
+        limits: InheritedLimits {
+            readonly: b.readonly,
+            shell_policy: Some(b.shell_policy),
+            bash_allow: b.bash_allow.to_vec(),
+        },
     }
 }
 

@@ -63,9 +63,9 @@ pub use observe::{LaunchObserver, observe_launches};
 pub use pending::PendingGuard;
 pub use prepare::FORK_OPEN_CALL_RESULT;
 pub use types::{
-    ConversationSource, Delivery, EntryOutcome, LaunchConfirmer, LaunchError, LaunchSpec,
-    ModelResolver, NoticeKind, ParentNotice, ParentRef, SendOutcome, TaskEvent, TaskOutcome,
-    TaskSnapshot, TaskSpec,
+    ConversationSource, Delivery, EntryOutcome, InheritedLimits, LaunchConfirmer, LaunchError,
+    LaunchSpec, ModelResolver, NoticeKind, ParentNotice, ParentRef, SendOutcome, TaskEvent,
+    TaskOutcome, TaskSnapshot, TaskSpec,
 };
 
 use super::artifacts::sweep_artifacts;
@@ -293,6 +293,7 @@ impl TaskManager {
             system_prompt,
             notices: self.inner.root_notices.clone(),
             conversation,
+            limits: InheritedLimits::default(),
         }
     }
 

@@ -13,7 +13,7 @@ use cadre_protocol::{
 
 use super::Inner;
 use super::structured::STRUCTURED_OUTPUT_TOOL;
-use super::types::{LaunchError, ParentRef, TaskSpec};
+use super::types::{InheritedLimits, LaunchError, ParentRef, TaskSpec};
 use crate::handoff::schema::check_schema;
 use crate::orchestrator::capability::{
     AGENT_TOOL, CapabilityInput, CapabilitySet, DropReason, resolve_capabilities,
@@ -21,7 +21,7 @@ use crate::orchestrator::capability::{
 use crate::orchestrator::settings::DispatchMode;
 use crate::roles::model_alias::{ExpandContext, ModelPlan, Settled, expanded_name, settle};
 use crate::roles::{
-    AgentOverride, ContextMode, Isolation, ResolveInputs, RoleDef, Skill, SkillSearch,
+    AgentOverride, ContextMode, Isolation, ResolveInputs, RoleDef, ShellPolicy, Skill, SkillSearch,
     SubagentModelConfig, ToolList, load_skills, resolve_model,
 };
 
@@ -49,6 +49,64 @@ pub(crate) struct Prepared {
     /// For a fork: the parent's conversation, open calls answered.
     pub fork_history: Option<Vec<Message>>,
     pub diagnostics: Vec<String>,
+}
+
+/// A child is held to its parent task's restrictions as well as its role's (see
+/// [`InheritedLimits`]): read-only when the parent is, the narrower shell policy, and the
+/// parent's `Bash(…)` patterns unless the role's own are among them. A role with other patterns
+/// than its parent's cannot launch under it: the two lists cannot be combined into one.
+fn apply_parent_limits(
+    role: &mut RoleDef,
+    limits: &InheritedLimits,
+    diagnostics: &mut Vec<String>,
+) -> Result<(), LaunchError> {
+    if limits.readonly && !role.readonly {
+        role.readonly = true;
+        diagnostics.push("runs read-only: its parent task is read-only".to_string());
+    }
+    if let Some(parent_policy) = limits.shell_policy {
+        let narrower = narrower_policy(role.shell_policy, parent_policy);
+        if narrower != role.shell_policy {
+            diagnostics.push(format!(
+                "its bash runs under the `{narrower}` shell policy of its parent task"
+            ));
+            role.shell_policy = narrower;
+        }
+    }
+    if !limits.bash_allow.is_empty() {
+        if role.bash_allow.is_empty() {
+            role.bash_allow = limits.bash_allow.clone();
+            diagnostics.push(format!(
+                "its bash runs only the commands its parent task may run: {}",
+                limits.bash_allow.join(", ")
+            ));
+        } else if !role
+            .bash_allow
+            .iter()
+            .all(|p| limits.bash_allow.contains(p))
+        {
+            return Err(LaunchError::NotAllowed(format!(
+                "`{}` has its own Bash(…) command patterns ({}), which are not among its parent \
+                 task's ({}); launch a role without patterns, or with some of the parent's",
+                role.name,
+                role.bash_allow.join(", "),
+                limits.bash_allow.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The narrower of two shell policies: `none` < `inspect` < `verify` < `unrestricted`
+/// (`verify` is `inspect` plus the verifiers).
+fn narrower_policy(a: ShellPolicy, b: ShellPolicy) -> ShellPolicy {
+    let rank = |p: ShellPolicy| match p {
+        ShellPolicy::None => 0,
+        ShellPolicy::Inspect => 1,
+        ShellPolicy::Verify => 2,
+        ShellPolicy::Unrestricted => 3,
+    };
+    if rank(a) <= rank(b) { a } else { b }
 }
 
 fn is_fork(role: &RoleDef) -> bool {
@@ -95,8 +153,9 @@ pub(crate) async fn prepare(
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .unwrap_or(crate::roles::builtin::DEFAULT_ROLE);
-    let role = inner.roster.get(role_name)?.def.clone();
+    let mut role = inner.roster.get(role_name)?.def.clone();
     let mut diagnostics = Vec::new();
+    apply_parent_limits(&mut role, &parent.limits, &mut diagnostics)?;
     if spec.review && !super::review::REVIEWABLE_ROLES.contains(&role.name.as_str()) {
         return Err(LaunchError::NotAllowed(format!(
             "`review: true` is only for {} tasks; `{}` cannot be reviewed by the gate (launch a \
@@ -507,5 +566,83 @@ mod tests {
         assert!(close_open_calls(Vec::new()).is_empty());
         let h = close_open_calls(vec![Message::user("go"), assistant(&[])]);
         assert_eq!(h.len(), 2);
+    }
+
+    #[test]
+    fn a_child_is_held_to_its_parent_tasks_limits() {
+        let role = |readonly, policy, patterns: &[&str]| RoleDef {
+            name: "r".into(),
+            readonly,
+            shell_policy: policy,
+            bash_allow: patterns.iter().map(|p| p.to_string()).collect(),
+            ..RoleDef::default()
+        };
+        let limits = |readonly, policy, patterns: &[&str]| InheritedLimits {
+            readonly,
+            shell_policy: policy,
+            bash_allow: patterns.iter().map(|p| p.to_string()).collect(),
+        };
+        use ShellPolicy::{Inspect, None as NoShell, Unrestricted, Verify};
+        // (role, parent limits, effective readonly, policy, patterns) — or refused.
+        type Want = Option<(bool, ShellPolicy, Vec<&'static str>)>;
+        let cases: Vec<(RoleDef, InheritedLimits, Want)> = vec![
+            (
+                role(false, Unrestricted, &[]),
+                InheritedLimits::default(),
+                Some((false, Unrestricted, vec![])),
+            ),
+            (
+                role(false, Unrestricted, &[]),
+                limits(true, Some(Inspect), &[]),
+                Some((true, Inspect, vec![])),
+            ),
+            (
+                role(true, Verify, &[]),
+                limits(false, Some(Inspect), &[]),
+                Some((true, Inspect, vec![])),
+            ),
+            (
+                role(false, Inspect, &[]),
+                limits(false, Some(Verify), &[]),
+                Some((false, Inspect, vec![])),
+            ),
+            (
+                role(false, Unrestricted, &[]),
+                limits(false, Some(NoShell), &[]),
+                Some((false, NoShell, vec![])),
+            ),
+            (
+                role(false, Unrestricted, &[]),
+                limits(false, Some(Unrestricted), &["git status:*"]),
+                Some((false, Unrestricted, vec!["git status:*"])),
+            ),
+            (
+                role(false, Unrestricted, &["git status:*"]),
+                limits(false, Some(Unrestricted), &["git status:*", "ls"]),
+                Some((false, Unrestricted, vec!["git status:*"])),
+            ),
+            (
+                role(false, Unrestricted, &["rm:*"]),
+                limits(false, Some(Unrestricted), &["git status:*"]),
+                None,
+            ),
+        ];
+        for (mut r, l, want) in cases {
+            let mut notes = Vec::new();
+            let got = apply_parent_limits(&mut r, &l, &mut notes).map(|()| {
+                (
+                    r.readonly,
+                    r.shell_policy,
+                    r.bash_allow.iter().map(String::as_str).collect::<Vec<_>>(),
+                )
+            });
+            match (got, want) {
+                (Ok((ro, p, pats)), Some((wro, wp, wpats))) => {
+                    assert_eq!((ro, p, pats.clone()), (wro, wp, wpats.clone()), "{l:?}");
+                }
+                (Err(e), None) => assert!(e.to_string().contains("not among"), "{e}"),
+                (got, want) => panic!("{l:?}: got {got:?}, want {want:?}"),
+            }
+        }
     }
 }

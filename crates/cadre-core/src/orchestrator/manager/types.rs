@@ -160,6 +160,21 @@ pub struct ParentRef {
     pub notices: mpsc::UnboundedSender<ParentNotice>,
     /// For forks; `None` where the conversation is not observable.
     pub conversation: Option<Arc<dyn ConversationSource>>,
+    /// What the parent task itself may not do; its children inherit it (none for the root).
+    pub limits: InheritedLimits,
+}
+
+/// A task's restrictions that hold for everything below it: a child of a read-only task is
+/// read-only, its shell policy is at most as wide as its parent's, and a parent's `Bash(…)`
+/// patterns bind the child too. Without this a restricted role that may launch subagents would
+/// hand any command to an unrestricted grandchild.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InheritedLimits {
+    pub readonly: bool,
+    /// `None`: no limit (the root).
+    pub shell_policy: Option<cadre_tools::shell_policy::ShellPolicy>,
+    /// Empty: no allowlist.
+    pub bash_allow: Vec<String>,
 }
 
 impl ParentRef {

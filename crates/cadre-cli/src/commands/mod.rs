@@ -51,13 +51,45 @@ impl Place {
 /// instead of panicking as `print!` would.
 pub fn print_out(text: &str) {
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
+    let _ = out.write_all(terminal_safe(text).as_bytes());
     let _ = out.flush();
+}
+
+/// `text` without the characters a file could use to take over a terminal: control characters
+/// other than newline and tab (escape sequences, carriage returns) and the bidirectional
+/// overrides that make text read other than it is. The reports show names, keys, paths and
+/// notes from role files, settings and task records, all of which a repository can write.
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if text.chars().any(unsafe_char) {
+        std::borrow::Cow::Owned(text.chars().filter(|c| !unsafe_char(*c)).collect())
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
 }
 
 /// Write notes (`cadre: warning: …`) to stderr, never panicking.
 pub fn print_err(text: &str) {
     let mut err = std::io::stderr().lock();
-    let _ = err.write_all(text.as_bytes());
+    let _ = err.write_all(terminal_safe(text).as_bytes());
     let _ = err.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reports_carry_no_terminal_controls() {
+        let hostile = "name\u{1b}]0;owned\u{7}\u{1b}[2J \u{202e}txt.exe\r\nnext\tcol";
+        assert_eq!(
+            super::terminal_safe(hostile),
+            "name]0;owned[2J txt.exe\nnext\tcol"
+        );
+        assert!(matches!(
+            super::terminal_safe("plain\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 }

@@ -24,7 +24,7 @@
 //! directory that exists but cannot be listed blocks every name defined below it, since the
 //! overrides it was meant to apply are unknown. A missing directory is normal.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -347,6 +347,7 @@ pub fn discover(opts: &DiscoverOptions) -> Roster {
     state.add_builtins();
     let trusted = opts.trust.is_trusted();
     let mut seen_dirs: Vec<PathBuf> = Vec::new();
+    let project_boundary = project_root(&opts.cwd).canonicalize().ok();
     for source in agent_dirs(opts) {
         // A project directory that is also a user one (working in $HOME) is read once, as user.
         let canonical = source.dir.canonicalize().ok();
@@ -370,7 +371,11 @@ pub fn discover(opts: &DiscoverOptions) -> Roster {
         if let Some(c) = canonical {
             seen_dirs.push(c);
         }
-        state.load_dir(&source);
+        let boundary = match source.layer {
+            Layer::Project => project_boundary.as_deref(),
+            Layer::Builtin | Layer::User => None,
+        };
+        state.load_dir(&source, boundary);
     }
     let (roles, blocked) = state.finish();
     Roster {
@@ -442,21 +447,41 @@ impl FileResult {
 const MAX_DIR_DEPTH: usize = 8;
 /// Most `.md` files read from one source directory, so a huge tree cannot stall start-up.
 const MAX_FILES_PER_SOURCE: usize = 10_000;
+/// Most directories walked below one source directory, for the same reason.
+const MAX_DIRS_PER_SOURCE: usize = 2_000;
 
 /// The `.md` files under `dir`, recursively, sorted; or the directory that cannot be listed.
 /// Subdirectories whose name starts with `.` are not entered, and a directory reached twice
 /// (through a symbolic link) is read once.
-fn md_files(dir: &Path) -> Result<(Vec<PathBuf>, Vec<String>), (PathBuf, String)> {
+fn md_files(
+    dir: &Path,
+    boundary: Option<&Path>,
+) -> Result<(Vec<PathBuf>, Vec<String>), (PathBuf, String)> {
     let mut files = Vec::new();
     let mut notes = Vec::new();
-    let mut seen = Vec::new();
+    let mut seen: HashSet<PathBuf> = HashSet::new();
     let mut stack = vec![(dir.to_path_buf(), 0usize)];
     while let Some((current, depth)) = stack.pop() {
         if let Ok(canonical) = current.canonicalize() {
-            if seen.contains(&canonical) {
+            // A project's link out of the project (`agents/r -> /`) is not followed: the
+            // repository would choose what cadre reads and how long it takes.
+            if depth > 0 && boundary.is_some_and(|b| !canonical.starts_with(b)) {
+                notes.push(format!(
+                    "{} leads outside the project; not read",
+                    current.display()
+                ));
                 continue;
             }
-            seen.push(canonical);
+            if !seen.insert(canonical) {
+                continue;
+            }
+        }
+        if seen.len() > MAX_DIRS_PER_SOURCE {
+            notes.push(format!(
+                "more than {MAX_DIRS_PER_SOURCE} directories under {}; the rest are not read",
+                dir.display()
+            ));
+            break;
         }
         let listing = match std::fs::read_dir(&current) {
             Ok(listing) => listing,
@@ -575,8 +600,8 @@ impl State {
         self.entries.insert(key, entry);
     }
 
-    fn load_dir(&mut self, source: &AgentDir) {
-        let files = match md_files(&source.dir) {
+    fn load_dir(&mut self, source: &AgentDir, boundary: Option<&Path>) {
+        let files = match md_files(&source.dir, boundary) {
             Ok((files, notes)) => {
                 for message in notes {
                     self.diagnostics.push(Diagnostic {

@@ -776,3 +776,37 @@ fn pi_directories_read_pi_package_files() {
     assert_eq!(explore.def.description, "Project explorer.");
     assert_eq!(explore.layer, Layer::Project);
 }
+
+#[test]
+fn a_project_link_out_of_the_project_is_not_followed() {
+    let f = Fixture::new();
+    let outside = f.home.join("elsewhere");
+    write(
+        &outside.join("x.md"),
+        "---\nname: x\ndescription: outside\n---\nBody\n",
+    );
+    let dir = f.root.join(".claude/agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("linked")).unwrap();
+    // Inside the project a link is fine.
+    write(
+        &f.root.join("shared/y.md"),
+        "---\nname: y\ndescription: inside\n---\nBody\n",
+    );
+    std::os::unix::fs::symlink(f.root.join("shared"), dir.join("shared")).unwrap();
+    let r = f.roster();
+    assert!(matches!(r.get("x"), Err(RoleLookupError::Unknown { .. })));
+    assert_eq!(desc(&r, "y"), "inside");
+    assert!(
+        r.diagnostics
+            .iter()
+            .any(|d| d.message.contains("leads outside the project")),
+        "{:?}",
+        r.diagnostics
+    );
+    // The same link in a user directory is the user's own choice and is followed.
+    let user = f.home.join(".claude/agents");
+    std::fs::create_dir_all(&user).unwrap();
+    std::os::unix::fs::symlink(&outside, user.join("linked")).unwrap();
+    assert_eq!(desc(&f.roster(), "x"), "outside");
+}

@@ -139,6 +139,11 @@ fn fold(key: &str) -> String {
 /// Whether an unknown `key` looks like a capability key: equal to one after folding case and
 /// separators, a small edit away from one, or containing a permission word.
 pub(crate) fn looks_like_capability(key: &str) -> bool {
+    // A key with letters from other scripts can be a look-alike (`tооls` with Cyrillic o's)
+    // that no edit distance over code points sees.
+    if !key.is_ascii() {
+        return true;
+    }
     let folded = fold(key);
     if CAPABILITY_FRAGMENTS.iter().any(|f| folded.contains(f)) {
         return true;
@@ -148,7 +153,17 @@ pub(crate) fn looks_like_capability(key: &str) -> bool {
 
 /// A key from a file, fit to quote in a one-line message.
 pub(crate) fn shown_key(key: &str) -> String {
-    key.chars().filter(|c| !c.is_control()).take(80).collect()
+    key.chars()
+        .filter(|c| !is_unshowable(*c))
+        .take(80)
+        .collect()
+}
+
+/// Control characters and bidirectional overrides: what a file could use to make a message
+/// read other than it is.
+pub(crate) fn is_unshowable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// A known key the unknown `key` is probably a misspelling of.
@@ -273,7 +288,22 @@ pub(crate) fn quote_plain_values(yaml: &str) -> Option<String> {
             .filter(|(key, _)| !key.is_empty() && !key.contains(['#', '"', '\'', '[', '{']))
             .and_then(|(key, value)| {
                 let value = value.trim();
+                // An alias of an anchor the frontmatter defines, and an anchor an alias uses,
+                // are real YAML, not text: quoting one would drop or break what it carries.
+                let anchor_name = |rest: &str| -> String {
+                    rest.chars()
+                        .take_while(|c| !c.is_whitespace() && !matches!(c, ',' | ']' | '}'))
+                        .collect()
+                };
+                let linked = |sigil: char, other: char| {
+                    value.strip_prefix(sigil).is_some_and(|rest| {
+                        let name = anchor_name(rest);
+                        !name.is_empty() && yaml.contains(&format!("{other}{name}"))
+                    })
+                };
                 let plain = !value.is_empty()
+                    && !linked('*', '&')
+                    && !linked('&', '*')
                     && !value.starts_with(['"', '\'', '[', '{', '|', '>'])
                     && (value.contains(": ")
                         || value.contains(" #")

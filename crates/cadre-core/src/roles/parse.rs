@@ -408,7 +408,7 @@ impl Reader {
 
     fn key(&mut self, key: &str, value: &Value) {
         if !keys::known_keys(self.dialect).contains(&key) {
-            self.unknown_key(key);
+            self.unknown_key(key, value);
             return;
         }
         if value.is_null() {
@@ -420,7 +420,7 @@ impl Reader {
         }
     }
 
-    fn unknown_key(&mut self, key: &str) {
+    fn unknown_key(&mut self, key: &str, value: &Value) {
         let dialect_name = self.dialect.display_name();
         let near = keys::nearest_known(key, self.dialect);
         let hint = match near {
@@ -431,12 +431,24 @@ impl Reader {
             self.problem(
                 key,
                 RoleError::UnknownKey {
-                    key: key.to_string(),
+                    key: keys::shown_key(key),
                     dialect: dialect_name,
                     hint,
                 },
             );
-        } else if keys::looks_like_capability(key) || near.is_some_and(is_capability_key) {
+        } else if key == "<<" {
+            self.problem(
+                key,
+                unsupported(
+                    key,
+                    "YAML merge keys are not applied in role files, so the keys they would add \
+                     are unknown; write the keys out",
+                ),
+            );
+        } else if keys::looks_like_capability(key)
+            || near.is_some_and(is_capability_key)
+            || hides_capability_key(value)
+        {
             let hint = format!(
                 "{hint}; it looks like a key that limits what the role may do, so the file is \
                  not loaded without it"
@@ -444,7 +456,7 @@ impl Reader {
             self.problem(
                 key,
                 RoleError::UnknownKey {
-                    key: key.to_string(),
+                    key: keys::shown_key(key),
                     dialect: dialect_name,
                     hint,
                 },
@@ -764,8 +776,13 @@ impl Reader {
         }
         if !self.problems.is_empty() {
             self.problems.sort_by_key(|p| p.line.unwrap_or(usize::MAX));
+            // A Claude Code file answers to the name it declares (its stem need not be it).
+            let answers = match (self.dialect, &name) {
+                (Dialect::ClaudeCode, Some(name)) => name.clone(),
+                _ => answers_to(text, stem, self.dialect),
+            };
             return Parsed::Malformed {
-                name: answers_to(text, stem, self.dialect),
+                name: answers,
                 problems: self.problems,
                 notes: self.notes,
             };
@@ -787,6 +804,18 @@ fn name_matches_stem(name: &str, stem: &str) -> bool {
     name == stem || (CAPITALISED_BUILTIN_NAMES.contains(&name) && name.eq_ignore_ascii_case(stem))
 }
 
+/// Whether an ignored value is a mapping that holds a capability key (`base: {disallowedTools:
+/// Bash}` read through an anchor): ignoring it could drop a restriction.
+fn hides_capability_key(value: &Value) -> bool {
+    let Value::Mapping(map) = value else {
+        return false;
+    };
+    map.keys().any(|k| {
+        k.as_str()
+            .is_some_and(|k| is_capability_key(k) || keys::looks_like_capability(k))
+    })
+}
+
 /// Whether a known key decides what a role may do.
 fn is_capability_key(key: &str) -> bool {
     matches!(
@@ -799,7 +828,12 @@ fn is_capability_key(key: &str) -> bool {
 /// malformed Claude Code file answers to (its stem need not be its name).
 pub fn peek_name(text: &str) -> Option<String> {
     let (yaml, _) = split_frontmatter(text).ok()?;
-    let map = parse_mapping(yaml).ok()?;
+    // Read the way `parse_role_file` reads a portable file, so a file that parses only after
+    // Claude Code's quoting still blocks the name it declares.
+    let yaml = keys::quote_bare_stars(yaml);
+    let map = parse_mapping(&yaml).ok().or_else(|| {
+        keys::quote_plain_values(&yaml).and_then(|quoted| parse_mapping(&quoted).ok())
+    })?;
     map.into_iter()
         .find(|(k, _)| k == "name")
         .and_then(|(_, v)| v.as_str().map(|s| s.trim().to_string()))
@@ -1014,8 +1048,14 @@ fn model(key: &str, value: &Value) -> Result<Option<String>, RoleError> {
             &format!("longer than {MAX_MODEL_CHARS} characters"),
         ));
     }
-    if s.chars().any(char::is_whitespace) {
-        return Err(bad(key, &format!("`{s}` contains whitespace")));
+    if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(bad(
+            key,
+            &format!(
+                "`{}` contains whitespace or a control character",
+                keys::shown_key(&s)
+            ),
+        ));
     }
     Ok((s != "inherit").then_some(s))
 }

@@ -979,3 +979,54 @@ fn pi_package_files() {
         );
     }
 }
+
+#[test]
+fn nothing_an_ignored_key_or_the_yaml_retry_hides_can_widen_a_role() {
+    // An alias through the retry still denies (the retry leaves real aliases alone).
+    let anchor = "---\nname: anchor\ndescription: Use when: you need a reviewer\n\
+                  shared: &deny [Bash, Write, Edit]\ndisallowedTools: *deny\n---\nbody";
+    match parsed(anchor, "anchor", Dialect::ClaudeCode) {
+        Parsed::Role { def, .. } => {
+            assert_eq!(def.disallowed_tools, ["bash", "write", "edit"], "{def:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // Each of these must not load (file text after `name: r\ndescription: d\n`).
+    for extra in [
+        // A merge key is not applied, so what it adds is unknown.
+        "base: &b\n  disallowedTools: Bash\n<<: *b",
+        // An ignored mapping that holds a capability key.
+        "defaults:\n  disallowedTools: Bash",
+        "extra: {tools: Read}",
+        // A look-alike in another script (Cyrillic o's).
+        "t\u{43e}\u{43e}ls: Read",
+        // Deny entries cadre cannot read.
+        "disallowedTools: Write;Edit",
+        "disallowedTools: run_command",
+        "disallowedTools: [Write|Edit]",
+    ] {
+        let text = format!("---\nname: r\ndescription: d\n{extra}\n---\nbody");
+        for dialect in [Dialect::ClaudeCode, Dialect::Pi] {
+            assert!(
+                matches!(parsed(&text, "r", dialect), Parsed::Malformed { .. }),
+                "{dialect:?} loaded: {extra}"
+            );
+        }
+    }
+    // Denying a host-only tool denies nothing cadre has, which is harmless.
+    let def = claude("name: a\ndescription: d\ndisallowedTools: WebFetch, Write").unwrap();
+    assert_eq!(def.disallowed_tools, ["write"]);
+    // A malformed Claude Code file that parses only after the retry blocks its declared name.
+    let deployer = "---\nname: deploy\ndescription: Use when: deploying.\ndisallowedTools: Bash\n\
+                    hooks:\n  PreToolUse: []\n---\nbody";
+    match parsed(deployer, "deployer", Dialect::ClaudeCode) {
+        Parsed::Malformed { name, .. } => assert_eq!(name, "deploy"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(peek_name(deployer).as_deref(), Some("deploy"));
+    let starred = "---\nname: code\ndescription: d\ntools: *\nhooks: {}\n---\n";
+    match parsed(starred, "x", Dialect::ClaudeCode) {
+        Parsed::Malformed { name, .. } => assert_eq!(name, "code"),
+        other => panic!("{other:?}"),
+    }
+}

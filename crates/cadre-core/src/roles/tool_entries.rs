@@ -195,7 +195,10 @@ pub(crate) fn tool_list(
 
 /// Text of a file, fit to quote in a one-line message.
 fn shown(s: &str) -> String {
-    s.chars().filter(|c| !c.is_control()).collect()
+    s.chars()
+        .filter(|c| !super::keys::is_unshowable(*c))
+        .take(200)
+        .collect()
 }
 
 /// A YAML list of strings or one comma-separated string. In a comma string, commas inside
@@ -319,16 +322,18 @@ fn read_entry(key: &str, entry: &str, dialect: Dialect, kind: ListKind) -> Resul
             shown(entry)
         ));
     }
-    Ok(Entry::Drop(match kind {
-        ListKind::Allow => format!(
+    match kind {
+        ListKind::Allow => Ok(Entry::Drop(format!(
             "`{key}`: unknown tool `{}` was dropped (cadre has no such tool)",
             shown(entry)
-        ),
-        ListKind::Deny | ListKind::BudgetBlock => format!(
-            "`{key}`: unknown tool `{}` was ignored (cadre has no such tool to deny)",
+        ))),
+        // Ignoring a deny entry cadre cannot read (`Write;Edit`, `run_command`) could leave the
+        // tool it meant allowed.
+        ListKind::Deny | ListKind::BudgetBlock => Err(format!(
+            "unknown tool `{}`: cadre cannot tell what it would deny",
             shown(entry)
-        ),
-    }))
+        )),
+    }
 }
 
 /// `Tool(scope)` → (`Tool`, `scope`).

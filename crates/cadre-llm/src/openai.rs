@@ -37,6 +37,16 @@ pub const DEFAULT_MAX_OUTPUT: u64 = 32_000;
 /// Build the HTTP request for a Chat Completions call.
 pub fn build_request(req: &CompletionRequest) -> Result<WireRequest, LlmError> {
     let model = &req.model;
+    Ok(WireRequest {
+        url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
+        headers: request_headers(model),
+        body: build_body(req)?,
+    })
+}
+
+/// The headers of an OpenAI request (Chat Completions or Responses): JSON in, SSE out, and the
+/// bearer key when the model has one.
+pub(crate) fn request_headers(model: &Model) -> Vec<(String, String)> {
     let mut headers = vec![
         ("content-type".to_string(), "application/json".to_string()),
         ("accept".to_string(), "text/event-stream".to_string()),
@@ -44,11 +54,7 @@ pub fn build_request(req: &CompletionRequest) -> Result<WireRequest, LlmError> {
     if let Some(key) = model.api_key.as_deref().filter(|k| !k.is_empty()) {
         headers.push(("authorization".to_string(), format!("Bearer {key}")));
     }
-    Ok(WireRequest {
-        url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
-        headers,
-        body: build_body(req)?,
-    })
+    headers
 }
 
 /// The JSON body of a streamed Chat Completions request, encoded straight from the request: the

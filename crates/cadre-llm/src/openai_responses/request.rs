@@ -21,16 +21,9 @@ use crate::provider::CompletionRequest;
 /// and bearer key of the Chat Completions client.
 pub fn build_request(req: &CompletionRequest) -> Result<WireRequest, LlmError> {
     let model = &req.model;
-    let mut headers = vec![
-        ("content-type".to_string(), "application/json".to_string()),
-        ("accept".to_string(), "text/event-stream".to_string()),
-    ];
-    if let Some(key) = model.api_key.as_deref().filter(|k| !k.is_empty()) {
-        headers.push(("authorization".to_string(), format!("Bearer {key}")));
-    }
     Ok(WireRequest {
         url: format!("{}/responses", model.base_url.trim_end_matches('/')),
-        headers,
+        headers: crate::openai::request_headers(model),
         body: build_body(req)?,
     })
 }

@@ -25,6 +25,7 @@ mod demo;
 mod demo_script;
 mod fake_server;
 mod harden;
+mod live;
 mod mcp;
 mod model_list;
 mod pi_compat;

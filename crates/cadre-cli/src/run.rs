@@ -166,16 +166,40 @@ fn finish(
 }
 
 async fn print_events(mut rx: mpsc::UnboundedReceiver<HostEvent>, mode: Mode) {
-    while let Some(event) = rx.recv().await {
+    // The live task tree (I4) is for a person at a terminal, never in JSON mode.
+    let mut live = (mode == Mode::Text && crate::live::enabled()).then(crate::live::LiveView::new);
+    let mut ticks = tokio::time::interval(crate::live::LiveView::tick_every());
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        let event = tokio::select! {
+            event = rx.recv() => event,
+            _ = ticks.tick(), if live.is_some() => {
+                if let Some(live) = live.as_mut() {
+                    live.tick(std::time::Instant::now());
+                }
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
         // Text mode prints only the final answer; Pi's JSON stream has no task events.
-        let HostEvent::Agent(event) = event else {
-            continue;
+        let event = match event {
+            HostEvent::Agent(event) => event,
+            HostEvent::Task(event) => {
+                if let Some(live) = live.as_mut() {
+                    live.on_event(&event);
+                }
+                continue;
+            }
         };
         if mode == Mode::Json && !render::print_json_line(&event) {
             // stdout is gone (e.g. piped into `head`): keep draining so the agent never blocks.
             while rx.recv().await.is_some() {}
             return;
         }
+    }
+    // The run is over: whatever is still drawn goes before the answer and the notes.
+    if let Some(live) = live.as_mut() {
+        live.clear();
     }
 }
 

@@ -35,6 +35,8 @@ mod faults;
 mod hostile_repo;
 #[path = "cli/json_mode.rs"]
 mod json_mode;
+#[path = "cli/live_view.rs"]
+mod live_view;
 #[path = "cli/manage.rs"]
 mod manage;
 #[path = "cli/mcp_client.rs"]

@@ -1,0 +1,506 @@
+//! The live task tree of print mode (SPEC I4): while a run's tasks run, a compact tree of them
+//! on stderr, redrawn in place and cleared when the last one ends, so that the final answer and
+//! the notes after it read as they do without it.
+//!
+//! Only for a person at a terminal: nothing is drawn when stderr is not one (pipes, CI), when
+//! `TERM` is `dumb` or unset, or in JSON mode. Nothing is ever written to stdout. The tree is
+//! built from the host's task events only, so a resumed session's earlier tasks are not shown.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use cadre_core::orchestrator::manager::TaskEvent;
+use cadre_protocol::{TaskStatus, TaskUsage};
+
+/// The least time between two frames: at most ~10 redraws a second, however many events come.
+const MIN_FRAME_GAP: Duration = Duration::from_millis(100);
+/// A frame is redrawn at least this often while tasks run, so elapsed times move.
+const REFRESH: Duration = Duration::from_secs(1);
+/// The width when the terminal's cannot be read.
+const DEFAULT_WIDTH: usize = 80;
+/// The most lines a frame takes, whatever the terminal's height: the tree is a glance, and a
+/// fan-out of 50 must not push the whole screen up.
+const MAX_LINES: usize = 20;
+
+/// Whether the live tree is drawn for this process: stderr is a terminal that can move its
+/// cursor. (Colours are never used, so `NO_COLOR` changes nothing.)
+pub fn enabled() -> bool {
+    let term = std::env::var("TERM").unwrap_or_default();
+    std::io::stderr().is_terminal() && !term.is_empty() && term != "dumb"
+}
+
+/// One task as the tree shows it.
+#[derive(Debug, Clone)]
+struct Task {
+    id: String,
+    parent: Option<String>,
+    agent: String,
+    description: String,
+    background: bool,
+    /// `None` while it runs.
+    ended: Option<(TaskStatus, Instant)>,
+    usage: TaskUsage,
+    started: Instant,
+}
+
+/// The tasks of this run, in the order they started.
+#[derive(Debug, Default)]
+pub struct Tree {
+    tasks: Vec<Task>,
+}
+
+impl Tree {
+    /// Take in one task event received at `now`.
+    pub fn apply(&mut self, event: &TaskEvent, now: Instant) {
+        match event {
+            TaskEvent::Started {
+                task_id,
+                parent_task_id,
+                agent,
+                description,
+                background,
+            } => {
+                let task = Task {
+                    id: task_id.clone(),
+                    parent: parent_task_id.clone(),
+                    agent: agent.clone(),
+                    description: description.clone(),
+                    background: *background,
+                    ended: None,
+                    usage: TaskUsage::default(),
+                    started: now,
+                };
+                // A reopened task (SendMessage) starts again: it keeps its place in the tree.
+                match self.tasks.iter_mut().find(|t| t.id == *task_id) {
+                    Some(old) => {
+                        old.ended = None;
+                        old.started = now;
+                    }
+                    None => self.tasks.push(task),
+                }
+            }
+            TaskEvent::Turn { task_id, usage, .. } => {
+                if let Some(t) = self.task_mut(task_id) {
+                    t.usage = *usage;
+                }
+            }
+            TaskEvent::Ended {
+                task_id, status, ..
+            } => {
+                if let Some(t) = self.task_mut(task_id) {
+                    t.ended = Some((*status, now));
+                }
+            }
+        }
+    }
+
+    fn task_mut(&mut self, id: &str) -> Option<&mut Task> {
+        self.tasks.iter_mut().find(|t| t.id == id)
+    }
+
+    /// Whether any task of the run is still running.
+    pub fn any_running(&self) -> bool {
+        self.tasks.iter().any(|t| t.ended.is_none())
+    }
+
+    /// The frame at `now`: one line per task in tree order (children under their parent,
+    /// indented, each level in start order), each at most `width - 1` columns so that no line
+    /// wraps (a wrapped line would break moving back up over the frame), at most `max_lines`.
+    pub fn frame(&self, width: usize, max_lines: usize, now: Instant) -> Vec<String> {
+        let mut ordered: Vec<(usize, &Task)> = Vec::new();
+        let known = |id: &Option<String>| {
+            id.as_ref()
+                .is_some_and(|p| self.tasks.iter().any(|t| t.id == *p))
+        };
+        for top in self.tasks.iter().filter(|t| !known(&t.parent)) {
+            self.walk(top, 0, &mut ordered);
+        }
+        // Tasks whose parents form a cycle (no event stream makes one) still get a line.
+        for rest in &self.tasks {
+            self.walk(rest, 0, &mut ordered);
+        }
+        let max_lines = max_lines.max(1);
+        let hidden = ordered.len().saturating_sub(max_lines);
+        let shown = if hidden > 0 { max_lines - 1 } else { max_lines };
+        let cols = width.saturating_sub(1).max(10);
+        let mut lines: Vec<String> = ordered
+            .iter()
+            .take(shown)
+            .map(|(depth, t)| clip_columns(&line(t, *depth, now), cols))
+            .collect();
+        if hidden > 0 {
+            let more = ordered.len() - shown;
+            lines.push(clip_columns(&format!("  … {more} more tasks"), cols));
+        }
+        lines
+    }
+
+    /// `task` and, depth-first, its children. The depth is capped by the number of tasks, so a
+    /// parent cycle in the events cannot loop.
+    fn walk<'a>(&'a self, task: &'a Task, depth: usize, out: &mut Vec<(usize, &'a Task)>) {
+        if depth > self.tasks.len() || out.iter().any(|(_, t)| t.id == task.id) {
+            return;
+        }
+        out.push((depth, task));
+        for child in self
+            .tasks
+            .iter()
+            .filter(|c| c.parent.as_deref() == Some(task.id.as_str()))
+        {
+            self.walk(child, depth + 1, out);
+        }
+    }
+}
+
+/// One task's line: `  ⠿ role  description · status · turns, tool calls, tokens · elapsed`.
+fn line(t: &Task, depth: usize, now: Instant) -> String {
+    let (mark, state, end) = match t.ended {
+        None if t.usage.turns == 0 => ("▸", "starting".to_string(), now),
+        None => ("▸", format!("turn {}", t.usage.turns + 1), now),
+        Some((status, at)) => (status_mark(status), status.as_str().to_string(), at),
+    };
+    let bg = if t.background { " (bg)" } else { "" };
+    let tokens = t.usage.tokens.input + t.usage.tokens.output;
+    format!(
+        "{indent}{mark} {agent}{bg}  {description} · {state} · {turns}t {tools}c {tokens} · {elapsed}",
+        indent = "  ".repeat(depth),
+        agent = printable(&t.agent),
+        description = printable(&t.description),
+        turns = t.usage.turns,
+        tools = t.usage.tool_calls_requested,
+        tokens = compact_count(tokens),
+        elapsed = elapsed(end.saturating_duration_since(t.started)),
+    )
+}
+
+fn status_mark(status: TaskStatus) -> &'static str {
+    match status {
+        TaskStatus::Running => "▸",
+        TaskStatus::Completed => "✓",
+        TaskStatus::Partial => "◐",
+        TaskStatus::Failed => "✗",
+        TaskStatus::Stopped => "■",
+    }
+}
+
+/// `950 tok`, `12.3k tok`, `4.1M tok`.
+fn compact_count(n: u64) -> String {
+    match n {
+        0..1_000 => format!("{n} tok"),
+        1_000..1_000_000 => format!("{:.1}k tok", n as f64 / 1e3),
+        _ => format!("{:.1}M tok", n as f64 / 1e6),
+    }
+}
+
+/// `7s`, `2m05s`, `1h02m`.
+fn elapsed(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// Text from a model or a role file, safe to put on a terminal: control characters (escape
+/// sequences, carriage returns, backspaces) and bidirectional overrides are removed, line
+/// breaks and tabs become spaces.
+pub fn printable(s: &str) -> String {
+    s.chars()
+        .filter_map(|c| match c {
+            '\n' | '\r' | '\t' => Some(' '),
+            c if c.is_control() => None,
+            '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => None,
+            c => Some(c),
+        })
+        .collect()
+}
+
+/// At most `cols` characters, the last one `…` when cut.
+fn clip_columns(s: &str, cols: usize) -> String {
+    if s.chars().count() <= cols {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(cols.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// The terminal's size on stderr as (columns, rows), when it can be read.
+fn terminal_size() -> Option<(usize, usize)> {
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ only writes a `winsize` into the pointer it is given, which points at
+    // a live, writable one; on any error the call fails and the value is not used.
+    #[allow(unsafe_code)]
+    let read = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut size) };
+    (read == 0 && size.ws_col > 0).then(|| (usize::from(size.ws_col), usize::from(size.ws_row)))
+}
+
+/// The tree on stderr: what was drawn last, and when.
+pub struct LiveView {
+    tree: Tree,
+    /// Lines of the frame on screen now (0: nothing drawn).
+    drawn: usize,
+    last_draw: Option<Instant>,
+    dirty: bool,
+}
+
+impl LiveView {
+    pub fn new() -> LiveView {
+        LiveView {
+            tree: Tree::default(),
+            drawn: 0,
+            last_draw: None,
+            dirty: false,
+        }
+    }
+
+    /// Take in a task event; redraw now unless a frame was drawn a moment ago (the next tick
+    /// draws it then).
+    pub fn on_event(&mut self, event: &TaskEvent) {
+        let now = Instant::now();
+        self.tree.apply(event, now);
+        self.dirty = true;
+        self.tick(now);
+    }
+
+    /// Redraw when something changed and the last frame is [`MIN_FRAME_GAP`] old, or every
+    /// [`REFRESH`] for the clock; clear the frame once nothing runs.
+    pub fn tick(&mut self, now: Instant) {
+        if !self.tree.any_running() {
+            self.clear();
+            return;
+        }
+        let since = self.last_draw.map(|at| now.saturating_duration_since(at));
+        let due = match since {
+            None => true,
+            Some(gap) => (self.dirty && gap >= MIN_FRAME_GAP) || gap >= REFRESH,
+        };
+        if due {
+            self.draw(now);
+        }
+    }
+
+    /// How long until the next tick may draw.
+    pub fn tick_every() -> Duration {
+        MIN_FRAME_GAP
+    }
+
+    fn draw(&mut self, now: Instant) {
+        let (width, rows) = terminal_size().unwrap_or((DEFAULT_WIDTH, MAX_LINES + 2));
+        let max_lines = rows.saturating_sub(2).clamp(1, MAX_LINES);
+        let lines = self.tree.frame(width, max_lines, now);
+        let mut out = String::new();
+        out.push_str(&erase(self.drawn));
+        for line in &lines {
+            out.push_str(line);
+            out.push('\n');
+        }
+        // A stderr that is gone is not worth failing the run for; the tree just stops.
+        let mut stderr = std::io::stderr().lock();
+        let _ = stderr
+            .write_all(out.as_bytes())
+            .and_then(|_| stderr.flush());
+        self.drawn = lines.len();
+        self.last_draw = Some(now);
+        self.dirty = false;
+    }
+
+    /// Remove the frame from the screen, leaving the cursor where it was before the first one.
+    pub fn clear(&mut self) {
+        if self.drawn == 0 {
+            return;
+        }
+        let mut stderr = std::io::stderr().lock();
+        let _ = stderr
+            .write_all(erase(self.drawn).as_bytes())
+            .and_then(|_| stderr.flush());
+        self.drawn = 0;
+        self.last_draw = None;
+    }
+}
+
+/// The bytes that take the cursor back to the first of the `lines` lines drawn (it sits at the
+/// start of the line below them) and clear from there to the end of the screen.
+fn erase(lines: usize) -> String {
+    if lines == 0 {
+        return String::new();
+    }
+    format!("\r\x1b[{lines}A\x1b[J")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn started(id: &str, parent: Option<&str>, agent: &str, description: &str) -> TaskEvent {
+        TaskEvent::Started {
+            task_id: id.into(),
+            parent_task_id: parent.map(str::to_string),
+            agent: agent.into(),
+            description: description.into(),
+            background: false,
+        }
+    }
+
+    fn tree(events: &[TaskEvent], at: Instant) -> Tree {
+        let mut tree = Tree::default();
+        for e in events {
+            tree.apply(e, at);
+        }
+        tree
+    }
+
+    #[test]
+    fn children_follow_their_parent_indented_in_start_order() {
+        let t0 = Instant::now();
+        let tree = tree(
+            &[
+                started("a", None, "general-purpose", "first"),
+                started("b", None, "Explore", "second"),
+                started("a1", Some("a"), "Explore", "child of first"),
+                started("a1x", Some("a1"), "Plan", "grandchild"),
+                started("a2", Some("a"), "Explore", "second child of first"),
+            ],
+            t0,
+        );
+        let frame = tree.frame(200, 20, t0);
+        let order: Vec<&str> = frame
+            .iter()
+            .map(|l| l.split(" · ").next().unwrap())
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "▸ general-purpose  first",
+                "  ▸ Explore  child of first",
+                "    ▸ Plan  grandchild",
+                "  ▸ Explore  second child of first",
+                "▸ Explore  second",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_line_shows_status_turns_tools_tokens_and_time() {
+        let t0 = Instant::now();
+        let mut usage = TaskUsage {
+            turns: 2,
+            tool_calls_requested: 3,
+            ..TaskUsage::default()
+        };
+        usage.tokens.input = 1200;
+        usage.tokens.output = 300;
+        let mut tree = tree(&[started("a", None, "Explore", "look")], t0);
+        tree.apply(
+            &TaskEvent::Turn {
+                task_id: "a".into(),
+                usage,
+                preview: String::new(),
+            },
+            t0,
+        );
+        let frame = tree.frame(200, 20, t0 + Duration::from_secs(65));
+        assert_eq!(frame, ["▸ Explore  look · turn 3 · 2t 3c 1.5k tok · 1m05s"]);
+
+        tree.apply(
+            &TaskEvent::Ended {
+                task_id: "a".into(),
+                status: TaskStatus::Failed,
+                termination: None,
+            },
+            t0 + Duration::from_secs(7),
+        );
+        // An ended task's clock stops at its end.
+        let frame = tree.frame(200, 20, t0 + Duration::from_secs(65));
+        assert_eq!(frame, ["✗ Explore  look · failed · 2t 3c 1.5k tok · 7s"]);
+        assert!(!tree.any_running());
+    }
+
+    #[test]
+    fn lines_are_clipped_below_80_columns() {
+        let t0 = Instant::now();
+        let long = "word ".repeat(40);
+        let tree = tree(
+            &[
+                started("a", None, "Explore", &long),
+                started("b", Some("a"), "Explore", "é".repeat(100).as_str()),
+            ],
+            t0,
+        );
+        let frame = tree.frame(80, 20, t0);
+        assert_eq!(frame.len(), 2);
+        for line in &frame {
+            assert_eq!(line.chars().count(), 79, "{line}");
+            assert!(line.ends_with('…'), "{line}");
+        }
+        assert!(frame[0].starts_with("▸ Explore  word word"));
+        assert!(frame[1].starts_with("  ▸ Explore  éé"));
+    }
+
+    #[test]
+    fn control_characters_from_the_model_are_removed() {
+        let t0 = Instant::now();
+        let tree = tree(
+            &[started(
+                "a",
+                None,
+                "Ex\x1bplore",
+                "evil\x1b[2J\x1b]0;title\x07 text\r\nnext\u{202e}line\x08",
+            )],
+            t0,
+        );
+        let frame = tree.frame(200, 20, t0);
+        assert_eq!(frame.len(), 1);
+        assert!(!frame[0].chars().any(|c| c.is_control()), "{:?}", frame[0]);
+        assert!(!frame[0].contains('\u{202e}'));
+        assert!(
+            frame[0].starts_with("▸ Explore  evil[2J]0;title text  nextline · "),
+            "{:?}",
+            frame[0]
+        );
+    }
+
+    #[test]
+    fn a_long_tree_is_capped_with_a_count_of_the_rest() {
+        let t0 = Instant::now();
+        let events: Vec<TaskEvent> = (0..30)
+            .map(|i| started(&format!("t{i}"), None, "Explore", &format!("task {i}")))
+            .collect();
+        let frame = tree(&events, t0).frame(80, 5, t0);
+        assert_eq!(frame.len(), 5);
+        assert!(frame[3].starts_with("▸ Explore  task 3 "), "{frame:?}");
+        assert_eq!(frame[4], "  … 26 more tasks");
+    }
+
+    #[test]
+    fn a_parent_cycle_does_not_loop_and_an_unknown_parent_is_a_top_level_task() {
+        let t0 = Instant::now();
+        let tree = tree(
+            &[
+                started("a", Some("b"), "Explore", "a"),
+                started("b", Some("a"), "Explore", "b"),
+                started("c", Some("gone"), "Explore", "c"),
+            ],
+            t0,
+        );
+        // a and b are each other's parent: neither is a top-level task, yet each gets a line.
+        let frame = tree.frame(80, 20, t0);
+        assert_eq!(frame.len(), 3, "{frame:?}");
+        assert!(frame[0].starts_with("▸ Explore  c "), "{frame:?}");
+        assert!(frame[1].starts_with("▸ Explore  a "), "{frame:?}");
+        assert!(frame[2].starts_with("  ▸ Explore  b "), "{frame:?}");
+    }
+
+    #[test]
+    fn erasing_moves_up_over_the_frame_and_clears_below() {
+        assert_eq!(erase(0), "");
+        assert_eq!(erase(3), "\r\x1b[3A\x1b[J");
+    }
+}

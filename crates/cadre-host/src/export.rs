@@ -9,6 +9,8 @@ use cadre_protocol::{ContentBlock, Message, UserContent};
 
 /// The most characters of one tool result shown; the rest is cut with a note.
 const RESULT_CHARS: usize = 20_000;
+/// The most characters of one text, thinking or user block shown.
+const TEXT_CHARS: usize = 256_000;
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1d1d1f}\
 h1{font-size:1.2rem}.m{border-left:3px solid #ccc;padding:.3rem .8rem;margin:.8rem 0}\
@@ -21,6 +23,12 @@ pre{white-space:pre-wrap;word-break:break-word;margin:.3rem 0;font:12px/1.4 ui-m
 /// file. Anything else at `path` (a device, a FIFO, a symlink, a directory) is refused rather
 /// than replaced, and the directory must exist.
 pub fn export_html(title: &str, messages: &[Message], path: &Path) -> Result<()> {
+    write_page(path, &render(title, messages))
+}
+
+/// Write a page to `path` by [`export_html`]'s rules (a new or regular file, never through a
+/// symlink, device or directory; the directory must exist).
+pub fn write_page(path: &Path, page: &str) -> Result<()> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) if !meta.file_type().is_file() => {
             anyhow::bail!(
@@ -37,7 +45,6 @@ pub fn export_html(title: &str, messages: &[Message], path: &Path) -> Result<()>
         }
         Err(e) => return Err(e).with_context(|| format!("cannot use {}", path.display())),
     }
-    let page = render(title, messages);
     cadre_core::config::atomic_write(path, page.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))
 }
@@ -50,28 +57,54 @@ pub fn render(title: &str, messages: &[Message]) -> String {
         escape(title),
         escape(title)
     );
-    for message in messages {
+    conversation(&mut out, messages, usize::MAX);
+    out.push_str("</body></html>\n");
+    out
+}
+
+/// The message blocks of a conversation (styled by [`STYLE`]), appended to `out`. Once `out`
+/// holds `max_bytes`, the remaining messages are left out with a note, so a huge session makes
+/// a bounded page.
+pub fn conversation(out: &mut String, messages: &[Message], max_bytes: usize) {
+    for (shown, message) in messages.iter().enumerate() {
+        if out.len() >= max_bytes {
+            let _ = write!(
+                out,
+                "<div class=\"m err\"><div class=\"role\">cut</div><pre>{} more messages not shown (page size limit)</pre></div>",
+                messages.len() - shown
+            );
+            return;
+        }
         match message {
             Message::User(u) => {
-                block(&mut out, "user", "user", &user_text(&u.content), false);
+                block(
+                    out,
+                    "user",
+                    "user",
+                    &clip(&user_text(&u.content), TEXT_CHARS),
+                    false,
+                );
             }
             Message::Assistant(a) => {
                 let mut body = String::new();
                 for b in &a.content {
                     match b {
                         ContentBlock::Text { text } => {
-                            let _ = write!(body, "<pre>{}</pre>", escape(text));
+                            let _ = write!(body, "<pre>{}</pre>", escape(&clip(text, TEXT_CHARS)));
                         }
                         ContentBlock::Thinking { thinking, .. } => {
-                            let _ =
-                                write!(body, "<pre class=\"thinking\">{}</pre>", escape(thinking));
+                            let _ = write!(
+                                body,
+                                "<pre class=\"thinking\">{}</pre>",
+                                escape(&clip(thinking, TEXT_CHARS))
+                            );
                         }
                         ContentBlock::ToolCall(call) => {
                             let _ = write!(
                                 body,
                                 "<pre>→ {} {}</pre>",
                                 escape(&call.name),
-                                escape(&call.arguments.to_string())
+                                escape(&clip(&call.arguments.to_string(), RESULT_CHARS))
                             );
                         }
                         ContentBlock::Image { .. } => body.push_str("<pre>[image]</pre>"),
@@ -81,25 +114,19 @@ pub fn render(title: &str, messages: &[Message]) -> String {
                     let _ = write!(body, "<pre>error: {}</pre>", escape(e));
                 }
                 let label = format!("assistant · {}", a.model);
-                raw_block(
-                    &mut out,
-                    "assistant",
-                    &label,
-                    &body,
-                    a.error_message.is_some(),
-                );
+                raw_block(out, "assistant", &label, &body, a.error_message.is_some());
             }
             Message::ToolResult(r) => {
                 let text = cadre_protocol::join_text(&r.content);
                 let shown = clip(&text, RESULT_CHARS);
                 let label = format!("{} result", r.tool_name);
-                block(&mut out, "toolResult", &label, &shown, r.is_error);
+                block(out, "toolResult", &label, &shown, r.is_error);
             }
             other => {
                 let value = serde_json::to_value(other).unwrap_or_default();
                 let role = value["role"].as_str().unwrap_or("message").to_string();
                 block(
-                    &mut out,
+                    out,
                     "toolResult",
                     &role,
                     &clip(&value.to_string(), RESULT_CHARS),
@@ -108,9 +135,10 @@ pub fn render(title: &str, messages: &[Message]) -> String {
             }
         }
     }
-    out.push_str("</body></html>\n");
-    out
 }
+
+/// The styles of [`conversation`]'s blocks.
+pub const CONVERSATION_STYLE: &str = STYLE;
 
 fn user_text(content: &UserContent) -> String {
     match content {
@@ -146,7 +174,8 @@ fn raw_block(out: &mut String, class: &str, label: &str, body: &str, error: bool
     );
 }
 
-fn clip(text: &str, max: usize) -> String {
+/// `text` cut to `max` characters, with a note of how many were left out.
+pub fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         None => text.to_string(),
         Some((at, _)) => format!(
@@ -158,7 +187,7 @@ fn clip(text: &str, max: usize) -> String {
 }
 
 /// HTML text escaping (also for attribute-free contexts, quotes included for safety).
-fn escape(text: &str) -> String {
+pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -17,6 +17,7 @@ mod service;
 mod session_open;
 mod signals;
 mod tasks;
+pub mod trace;
 pub mod views;
 
 pub use cadre_mcp::{McpServerConfig, McpTransport};

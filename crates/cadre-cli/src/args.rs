@@ -110,6 +110,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub session_dir: Option<PathBuf>,
 
+    /// Export a session (a file, or the start of its id) to HTML and exit; the first PROMPT
+    /// is the output file (default cadre-session-<name>.html), as in Pi.
+    #[arg(long, value_name = "SESSION")]
+    pub export: Option<PathBuf>,
+
     /// Continue the latest session for this directory.
     #[arg(short = 'c', long = "continue")]
     pub continue_latest: bool,
@@ -183,6 +188,8 @@ pub enum Command {
     Tasks(crate::commands::tasks::TasksArgs),
     /// Show, print the output of, stop or apply one task.
     Task(crate::commands::task::TaskArgs),
+    /// Write a root session's tasks and conversations as one self-contained HTML timeline.
+    Trace(crate::commands::trace::TraceArgs),
     /// Trust a project so its agents, skills and settings load (`--list`, `--revoke PATH`).
     Trust(crate::commands::trust::TrustArgs),
     /// Serve cadre's subagents to an MCP client (Claude Code, Codex, Cursor) over stdio, or

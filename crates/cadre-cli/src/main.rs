@@ -111,10 +111,19 @@ fn main() -> ExitCode {
             Some(Command::Doctor(args)) => commands::doctor::run(&args),
             Some(Command::Tasks(args)) => commands::tasks::run(&args),
             Some(Command::Task(args)) => commands::task::run(args).await,
+            Some(Command::Trace(args)) => commands::trace::run(&args),
             Some(Command::Trust(args)) => commands::trust::run(&args),
             Some(Command::Mcp(args)) => mcp::run(args).await,
             Some(Command::Acp(args)) => acp::run(args).await,
-            None => run::run(cli.run).await,
+            // `--export SESSION [OUTPUT]`: Pi's shape, the output in the prompt's place.
+            None => match cli.run.export.take() {
+                Some(session) => commands::trace::export(
+                    &session,
+                    cli.run.messages.first().map(String::as_str),
+                    cli.run.session_dir.as_deref(),
+                ),
+                None => run::run(cli.run).await,
+            },
         }
     });
     // MCP servers a session did not get to stop (a task still held them) end with cadre.

@@ -66,11 +66,6 @@ const PI_ONLY_FLAGS: &[PiOnlyFlag] = &[
         instead: None,
     },
     PiOnlyFlag {
-        names: &["--export"],
-        what: "exporting a session to HTML",
-        instead: Some("the session file itself (JSONL, Pi's format)"),
-    },
-    PiOnlyFlag {
         names: &["--verbose"],
         what: "verbose interactive start-up",
         instead: None,
@@ -318,11 +313,7 @@ mod tests {
             "{hint}"
         );
         assert!(hint.contains("--continue"), "{hint}");
-        let hint = unsupported_flag_hint("--export=out.html").unwrap();
-        assert!(
-            hint.starts_with("cadre does not support Pi's --export ("),
-            "{hint}"
-        );
+        assert_eq!(unsupported_flag_hint("--export=out.html"), None);
         assert_eq!(
             unsupported_flag_hint("-e").unwrap(),
             "cadre does not support Pi's -e (extensions)"

@@ -83,5 +83,7 @@ mod secrets;
 mod sessions;
 #[path = "cli/supervise.rs"]
 mod supervise;
+#[path = "cli/trace.rs"]
+mod trace;
 #[path = "cli/ux.rs"]
 mod ux;

@@ -1,5 +1,5 @@
-//! Management commands (SPEC I2): `cadre agents`, `cadre doctor`, `cadre tasks`, `cadre task …`
-//! and `cadre trust`. Each reads the same configuration a run does, prints a report and exits;
+//! Management commands (SPEC I2): `cadre agents`, `cadre doctor`, `cadre tasks`, `cadre task …`,
+//! `cadre trace` and `cadre trust`. Each reads the same configuration a run does, prints a report and exits;
 //! none needs the network, and only `task apply` runs a process (git).
 
 pub mod agents;
@@ -8,6 +8,7 @@ pub mod format;
 pub mod role_check;
 pub mod task;
 pub mod tasks;
+pub mod trace;
 pub mod trust;
 
 use std::io::Write;

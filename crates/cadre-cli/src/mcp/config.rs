@@ -53,6 +53,7 @@ fn run_args(serve: &ServeArgs) -> RunArgs {
         append_system_prompt: Vec::new(),
         session: None,
         session_dir: serve.session_dir.clone(),
+        export: None,
         continue_latest: false,
         no_session: false,
         trust: serve.trust,

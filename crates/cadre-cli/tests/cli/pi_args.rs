@@ -28,7 +28,6 @@ fn pi_flags_cadre_lacks_get_a_hint_instead_of_clap_advice() {
     for (args, flag) in [
         (vec!["--resume"], "--resume"),
         (vec!["-r"], "-r"),
-        (vec!["--export", "s.jsonl"], "--export"),
         (vec!["--models", "a,b", "-p", "x"], "--models"),
         (vec!["-e", "ext.ts", "-p", "x"], "-e"),
         (vec!["-nbt", "-p", "x"], "-nbt"),

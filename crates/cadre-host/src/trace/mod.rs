@@ -18,6 +18,7 @@ use cadre_core::orchestrator::store::TaskStore;
 use cadre_protocol::{Message, TaskRecord, TaskStatus};
 
 use crate::export::{CONVERSATION_STYLE, clip, conversation, escape};
+pub use read::SESSION_BYTES;
 use read::{SessionText, read_capped, read_session};
 use timeline::{Axis, Row};
 
@@ -42,9 +43,15 @@ td,th{padding:.2rem .4rem;border-bottom:1px solid #eee;text-align:left;vertical-
 .bad{background:#fdecec}details{margin:.4rem 0}summary{cursor:pointer}.task{border:1px solid #ddd;padding:.3rem .6rem;margin:.6rem 0}\
 .kv{color:#555;font-size:12px}";
 
+/// A rendered trace: the root session's id (for the file name) and the page.
+pub struct Trace {
+    pub session_id: String,
+    pub page: String,
+}
+
 /// Render the trace of the root session in `root_session`; task records are read from
 /// `tasks_dir` (`CADRE_HOME/tasks`). Fails only when the root session names no session id.
-pub fn render_trace(root_session: &Path, tasks_dir: &Path) -> Result<String> {
+pub fn render_trace(root_session: &Path, tasks_dir: &Path) -> Result<Trace> {
     let root = read_session(root_session);
     let id = match &root {
         SessionText::Loaded { id, .. } => id.clone(),
@@ -98,7 +105,10 @@ pub fn render_trace(root_session: &Path, tasks_dir: &Path) -> Result<String> {
     out.push_str("<h2>Root conversation</h2>");
     session_block(&mut out, &root);
     out.push_str("</body></html>\n");
-    Ok(out)
+    Ok(Trace {
+        session_id: id,
+        page: out,
+    })
 }
 
 /// The id in a session file's header line, read without loading the file.

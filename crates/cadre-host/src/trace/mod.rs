@@ -315,3 +315,78 @@ fn duration(ms: i64) -> String {
         _ => format!("{}h {}m", s / 3600, (s % 3600) / 60),
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str, session: &Path) -> TaskRecord {
+        TaskRecord {
+            id: id.into(),
+            root_session_id: "root-1".into(),
+            agent: "Explore".into(),
+            description: "<img src=x onerror=alert(1)>".into(),
+            status: TaskStatus::Completed,
+            session_file: Some(session.display().to_string()),
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+            ended_at: Some("2026-01-01T00:00:03.000Z".into()),
+            ..TaskRecord::default()
+        }
+    }
+
+    /// A huge output, a session too large to load, a missing session and a broken record make
+    /// a small page that names each problem, and nothing in it is markup from the files.
+    #[test]
+    fn oversized_missing_and_broken_inputs_make_a_bounded_page_that_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root.jsonl");
+        std::fs::write(
+            &root,
+            "{\"type\":\"session\",\"version\":3,\"id\":\"root-1\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/p\"}\n",
+        )
+        .unwrap();
+        let huge = dir.path().join("huge.jsonl");
+        let file = std::fs::File::create(&huge).unwrap();
+        file.set_len(SESSION_BYTES + 1).unwrap();
+        let tasks = dir.path().join("tasks");
+        let store = TaskStore::new(&tasks);
+        for (id, session) in [("t1", huge.clone()), ("t3", dir.path().join("gone.jsonl"))] {
+            let task = tasks.join("root-1").join(id);
+            std::fs::create_dir_all(&task).unwrap();
+            let json = serde_json::to_string(&record(id, &session)).unwrap();
+            std::fs::write(task.join("task.json"), json).unwrap();
+        }
+        store
+            .write_output("root-1", "t1", &"<u>".repeat(400_000))
+            .unwrap();
+        std::fs::create_dir_all(tasks.join("root-1/t2")).unwrap();
+        std::fs::write(tasks.join("root-1/t2/task.json"), "{broken").unwrap();
+
+        let trace = render_trace(&root, &tasks).unwrap();
+        let page = trace.page;
+        assert_eq!(trace.session_id, "root-1");
+        assert!(page.len() < 512 * 1024, "{} bytes", page.len());
+        assert!(page.contains("more bytes)"), "the output is cut");
+        assert!(page.contains("too large to show here"));
+        assert!(page.contains("session unreadable: "));
+        assert!(page.contains("unreadable task record: "));
+        assert!(!page.contains("This session launched no tasks."));
+        assert!(
+            !page.contains("<img") && !page.contains("<u>"),
+            "no markup from files"
+        );
+        assert!(page.contains("&lt;img src=x onerror=alert(1)&gt;"));
+        assert!(page.contains("2 tasks</b>: 2 completed"));
+        assert!(page.contains("wall time 3.0s"));
+    }
+
+    #[test]
+    fn a_root_session_that_cannot_be_read_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = render_trace(&dir.path().join("none.jsonl"), dir.path())
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("cannot read"), "{err}");
+    }
+}

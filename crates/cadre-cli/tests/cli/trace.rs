@@ -82,6 +82,16 @@ fn script_run(f: &Fixture) {
     )));
 }
 
+/// The details block of one task on the page.
+fn task_details<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html
+        .find(&format!("id=\"task-{id}\""))
+        .unwrap_or_else(|| panic!("no details of {id}"));
+    let rest = &html[start..];
+    let end = rest.find("<div class=\"task ").unwrap_or(rest.len());
+    &rest[..end]
+}
+
 fn by_name<'a>(records: &'a [Value], name: &str) -> &'a Value {
     records
         .iter()
@@ -138,8 +148,16 @@ fn trace_shows_parallel_nested_background_and_failed_tasks_escaped_and_self_cont
         "id=\"row-{nested_id}\"><td style=\"padding-left:1.6rem\">"
     )));
     assert!(html.contains(&format!("launched by <a href=\"#task-{lead_id}\">")));
-    // Receipts come from the notifications; outputs and conversations are one click away.
-    assert!(html.contains("<summary>execution receipt</summary>"));
+    // Receipts come from the results (foreground) and notifications (background); outputs
+    // and conversations are one click away.
+    for r in [prober, bg] {
+        let details = task_details(&html, r["id"].as_str().unwrap());
+        assert!(
+            details.contains("<summary>execution receipt</summary>"),
+            "receipt of {}: {details}",
+            r["name"]
+        );
+    }
     assert!(html.contains("<summary>conversation</summary>"));
     assert!(html.contains("Lead: the grandchild reported alpha."));
     assert!(html.contains("<h2>Root conversation</h2>"));

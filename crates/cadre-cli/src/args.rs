@@ -28,8 +28,9 @@ const AFTER_HELP: &str = "Subagents:
   The agent delegates with the Agent, SendMessage, TaskOutput and TaskStop tools to roles
   (built-in, CADRE_HOME/agents/*.md, and .cadre/agents/*.md of a trusted project).
   `cadre agents` lists the roles, `cadre tasks` and `cadre task show|output|stop|apply` the
-  tasks (records in CADRE_HOME/tasks), `cadre trust` trusts a project, `cadre doctor` checks
-  it all; `--plan` allows only planning roles.
+  tasks (records in CADRE_HOME/tasks), `cadre trace` draws a run's tasks as one HTML page,
+  `cadre trust` trusts a project, `cadre doctor` checks it all; `--plan` allows only planning
+  roles.
 
 Environment:
   CADRE_HOME             configuration, models.json, auth.json and sessions (default: ~/.cadre);

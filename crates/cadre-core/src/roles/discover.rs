@@ -494,8 +494,13 @@ fn md_files(
             let item = item.map_err(|e| (current.clone(), e.to_string()))?;
             let path = item.path();
             let is_md = path.extension().is_some_and(|e| e == "md");
-            let meta = match std::fs::metadata(&path) {
-                Ok(meta) => meta,
+            // The listing's own file type costs no call; only a link is followed to its target.
+            let kind = match item.file_type() {
+                Ok(t) if !t.is_symlink() => Ok((t.is_dir(), t.is_file())),
+                _ => std::fs::metadata(&path).map(|m| (m.is_dir(), m.is_file())),
+            };
+            let (is_dir, is_file) = match kind {
+                Ok(kind) => kind,
                 // A dangling `x.md` link was meant to be a role file: reading it fails, which
                 // blocks its name rather than letting a lower definition through.
                 Err(_) if is_md => {
@@ -504,7 +509,7 @@ fn md_files(
                 }
                 Err(_) => continue,
             };
-            if meta.is_dir() {
+            if is_dir {
                 let hidden = item.file_name().to_string_lossy().starts_with('.');
                 if hidden {
                     continue;
@@ -517,7 +522,7 @@ fn md_files(
                     continue;
                 }
                 stack.push((path, depth + 1));
-            } else if meta.is_file() && is_md {
+            } else if is_file && is_md {
                 if files.len() >= MAX_FILES_PER_SOURCE {
                     notes.push(format!(
                         "more than {MAX_FILES_PER_SOURCE} role files under {}; the rest are not read",
@@ -833,7 +838,13 @@ impl State {
 /// The file's text, refusing (without reading it all) one over the size limit.
 fn read_limited(path: &Path) -> Result<String, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
-    let mut bytes = Vec::new();
+    // Sized from the file's length (capped), so a role file is read in one or two calls rather
+    // than in doubling chunks; the `take` below still bounds a file that grows meanwhile.
+    let hint = file
+        .metadata()
+        .map_or(0, |m| m.len())
+        .min(MAX_FILE_BYTES as u64 + 1);
+    let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0) + 1);
     file.take(MAX_FILE_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read: {e}"))?;

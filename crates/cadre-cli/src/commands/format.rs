@@ -107,15 +107,25 @@ pub fn grouped(items: &[(String, String)]) -> Vec<String> {
 /// [`grouped`] over `(name, subject, message)`: a message of one role is led by its `subject`
 /// (`agent type `x` (file)`), a shared one lists the roles' names.
 pub fn grouped_named(items: &[(String, String, String)]) -> Vec<String> {
+    // Indexed by message, and each group's names in a set, so a thousand roles sharing a note
+    // cost a thousand lookups, not a million comparisons.
     let mut groups: Vec<(&str, Vec<(&str, &str)>)> = Vec::new();
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut seen: std::collections::HashSet<(&str, &str)> = std::collections::HashSet::new();
     for (name, subject, message) in items {
-        match groups.iter_mut().find(|(m, _)| *m == message.as_str()) {
-            Some((_, subjects)) => {
-                if !subjects.iter().any(|(n, _)| n == name) {
+        if !seen.insert((message.as_str(), name.as_str())) {
+            continue;
+        }
+        match index.get(message.as_str()) {
+            Some(&i) => {
+                if let Some((_, subjects)) = groups.get_mut(i) {
                     subjects.push((name, subject));
                 }
             }
-            None => groups.push((message, vec![(name, subject)])),
+            None => {
+                index.insert(message, groups.len());
+                groups.push((message, vec![(name, subject)]));
+            }
         }
     }
     groups

@@ -625,15 +625,24 @@ impl State {
         };
 
         // Group by name first: two files of one source claiming a name block it.
+        // In first-seen order, with an index so a source of many files is not quadratic.
         let mut by_key: Vec<(String, Vec<(PathBuf, FileResult)>)> = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
         for path in files {
             let Some(result) = self.load_file(&path, source.dialect) else {
                 continue;
             };
             let key = canonical_key(result.name());
-            match by_key.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, claims)) => claims.push((path, result)),
-                None => by_key.push((key, vec![(path, result)])),
+            match index.get(&key) {
+                Some(&i) => {
+                    if let Some((_, claims)) = by_key.get_mut(i) {
+                        claims.push((path, result));
+                    }
+                }
+                None => {
+                    index.insert(key.clone(), by_key.len());
+                    by_key.push((key, vec![(path, result)]));
+                }
             }
         }
 

@@ -552,23 +552,32 @@ struct PromptDetails {
 impl UsageReport {
     fn to_usage(&self) -> Usage {
         let n = |count: Num| count.0.unwrap_or(0);
-        let prompt = n(self.prompt_tokens);
         let cached = self
             .prompt_tokens_details
             .0
             .as_ref()
-            .map_or(0, |d| n(d.cached_tokens))
-            .min(prompt);
-        let output = n(self.completion_tokens);
-        Usage {
-            input: prompt - cached,
-            output,
-            cache_read: cached,
-            cache_write: 0,
-            // Counts come from the server: they saturate rather than overflow.
-            total_tokens: prompt.saturating_add(output),
-            ..Usage::default()
-        }
+            .map_or(0, |d| n(d.cached_tokens));
+        usage_from_counts(
+            n(self.prompt_tokens),
+            cached,
+            n(self.completion_tokens),
+            None,
+        )
+    }
+}
+
+/// OpenAI's counts (Chat Completions and Responses) as a [`Usage`]: cached input is reported
+/// apart from the uncached input, as Pi does, so cost uses the cache-read price for it. Counts
+/// come from the server: they saturate rather than overflow, and the total is theirs when given.
+pub(crate) fn usage_from_counts(input: u64, cached: u64, output: u64, total: Option<u64>) -> Usage {
+    let cached = cached.min(input);
+    Usage {
+        input: input - cached,
+        output,
+        cache_read: cached,
+        cache_write: 0,
+        total_tokens: total.unwrap_or_else(|| input.saturating_add(output)),
+        ..Usage::default()
     }
 }
 

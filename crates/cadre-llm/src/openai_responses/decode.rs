@@ -84,30 +84,20 @@ struct InputDetails {
 }
 
 impl UsageReport {
-    /// Cached input is reported apart from the uncached input, as Pi does, so cost uses the
-    /// cache-read price for it. Reasoning tokens are part of `output_tokens` already.
+    /// Reasoning tokens are part of `output_tokens` already.
     fn to_usage(&self) -> Usage {
         let n = |count: Num| count.0.unwrap_or(0);
-        let input = n(self.input_tokens);
         let cached = self
             .input_tokens_details
             .0
             .as_ref()
-            .map_or(0, |d| n(d.cached_tokens))
-            .min(input);
-        let output = n(self.output_tokens);
-        Usage {
-            input: input - cached,
-            output,
-            cache_read: cached,
-            cache_write: 0,
-            // Counts come from the server: they saturate rather than overflow.
-            total_tokens: self
-                .total_tokens
-                .0
-                .unwrap_or_else(|| input.saturating_add(output)),
-            ..Usage::default()
-        }
+            .map_or(0, |d| n(d.cached_tokens));
+        crate::openai::usage_from_counts(
+            n(self.input_tokens),
+            cached,
+            n(self.output_tokens),
+            self.total_tokens.0,
+        )
     }
 }
 

@@ -209,8 +209,7 @@ pub fn printable(s: &str) -> String {
     s.chars()
         .filter_map(|c| match c {
             '\n' | '\r' | '\t' => Some(' '),
-            c if c.is_control() => None,
-            '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => None,
+            c if c.is_control() || cadre_protocol::display::is_bidi_control(c) => None,
             c => Some(c),
         })
         .collect()

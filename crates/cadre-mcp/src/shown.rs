@@ -2,6 +2,7 @@
 //! configuration with expanded variables: a server's error message can hold escape sequences
 //! that rewrite the screen, fake lines, or megabytes; an expanded `${VAR}` can hold a token.
 
+use cadre_protocol::display::is_bidi_control;
 use cadre_protocol::redact::redact_str;
 
 /// The most characters kept of one server-provided string in a message.
@@ -25,10 +26,6 @@ pub fn one_line(text: &str, max: usize) -> String {
         });
     }
     out
-}
-
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// A server-provided string inside a message: one line, at most [`MAX_SERVER_TEXT`].

@@ -6,6 +6,7 @@
 //! files or processes.
 
 mod bash_execution;
+pub mod display;
 mod event;
 pub mod image;
 mod message;

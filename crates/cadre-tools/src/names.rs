@@ -19,15 +19,8 @@ use crate::listing::Notice;
 /// bidirectional controls that reorder how the text around them is displayed.
 fn needs_quoting(c: char) -> bool {
     c.is_control()
-        || matches!(
-            c,
-            '\u{2028}' | '\u{2029}'
-                | '\u{061C}'
-                | '\u{200E}'
-                | '\u{200F}'
-                | '\u{202A}'..='\u{202E}'
-                | '\u{2066}'..='\u{2069}'
-        )
+        || cadre_protocol::display::is_bidi_control(c)
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{061C}')
 }
 
 /// True when `name` prints as something other than itself.

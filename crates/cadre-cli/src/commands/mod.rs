@@ -62,8 +62,7 @@ pub fn print_out(text: &str) {
 /// notes from role files, settings and task records, all of which a repository can write.
 pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
     let unsafe_char = |c: char| {
-        (c.is_control() && c != '\n' && c != '\t')
-            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        (c.is_control() && c != '\n' && c != '\t') || cadre_protocol::display::is_bidi_control(c)
     };
     if text.chars().any(unsafe_char) {
         std::borrow::Cow::Owned(text.chars().filter(|c| !unsafe_char(*c)).collect())

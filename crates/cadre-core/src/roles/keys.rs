@@ -162,8 +162,7 @@ pub(crate) fn shown_key(key: &str) -> String {
 /// Control characters and bidirectional overrides: what a file could use to make a message
 /// read other than it is.
 pub(crate) fn is_unshowable(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    c.is_control() || cadre_protocol::display::is_bidi_control(c)
 }
 
 /// A known key the unknown `key` is probably a misspelling of.

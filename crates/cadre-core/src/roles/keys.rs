@@ -116,16 +116,19 @@ const CAPABILITY_FRAGMENTS: &[&str] = &[
 ];
 
 /// The keys a dialect knows.
-pub(crate) fn known_keys(dialect: Dialect) -> Vec<&'static str> {
-    match dialect {
-        Dialect::Cadre => CADRE_KEYS.to_vec(),
-        Dialect::ClaudeCode => CLAUDE_KEYS.to_vec(),
-        Dialect::Pi => {
-            let mut keys = CADRE_KEYS.to_vec();
-            keys.extend(PI_PACKAGE_KEYS.iter().filter(|k| !CADRE_KEYS.contains(k)));
-            keys
-        }
-    }
+pub(crate) fn known_keys(dialect: Dialect) -> impl Iterator<Item = &'static str> {
+    let (own, extra): (&[&str], &[&str]) = match dialect {
+        Dialect::Cadre => (CADRE_KEYS, &[]),
+        Dialect::ClaudeCode => (CLAUDE_KEYS, &[]),
+        Dialect::Pi => (CADRE_KEYS, PI_PACKAGE_KEYS),
+    };
+    own.iter().chain(extra).copied()
+}
+
+/// Whether `key` is one of the dialect's keys (asked for every key of every file: no
+/// allocation).
+pub(crate) fn is_known_key(key: &str, dialect: Dialect) -> bool {
+    known_keys(dialect).any(|k| k == key)
 }
 
 /// A key folded for comparison: lower case, without `_`, `-` and spaces.
@@ -169,7 +172,6 @@ pub(crate) fn is_unshowable(c: char) -> bool {
 pub(crate) fn nearest_known(key: &str, dialect: Dialect) -> Option<&'static str> {
     let folded = fold(key);
     known_keys(dialect)
-        .into_iter()
         .filter(|k| is_near(&folded, &fold(k)))
         .min_by_key(|k| edit_distance(&folded, &fold(k)))
 }

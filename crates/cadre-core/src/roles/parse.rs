@@ -407,7 +407,7 @@ impl Reader {
     }
 
     fn key(&mut self, key: &str, value: &Value) {
-        if !keys::known_keys(self.dialect).contains(&key) {
+        if !keys::is_known_key(key, self.dialect) {
             self.unknown_key(key, value);
             return;
         }

@@ -59,6 +59,7 @@ impl Tree {
                 agent,
                 description,
                 background,
+                ..
             } => {
                 let task = Task {
                     id: task_id.clone(),
@@ -342,9 +343,11 @@ mod tests {
         TaskEvent::Started {
             task_id: id.into(),
             parent_task_id: parent.map(str::to_string),
+            name: None,
             agent: agent.into(),
             description: description.into(),
             background: false,
+            phase: cadre_protocol::TaskPhase::Starting,
         }
     }
 
@@ -402,6 +405,7 @@ mod tests {
                 task_id: "a".into(),
                 usage,
                 preview: String::new(),
+                phase: cadre_protocol::TaskPhase::Working,
             },
             t0,
         );

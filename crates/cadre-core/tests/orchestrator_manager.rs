@@ -17,7 +17,9 @@ use cadre_core::orchestrator::tools::{format_entries, root_tools};
 use cadre_core::roles::{RoleDef, ShellPolicy, ToolList, builtin_roles};
 use cadre_core::session::load_session;
 use cadre_llm::CompletionRequest;
-use cadre_protocol::{AgentEvent, Message, TaskRecord, TaskStatus, TerminationKind, ThinkingLevel};
+use cadre_protocol::{
+    AgentEvent, Message, TaskPhase, TaskRecord, TaskStatus, TerminationKind, ThinkingLevel,
+};
 use common::{
     Models, ROOT_SESSION_ID, Reply, Scripted, all_text, call, fail, first_user, git, hang,
     last_text, manager_config, manager_options, message_text, model, root_session_file, settings,
@@ -694,6 +696,31 @@ async fn turn_budget_aborts_past_grace() {
     assert!(
         reqs.iter()
             .any(|q| all_text(q).to_lowercase().contains("final"))
+    );
+}
+
+#[tokio::test]
+async fn a_turn_event_carries_the_final_handoff_phase() {
+    use cadre_core::orchestrator::manager::TaskEvent;
+    let h = harness(json!({}), |_| call("ls", json!({})));
+    let mut events = h.manager.subscribe();
+    let o = h.launch(spec("turns", "CHILD loop")).await.unwrap();
+    assert_eq!(o.termination, Some(TerminationKind::TurnBudget));
+    let mut phases = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        if let TaskEvent::Turn { phase, usage, .. } = e {
+            phases.push((usage.turns, phase));
+        }
+    }
+    // maxTurns 1: the first turn reaches the budget and the task enters its final handoff.
+    assert_eq!(
+        phases.first(),
+        Some(&(1, TaskPhase::FinalHandoff)),
+        "{phases:?}"
+    );
+    assert!(
+        phases.iter().all(|(_, p)| *p == TaskPhase::FinalHandoff),
+        "{phases:?}"
     );
 }
 
@@ -1420,17 +1447,24 @@ async fn live_views_get_task_events_and_snapshots() {
         _ => text("seen"),
     });
     let mut events = h.manager.subscribe();
-    let o = h.launch(spec("lister", "CHILD live")).await.unwrap();
+    let mut s = spec("lister", "CHILD live");
+    s.task.name = Some("live-one".into());
+    let o = h.launch(s).await.unwrap();
     let mut got = Vec::new();
     while let Ok(e) = events.try_recv() {
         got.push(e);
     }
     assert_eq!(got.len(), 4, "{got:#?}");
     assert!(
-        matches!(&got[0], TaskEvent::Started { task_id, agent, .. } if *task_id == o.task_id && agent == "lister")
+        matches!(&got[0], TaskEvent::Started { task_id, agent, name, phase, .. }
+            if *task_id == o.task_id && agent == "lister" && name.as_deref() == Some("live-one")
+                && *phase == TaskPhase::Starting),
+        "{:?}",
+        got[0]
     );
     assert!(
-        matches!(&got[1], TaskEvent::Turn { preview, usage, .. } if preview == "looking" && usage.turns == 1)
+        matches!(&got[1], TaskEvent::Turn { preview, usage, phase, .. }
+            if preview == "looking" && usage.turns == 1 && *phase == TaskPhase::Working)
     );
     assert!(matches!(&got[2], TaskEvent::Turn { usage, .. } if usage.turns == 2));
     assert!(matches!(

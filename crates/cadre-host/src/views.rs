@@ -107,26 +107,32 @@ pub fn task_event_json(event: &TaskEvent) -> Value {
         TaskEvent::Started {
             task_id,
             parent_task_id,
+            name,
             agent,
             description,
             background,
+            phase,
         } => json!({
             "type": "task_start",
             "taskId": task_id,
             "parentTaskId": parent_task_id,
+            "name": name,
             "agent": agent,
             "description": description,
             "background": background,
+            "phase": phase,
         }),
         TaskEvent::Turn {
             task_id,
             usage,
             preview,
+            phase,
         } => json!({
             "type": "task_update",
             "taskId": task_id,
             "usage": usage,
             "preview": preview,
+            "phase": phase,
         }),
         TaskEvent::Ended {
             task_id,
@@ -138,5 +144,48 @@ pub fn task_event_json(event: &TaskEvent) -> Value {
             "status": status.as_str(),
             "termination": termination,
         }),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use cadre_protocol::{TaskPhase, TaskUsage};
+
+    #[test]
+    fn task_events_carry_the_name_and_the_phase() {
+        let start = task_event_json(&TaskEvent::Started {
+            task_id: "t1".into(),
+            parent_task_id: None,
+            name: Some("auth-scan".into()),
+            agent: "Explore".into(),
+            description: "scan".into(),
+            background: false,
+            phase: TaskPhase::Starting,
+        });
+        assert_eq!(start["type"], "task_start");
+        assert_eq!(start["name"], "auth-scan");
+        assert_eq!(start["phase"], "starting");
+        let unnamed = task_event_json(&TaskEvent::Started {
+            task_id: "t2".into(),
+            parent_task_id: Some("t1".into()),
+            name: None,
+            agent: "Explore".into(),
+            description: "scan".into(),
+            background: true,
+            phase: TaskPhase::Working,
+        });
+        assert_eq!(unnamed["name"], Value::Null);
+        assert_eq!(unnamed["phase"], "working");
+        let update = task_event_json(&TaskEvent::Turn {
+            task_id: "t1".into(),
+            usage: TaskUsage::default(),
+            preview: "looking".into(),
+            phase: TaskPhase::FinalHandoff,
+        });
+        assert_eq!(update["type"], "task_update");
+        assert_eq!(update["phase"], "final_handoff");
+        assert_eq!(update["preview"], "looking");
     }
 }

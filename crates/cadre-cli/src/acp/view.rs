@@ -219,6 +219,7 @@ impl View {
                 agent,
                 description,
                 background,
+                ..
             } => self.task_started(
                 task_id,
                 parent_task_id.as_deref(),
@@ -230,6 +231,7 @@ impl View {
                 task_id,
                 usage,
                 preview,
+                ..
             } => {
                 let Some(task) = self.tasks.get_mut(task_id) else {
                     return Vec::new();

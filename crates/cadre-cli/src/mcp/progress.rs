@@ -206,6 +206,7 @@ impl State {
                 task_id,
                 usage,
                 preview,
+                ..
             } => {
                 let Some(slot) = self.tasks.get_mut(task_id) else {
                     return Vec::new();
@@ -263,15 +264,17 @@ fn short(id: &str) -> String {
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
-    use cadre_protocol::TaskStatus;
+    use cadre_protocol::{TaskPhase, TaskStatus};
 
     fn started(id: &str, parent: Option<&str>, description: &str) -> TaskEvent {
         TaskEvent::Started {
             task_id: id.into(),
             parent_task_id: parent.map(str::to_string),
+            name: None,
             agent: "Explore".into(),
             description: description.into(),
             background: false,
+            phase: TaskPhase::Starting,
         }
     }
 
@@ -297,6 +300,7 @@ mod tests {
             task_id: "1".into(),
             usage,
             preview: "looking".into(),
+            phase: TaskPhase::Working,
         };
         let m = s.apply(&turn).pop().unwrap();
         assert!(m.contains("turns 2, tool calls 3, tokens 10"), "{m}");

@@ -543,6 +543,8 @@ fn agent_calls_default_to_background_and_task_commands_see_them() {
     let start = rpc.wait_event("task_start");
     assert_eq!(start["background"], true, "{start}");
     assert_eq!(start["agent"], "Explore");
+    assert_eq!(start["name"], "checker", "{start}");
+    assert_eq!(start["phase"], "starting", "{start}");
     let task_id = start["taskId"].as_str().unwrap().to_string();
     let end = rpc.wait_event("task_end");
     assert_eq!(end["status"], "completed", "{end}");

@@ -134,9 +134,11 @@ pub(crate) async fn drive(
         let _ = inner.events.send(TaskEvent::Started {
             task_id: r.id.clone(),
             parent_task_id: r.parent_task_id.clone(),
+            name: r.name.clone(),
             agent: r.agent.clone(),
             description: r.description.clone(),
             background: h.is_background(),
+            phase: r.phase,
         });
     }
 
@@ -370,6 +372,7 @@ fn on_event(inner: &Arc<Inner>, h: &Arc<TaskHandle>, ev: AgentEvent) {
                     task_id: r.id.clone(),
                     usage,
                     preview: preview(&text),
+                    phase: r.phase,
                 });
             }
             drop(live);

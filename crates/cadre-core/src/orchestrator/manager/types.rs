@@ -335,9 +335,14 @@ pub enum TaskEvent {
     Started {
         task_id: String,
         parent_task_id: Option<String>,
+        /// The task's `name` (addressable by `SendMessage`), if it was given one.
+        name: Option<String>,
         agent: String,
         description: String,
         background: bool,
+        /// `starting` for a new task; a continued one resumes `working`. It becomes `working`
+        /// at the first model call without an event of its own: the next `Turn` carries it.
+        phase: TaskPhase,
     },
     /// A turn ended.
     Turn {
@@ -345,6 +350,8 @@ pub enum TaskEvent {
         usage: TaskUsage,
         /// The turn's text, first line.
         preview: String,
+        /// The phase after the turn (`final_handoff` once the turn budget is reached).
+        phase: TaskPhase,
     },
     /// A run ended; the record is final.
     Ended {

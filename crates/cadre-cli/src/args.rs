@@ -120,6 +120,11 @@ pub struct RunArgs {
     #[arg(short = 'c', long = "continue")]
     pub continue_latest: bool,
 
+    /// Interactive mode: open with this project's recent sessions listed, to continue one
+    /// (`/resume N`).
+    #[arg(short = 'r', long)]
+    pub resume: bool,
+
     /// Do not write a session file.
     #[arg(long)]
     pub no_session: bool,
@@ -181,6 +186,9 @@ pub enum Command {
     /// benchmarks), e.g. `cadre tool grep '{"pattern":"fn main"}'`.
     #[command(hide = true)]
     Tool(ToolArgs),
+    /// Measure the interactive screen's frame times with many live tasks (scripts/bench).
+    #[command(hide = true, name = "__bench-tui")]
+    BenchTui(BenchTuiArgs),
     /// List the agent types: layer, file, tools, overrides, blocked names, trust.
     Agents(crate::commands::agents::AgentsArgs),
     /// Check configuration, credentials, trust, sandbox support, agent files and tasks.
@@ -276,6 +284,23 @@ pub struct DemoArgs {
 pub enum Wire {
     Anthropic,
     Openai,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchTuiArgs {
+    /// Live tasks on the panel.
+    #[arg(long, default_value_t = 100)]
+    pub tasks: usize,
+    #[arg(long, default_value_t = 200)]
+    pub cols: u16,
+    #[arg(long, default_value_t = 50)]
+    pub rows: u16,
+    /// How long to measure, in seconds.
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+    /// Turn events per task per second.
+    #[arg(long, default_value_t = 1.0)]
+    pub rate: f64,
 }
 
 #[derive(Debug, clap::Args)]

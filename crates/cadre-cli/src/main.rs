@@ -25,6 +25,7 @@ mod demo;
 mod demo_script;
 mod fake_server;
 mod harden;
+mod interactive;
 mod live;
 mod mcp;
 mod model_list;
@@ -107,6 +108,14 @@ fn main() -> ExitCode {
             Some(Command::Demo(args)) => demo::run(args).await,
             Some(Command::FakeServer(args)) => fake_server::run(args).await,
             Some(Command::Tool(args)) => tool::run(args).await,
+            Some(Command::BenchTui(a)) => interactive::bench::run(&interactive::bench::BenchArgs {
+                tasks: a.tasks,
+                cols: a.cols,
+                rows: a.rows,
+                seconds: a.seconds,
+                rate: a.rate,
+            })
+            .map(|()| std::process::ExitCode::SUCCESS),
             Some(Command::Agents(args)) => commands::agents::run(&args),
             Some(Command::Doctor(args)) => commands::doctor::run(&args),
             Some(Command::Tasks(args)) => commands::tasks::run(&args),

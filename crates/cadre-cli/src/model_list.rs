@@ -36,7 +36,7 @@ pub fn print(registry: &ModelRegistry, search: &str) {
 }
 
 /// Whether every word of `search` is in the model's provider, id, full name or display name.
-fn matches(model: &ModelInfo, search: &str) -> bool {
+pub(crate) fn matches(model: &ModelInfo, search: &str) -> bool {
     let haystack =
         format!("{}\n{}\n{}", model.full_name, model.name, model.provider).to_lowercase();
     search

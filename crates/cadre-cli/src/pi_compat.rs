@@ -24,11 +24,6 @@ struct PiOnlyFlag {
 
 const PI_ONLY_FLAGS: &[PiOnlyFlag] = &[
     PiOnlyFlag {
-        names: &["--resume", "-r"],
-        what: "an interactive session picker",
-        instead: Some("--continue for the latest session, or --session <path|id>"),
-    },
-    PiOnlyFlag {
         names: &["--fork"],
         what: "copying a session into a new one",
         instead: Some("--session <path|id> to continue it"),
@@ -307,12 +302,13 @@ mod tests {
 
     #[test]
     fn pi_only_flags_get_a_hint() {
-        let hint = unsupported_flag_hint("--resume").unwrap();
+        let hint = unsupported_flag_hint("--fork").unwrap();
         assert!(
-            hint.starts_with("cadre does not support Pi's --resume ("),
+            hint.starts_with("cadre does not support Pi's --fork ("),
             "{hint}"
         );
-        assert!(hint.contains("--continue"), "{hint}");
+        assert!(hint.contains("--session"), "{hint}");
+        assert_eq!(unsupported_flag_hint("--resume"), None);
         assert_eq!(unsupported_flag_hint("--export=out.html"), None);
         assert_eq!(
             unsupported_flag_hint("-e").unwrap(),

@@ -79,7 +79,7 @@ pub fn transcript_line(event: &AgentEvent) -> Option<String> {
 
 /// "name status" of a `<task-notification>` (or "name turn N" of a `<progress-warning>`), read
 /// from its one-line fields.
-fn notice_summary(text: &str) -> String {
+pub(crate) fn notice_summary(text: &str) -> String {
     let field = |tag: &str| {
         let open = format!("<{tag}>");
         let close = format!("</{tag}>");

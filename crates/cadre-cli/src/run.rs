@@ -29,6 +29,14 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         crate::model_list::print(&ctx.registry, search);
         return Ok(ExitCode::SUCCESS);
     }
+    if interactive_wanted(&args) {
+        return crate::interactive::run(args).await;
+    }
+    if args.resume {
+        bail!(
+            "--resume lists sessions to continue in the interactive mode (`cadre -r` at a terminal); here use --continue or --session <path|id>"
+        );
+    }
     let (first, rest) = read_prompts(&args, &cwd)?;
     let started = Host::start(ctx, host_options(&args)).await?;
     for warning in &started.warnings {
@@ -59,6 +67,16 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         n => Some(n),
     };
     finish(args.mode, &outcome, session_path.as_deref(), signal)
+}
+
+/// Whether this run is the interactive mode: `cadre` (or `cadre -c`, `-r`, `--model …`) at a
+/// terminal, without `-p`, a prompt or piped input.
+fn interactive_wanted(args: &RunArgs) -> bool {
+    args.mode == Mode::Text
+        && !args.print
+        && args.messages.is_empty()
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
 }
 
 /// Run the prompts one after the other, each settled (its tasks reported and answered) before
@@ -265,7 +283,7 @@ fn read_prompts(args: &RunArgs, cwd: &Path) -> Result<(UserContent, Vec<String>)
     let Some(first) = first else {
         if !args.print && stdin.is_terminal() {
             bail!(
-                "interactive mode is not available yet; run `cadre -p \"your prompt\"` (or `cadre demo`)"
+                "the interactive mode needs a terminal on stdout too; run `cadre -p \"your prompt\"` to print the answer"
             );
         }
         bail!("no prompt given: pass it as an argument (`cadre -p \"…\"`) or on stdin");

@@ -196,7 +196,7 @@ fn candidate_table(
 }
 
 /// The record in readable form.
-fn show(r: &TaskRecord, output_path: &Path, now: SystemTime) -> String {
+pub(crate) fn show(r: &TaskRecord, output_path: &Path, now: SystemTime) -> String {
     let mut out = String::new();
     let mut field = |label: &str, value: &str| {
         let _ = writeln!(out, "{:<14}{value}", format!("{label}:"));

@@ -55,6 +55,7 @@ fn run_args(serve: &ServeArgs) -> RunArgs {
         session_dir: serve.session_dir.clone(),
         export: None,
         continue_latest: false,
+        resume: false,
         no_session: false,
         trust: serve.trust,
         plan: serve.plan,

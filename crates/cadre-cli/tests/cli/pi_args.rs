@@ -26,8 +26,7 @@ fn write_session(fixture: &Fixture, id: &str) -> std::path::PathBuf {
 fn pi_flags_cadre_lacks_get_a_hint_instead_of_clap_advice() {
     let fixture = Fixture::new();
     for (args, flag) in [
-        (vec!["--resume"], "--resume"),
-        (vec!["-r"], "-r"),
+        (vec!["--fork", "s.jsonl", "-p", "x"], "--fork"),
         (vec!["--models", "a,b", "-p", "x"], "--models"),
         (vec!["-e", "ext.ts", "-p", "x"], "-e"),
         (vec!["-nbt", "-p", "x"], "-nbt"),

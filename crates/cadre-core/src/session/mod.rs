@@ -17,7 +17,7 @@ pub use load::{ContextCompaction, LoadedSession, SessionContext, SkippedEntry, l
 pub use paths::{iso_timestamp, latest_session, session_dir_for_cwd, session_file_name};
 pub use resolve::{
     SESSION_DIR_VAR, SessionArg, SessionArgError, SessionCandidate, SessionDirSources,
-    find_session_by_id, resolve_session_arg, session_dir,
+    find_session_by_id, recent_sessions, resolve_session_arg, session_dir,
 };
 pub use restore::RestoredSettings;
 pub use writer::SessionWriter;

@@ -11,6 +11,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use super::paths::session_dir_for_cwd;
 
@@ -219,6 +220,27 @@ pub fn find_session_by_id(dir: &Path, id: &str) -> Option<PathBuf> {
     candidates
         .into_iter()
         .find(|p| read_header(p).is_some_and(|c| c.id == id))
+}
+
+/// The sessions of `dir`, newest first (by modification time), at most `limit`: the
+/// interactive mode's `/resume` list. Only regular `.jsonl` files whose first line is a
+/// session header are listed; the headers of at most `limit * 4` newest files are read, so a
+/// directory of thousands of sessions costs a bounded amount.
+pub fn recent_sessions(dir: &Path, limit: usize) -> Vec<(SessionCandidate, SystemTime)> {
+    let mut files: Vec<(PathBuf, SystemTime)> = session_files(dir)
+        .into_iter()
+        .filter_map(|p| {
+            let modified = std::fs::metadata(&p).and_then(|m| m.modified()).ok()?;
+            Some((p, modified))
+        })
+        .collect();
+    files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    files
+        .into_iter()
+        .take(limit.saturating_mul(4))
+        .filter_map(|(p, modified)| Some((read_header(&p)?, modified)))
+        .take(limit)
+        .collect()
 }
 
 fn matching_sessions(dirs: &[PathBuf], prefix: &str) -> Vec<SessionCandidate> {

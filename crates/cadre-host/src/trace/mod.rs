@@ -6,7 +6,7 @@
 //! escaped, every text and the page are capped, and a record or session that cannot be read is
 //! a row saying so. No scripts, no external resources: the page opens the same offline.
 
-mod notices;
+pub mod notices;
 mod read;
 pub mod timeline;
 

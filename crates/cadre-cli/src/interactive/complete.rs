@@ -1,0 +1,100 @@
+//! `@file` completion: the project's files whose paths match what follows the `@`.
+//!
+//! The walk is ripgrep's (`.gitignore` respected, hidden files and `.git` skipped, links not
+//! followed) and bounded in depth and in entries read, so a huge or hostile tree costs a
+//! Tab press a bounded amount. Names that could not be typed back (control characters, not
+//! UTF-8) are not offered.
+
+use std::path::Path;
+
+/// How deep the walk goes below the project directory.
+const MAX_DEPTH: usize = 12;
+/// The most directory entries read for one completion.
+const MAX_ENTRIES: usize = 20_000;
+
+/// Up to `limit` relative paths under `root` matching `partial`, best first: paths that start
+/// with it, then those whose file name starts with it, then those that contain it (all
+/// case-insensitive); shorter paths first within each group. Directories end in `/`.
+pub fn candidates(root: &Path, partial: &str, limit: usize) -> Vec<String> {
+    let needle = partial.to_lowercase();
+    let mut found: Vec<(u8, String)> = Vec::new();
+    let walk = ignore::WalkBuilder::new(root)
+        .max_depth(Some(MAX_DEPTH))
+        .follow_links(false)
+        .require_git(false)
+        .build();
+    for entry in walk.take(MAX_ENTRIES) {
+        let Ok(entry) = entry else { continue };
+        if entry.depth() == 0 {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(root) else {
+            continue;
+        };
+        let Some(rel) = rel.to_str() else { continue };
+        if rel.chars().any(|c| c.is_control()) {
+            continue;
+        }
+        let lower = rel.to_lowercase();
+        let name = lower.rsplit('/').next().unwrap_or(&lower);
+        let rank = if lower.starts_with(&needle) {
+            0
+        } else if name.starts_with(&needle) {
+            1
+        } else if lower.contains(&needle) {
+            2
+        } else {
+            continue;
+        };
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        let shown = if is_dir {
+            format!("{rel}/")
+        } else {
+            rel.to_string()
+        };
+        found.push((rank, shown));
+    }
+    found.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| a.1.len().cmp(&b.1.len()))
+            .then_with(|| a.1.cmp(&b.1))
+    });
+    found.into_iter().take(limit).map(|(_, p)| p).collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_rank_prefixes_first_and_respect_gitignore() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src/deep")).unwrap();
+        std::fs::write(root.join("src/main.rs"), "").unwrap();
+        std::fs::write(root.join("src/deep/main_helper.rs"), "").unwrap();
+        std::fs::write(root.join("domain.txt"), "").unwrap();
+        std::fs::write(root.join(".gitignore"), "ignored.rs\n").unwrap();
+        std::fs::write(root.join("ignored.rs"), "").unwrap();
+        std::fs::write(root.join(".hidden_main"), "").unwrap();
+        let got = candidates(root, "main", 10);
+        assert_eq!(
+            got,
+            ["src/main.rs", "src/deep/main_helper.rs", "domain.txt"]
+        );
+        assert_eq!(
+            candidates(root, "src/d", 10),
+            ["src/deep/", "src/deep/main_helper.rs"]
+        );
+        assert!(candidates(root, "ignored", 10).is_empty());
+    }
+
+    #[test]
+    fn names_with_control_characters_are_not_offered() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("evil\x1b[2Jname"), "").unwrap();
+        std::fs::write(dir.path().join("evil_ok"), "").unwrap();
+        assert_eq!(candidates(dir.path(), "evil", 10), ["evil_ok"]);
+    }
+}

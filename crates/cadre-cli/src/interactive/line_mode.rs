@@ -1,0 +1,241 @@
+//! The interactive mode on a terminal that cannot move its cursor (`TERM=dumb` or unset, an
+//! editor's shell buffer): a plain conversation, one line after another.
+//!
+//! A line is a prompt (while the agent works, it steers); `/queue TEXT` queues a follow-up and
+//! `/abort` stops the turn; the slash commands work as in the full screen. Replies are printed
+//! as they stream, tool calls and task starts and ends as one line each. End of input (Ctrl-D)
+//! leaves.
+
+use std::io::{BufRead, Read, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Result;
+use cadre_host::{HostEvent, StartedHost};
+use cadre_protocol::{AgentEvent, AssistantMessageEvent, UserContent};
+use tokio::sync::mpsc;
+
+use super::board::Board;
+use super::commands::{self, Effect};
+use super::event_loop::{Live, Setup};
+use super::slash::{self, Slash};
+use super::text::screen_safe;
+use super::transcript::{NoteKind, Transcript, summarize_args};
+
+/// The longest input line taken at once (a longer one arrives as several).
+const MAX_LINE: usize = 256 * 1024;
+
+pub async fn run(started: StartedHost, setup: Setup) -> Result<Option<PathBuf>> {
+    let Setup {
+        ctx,
+        options,
+        cwd,
+        notes,
+        show_sessions,
+    } = setup;
+    let mut live = Live {
+        host: started.host,
+        events: started.events,
+        ctx,
+        options,
+    };
+    for note in &notes {
+        say(&format!("cadre: {note}"));
+    }
+    say("cadre — type a prompt and Enter; /help lists the commands; Ctrl-D leaves");
+    if show_sessions {
+        print_reply(&commands::run(live.host.clone(), live.env(&cwd), Slash::Resume(None)).await);
+    }
+    let mut lines = spawn_lines();
+    let mut board = Board::default();
+    let mut scratch = Transcript::default();
+    let mut signals = cadre_host::Signals::new().ok();
+    let mut streaming_text = false;
+    loop {
+        tokio::select! {
+            line = lines.recv() => {
+                let Some(line) = line else { break };
+                let line = line.trim_end().to_string();
+                if line.trim().is_empty() {
+                    continue;
+                }
+                if !handle_line(&mut live, &cwd, &line).await {
+                    break;
+                }
+            }
+            event = live.events.recv() => {
+                let Some(event) = event else { break };
+                print_event(&event, &mut streaming_text, &mut board, &mut scratch, &live);
+            }
+            _ = super::event_loop::next_signal(&mut signals) => break,
+        }
+    }
+    live.host.interrupt();
+    Ok(live.host.shutdown().await.ok().flatten())
+}
+
+/// One typed line. Returns false to leave.
+async fn handle_line(live: &mut Live, cwd: &std::path::Path, line: &str) -> bool {
+    let host = live.host.clone();
+    let text = line.trim();
+    if let Some(rest) = text.strip_prefix("/queue ") {
+        report(host.follow_up(UserContent::Text(rest.to_string())));
+        return true;
+    }
+    if text == "/abort" {
+        host.abort();
+        say("stopped");
+        return true;
+    }
+    if text.starts_with('/') && !text.starts_with("//") {
+        match slash::parse(text) {
+            Ok(Slash::Quit) => return false,
+            Ok(command) => {
+                let reply = commands::run(host.clone(), live.env(cwd), command).await;
+                print_reply(&reply);
+                if let Effect::Restart { plan } = reply.effect {
+                    match live.restart(cwd, plan).await {
+                        Ok(notes) => notes.iter().for_each(|n| say(&format!("cadre: {n}"))),
+                        Err(e) => say(&format!("error: {e}")),
+                    }
+                }
+            }
+            Err(e) => say(&e),
+        }
+        return true;
+    }
+    let text = text
+        .strip_prefix("//")
+        .map_or(text.to_string(), |r| format!("/{r}"));
+    let content = UserContent::Text(text);
+    if host.is_streaming() {
+        report(host.steer(content));
+    } else {
+        report(
+            host.prompt(content.clone(), None)
+                .or_else(|_| host.steer(content)),
+        );
+    }
+    true
+}
+
+fn report(result: Result<(), cadre_host::HostError>) {
+    if let Err(e) = result {
+        say(&format!("error: {e}"));
+    }
+}
+
+fn print_reply(reply: &commands::Reply) {
+    for (kind, text) in &reply.notes {
+        let lead = match kind {
+            NoteKind::Error => "error: ",
+            NoteKind::Warning => "warning: ",
+            _ => "",
+        };
+        say(&format!("{lead}{text}"));
+    }
+}
+
+fn print_event(
+    event: &HostEvent,
+    streaming: &mut bool,
+    board: &mut Board,
+    scratch: &mut Transcript,
+    live: &Live,
+) {
+    match event {
+        HostEvent::Agent(AgentEvent::MessageUpdate {
+            assistant_message_event: AssistantMessageEvent::TextDelta { delta, .. },
+            ..
+        }) => {
+            let mut out = std::io::stdout().lock();
+            let _ = write!(
+                out,
+                "{}",
+                screen_safe(&cadre_protocol::redact::redact_str(delta))
+            );
+            let _ = out.flush();
+            *streaming = true;
+        }
+        HostEvent::Agent(AgentEvent::MessageEnd { .. }) if *streaming => {
+            say("");
+            *streaming = false;
+        }
+        HostEvent::Agent(AgentEvent::ToolExecutionStart {
+            tool_name, args, ..
+        }) => say(&format!(
+            "→ {tool_name} {}",
+            summarize_args(tool_name, args)
+        )),
+        HostEvent::Agent(AgentEvent::ToolExecutionEnd { .. }) => {}
+        HostEvent::Agent(AgentEvent::AgentEnd { .. }) => say("(done)"),
+        HostEvent::Agent(other) => {
+            // Notes the transcript makes of other events (retries, compaction, errors).
+            let before = scratch.entries.len();
+            scratch.apply(other);
+            for entry in scratch.entries.drain(before.min(scratch.entries.len())..) {
+                if let super::transcript::Entry::Note { text, .. } = entry {
+                    say(&text);
+                }
+            }
+            scratch.entries.clear();
+        }
+        HostEvent::Task(task) => {
+            let now = Instant::now();
+            let mut notes = Transcript::default();
+            super::event_loop::apply_task_event(board, &mut notes, &live.host, task, now);
+            if let cadre_core::orchestrator::manager::TaskEvent::Started {
+                task_id,
+                agent,
+                description,
+                ..
+            } = task
+            {
+                let short: String = task_id.chars().take(8).collect();
+                say(&format!(
+                    "[task {short}] {agent} started: {}",
+                    screen_safe(description)
+                ));
+            }
+            for entry in notes.entries {
+                if let super::transcript::Entry::Note { text, .. } = entry {
+                    say(&format!("[{text}]"));
+                }
+            }
+        }
+    }
+}
+
+fn say(text: &str) {
+    let text = cadre_protocol::redact::redact_str(text);
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{}", screen_safe(&text));
+    let _ = out.flush();
+}
+
+/// Lines of stdin, read on a thread; the channel closes at end of input.
+fn spawn_lines() -> mpsc::UnboundedReceiver<String> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let _ = std::thread::Builder::new()
+        .name("cadre-lines".into())
+        .spawn(move || {
+            let stdin = std::io::stdin();
+            let mut reader = stdin.lock();
+            loop {
+                let mut buf = Vec::new();
+                match (&mut reader)
+                    .take(MAX_LINE as u64)
+                    .read_until(b'\n', &mut buf)
+                {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {
+                        let line = String::from_utf8_lossy(&buf).into_owned();
+                        if tx.send(line).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    rx
+}

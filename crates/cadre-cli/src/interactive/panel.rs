@@ -1,0 +1,230 @@
+//! The live task panel: one row per task in tree order, with role, name, status, phase,
+//! turns, tool calls, tokens, cost and elapsed time, in columns that fit the terminal's width.
+//!
+//! Narrow terminals (80 columns) get short status and phase words; wide ones add the task's
+//! description. When the tasks outnumber the rows, running tasks are kept and the rest counted.
+
+use std::time::{Duration, Instant};
+
+use ratatui::text::{Line, Span};
+
+use super::board::{Board, TaskRow};
+use super::text::{clip, fit, screen_safe};
+use super::theme::Theme;
+use crate::commands::format;
+use cadre_protocol::{TaskPhase, TaskStatus};
+
+/// Rows the panel takes for `board` on a screen of `height` rows: a title and its tasks, at
+/// most a third of the screen (never less than 3 rows when there are tasks).
+pub fn height(board: &Board, screen: u16) -> u16 {
+    if board.is_empty() {
+        return 0;
+    }
+    let most = (screen / 3).max(3);
+    (board.len() as u16).saturating_add(1).min(most)
+}
+
+/// The panel's rows: `rows` rows of `cols` columns at `now`.
+pub fn lines(
+    board: &Board,
+    theme: Theme,
+    cols: usize,
+    rows: usize,
+    now: Instant,
+) -> Vec<Line<'static>> {
+    let running = board.running();
+    let done = board.len() - running;
+    let mut out = vec![Line::from(vec![
+        Span::styled("Tasks", theme.accent()),
+        Span::styled(
+            format!(" · {running} running · {done} done · /task ID for one"),
+            theme.dim(),
+        ),
+    ])];
+    let room = rows.saturating_sub(1);
+    if room == 0 {
+        return out;
+    }
+    let tree: Vec<(usize, &TaskRow)> = board.tree().collect();
+    let shown: Vec<&(usize, &TaskRow)> = if tree.len() <= room {
+        tree.iter().collect()
+    } else {
+        // Running tasks first claim the rows (in tree order), then the newest ended ones.
+        let keep_room = room - 1;
+        let mut keep = vec![false; tree.len()];
+        let mut left = keep_room;
+        for (i, (_, row)) in tree.iter().enumerate() {
+            if left > 0 && row.ended.is_none() {
+                keep[i] = true;
+                left -= 1;
+            }
+        }
+        let mut ended: Vec<usize> = (0..tree.len()).filter(|&i| !keep[i]).collect();
+        ended.sort_by_key(|&i| std::cmp::Reverse(tree[i].1.ended));
+        for i in ended.into_iter().take(left) {
+            keep[i] = true;
+        }
+        tree.iter()
+            .enumerate()
+            .filter(|(i, _)| keep[*i])
+            .map(|(_, t)| t)
+            .collect()
+    };
+    let layout = Columns::for_width(cols);
+    for (depth, row) in &shown {
+        out.push(task_line(row, *depth, &layout, theme, cols, now));
+    }
+    if shown.len() < tree.len() {
+        out.push(Line::styled(
+            format!(
+                "  … {} more (/tasks lists them all)",
+                tree.len() - shown.len()
+            ),
+            theme.dim(),
+        ));
+    }
+    out
+}
+
+/// Column widths for a terminal width.
+struct Columns {
+    role: usize,
+    name: usize,
+    status: usize,
+    phase: usize,
+    wide: bool,
+}
+
+impl Columns {
+    fn for_width(cols: usize) -> Columns {
+        if cols >= 140 {
+            Columns {
+                role: 22,
+                name: 24,
+                status: 9,
+                phase: 13,
+                wide: true,
+            }
+        } else if cols >= 100 {
+            Columns {
+                role: 18,
+                name: 18,
+                status: 9,
+                phase: 8,
+                wide: false,
+            }
+        } else {
+            Columns {
+                role: 15,
+                name: 12,
+                status: 7,
+                phase: 8,
+                wide: false,
+            }
+        }
+    }
+}
+
+fn task_line(
+    row: &TaskRow,
+    depth: usize,
+    c: &Columns,
+    theme: Theme,
+    cols: usize,
+    now: Instant,
+) -> Line<'static> {
+    let (glyph, glyph_style) = match row.status {
+        TaskStatus::Running => ("● ", theme.accent()),
+        TaskStatus::Completed => ("✓ ", theme.ok()),
+        TaskStatus::Partial => ("◐ ", theme.warn()),
+        TaskStatus::Failed => ("✗ ", theme.error()),
+        TaskStatus::Stopped => ("■ ", theme.warn()),
+    };
+    let tree = if depth == 0 {
+        String::new()
+    } else {
+        format!("{}└ ", "  ".repeat(depth.saturating_sub(1).min(6)))
+    };
+    let role = fit(&format!("{tree}{}", screen_safe(&row.agent)), c.role);
+    let name = row
+        .name
+        .as_deref()
+        .map(|n| screen_safe(n).into_owned())
+        .unwrap_or_else(|| screen_safe(&row.description).into_owned());
+    let name = fit(&name, c.name);
+    let status = fit(status_word(row.status, c.wide), c.status);
+    let phase = fit(phase_word(row.phase, c.wide), c.phase);
+    let u = &row.usage;
+    let numbers = format!(
+        "{:>3}t {:>3}⚒ {:>6} {:>7} {:>6}",
+        u.turns,
+        u.tool_calls_executed,
+        format::tokens(u.tokens.total_tokens),
+        format::cost(u.tokens.cost.total),
+        elapsed(row.elapsed(now)),
+    );
+    let style = if row.ended.is_some() {
+        theme.dim()
+    } else {
+        theme.plain()
+    };
+    let mut spans = vec![
+        Span::styled(glyph, glyph_style),
+        Span::styled(format!("{role} {name} {status} {phase} {numbers}"), style),
+    ];
+    if c.wide {
+        let used = 2 + c.role + c.name + c.status + c.phase + 4 + super::text::width(&numbers);
+        let room = cols.saturating_sub(used + 2);
+        if room > 8 {
+            let what = if row.preview.is_empty() {
+                &row.description
+            } else {
+                &row.preview
+            };
+            spans.push(Span::styled(
+                format!("  {}", clip(&screen_safe(what), room)),
+                theme.dim(),
+            ));
+        }
+    }
+    let line = Line::from(spans);
+    // Never wider than the terminal, whatever a column held.
+    if line.width() > cols {
+        let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+        return Line::styled(clip(&text, cols), style);
+    }
+    line
+}
+
+fn status_word(status: TaskStatus, wide: bool) -> &'static str {
+    match (status, wide) {
+        (TaskStatus::Running, _) => "running",
+        (TaskStatus::Completed, true) => "completed",
+        (TaskStatus::Completed, false) => "done",
+        (TaskStatus::Partial, _) => "partial",
+        (TaskStatus::Failed, _) => "failed",
+        (TaskStatus::Stopped, _) => "stopped",
+    }
+}
+
+fn phase_word(phase: TaskPhase, wide: bool) -> &'static str {
+    match (phase, wide) {
+        (TaskPhase::Starting, _) => "starting",
+        (TaskPhase::Working, _) => "working",
+        (TaskPhase::FinalHandoff, true) => "final-handoff",
+        (TaskPhase::FinalHandoff, false) => "handoff",
+        (TaskPhase::Terminal, _) => "ended",
+    }
+}
+
+/// `42s`, `3m05s`, `1h02m`.
+pub fn elapsed(d: Duration) -> String {
+    let s = d.as_secs();
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    }
+}

@@ -1,0 +1,531 @@
+//! The conversation as the interactive mode shows it: entries built from the root agent's
+//! events as they stream, or from a session's messages when one is resumed.
+//!
+//! Only what a person reads is kept, and each entry is capped: a tool that prints a gigabyte
+//! or a model that streams without end costs the screen a bounded amount. The session file,
+//! not this, is the conversation's record.
+
+use cadre_protocol::{AgentEvent, AssistantMessageEvent, ContentBlock, Message, UserContent};
+use serde_json::Value;
+
+/// The most bytes of one entry's text that are kept (a streamed answer, a tool's output).
+const ENTRY_CAP: usize = 64 * 1024;
+/// The most entries kept; older ones are dropped from the screen (not from the session).
+const MAX_ENTRIES: usize = 2_000;
+
+/// One thing on the conversation screen.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    /// What the person typed (or a resumed session's user message).
+    User(String),
+    /// A reply of the model: its thinking and text, in order.
+    Assistant {
+        thinking: String,
+        text: String,
+        /// Still streaming.
+        open: bool,
+    },
+    /// A tool call and, once it ended, its result.
+    Tool(ToolEntry),
+    /// Something cadre says: a task's end, a notice, a command's output.
+    Note { kind: NoteKind, text: String },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolEntry {
+    pub call_id: String,
+    pub name: String,
+    /// The arguments in one short line.
+    pub summary: String,
+    /// `None` while it runs.
+    pub result: Option<String>,
+    pub is_error: bool,
+    /// An edit's unified diff.
+    pub diff: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoteKind {
+    Info,
+    /// A task ended or reported.
+    Task,
+    Warning,
+    Error,
+}
+
+#[derive(Debug, Default)]
+pub struct Transcript {
+    pub entries: Vec<Entry>,
+    /// Bumped on every change, so the view knows when to redraw.
+    pub version: u64,
+}
+
+impl Transcript {
+    /// The entries of a resumed session's messages.
+    pub fn from_messages(messages: &[Message]) -> Transcript {
+        let mut t = Transcript::default();
+        for message in messages {
+            t.message_end(message);
+        }
+        t
+    }
+
+    pub fn note(&mut self, kind: NoteKind, text: impl Into<String>) {
+        self.push(Entry::Note {
+            kind,
+            text: capped(text.into()),
+        });
+    }
+
+    pub fn user(&mut self, text: &str) {
+        self.push(Entry::User(capped(text.to_string())));
+    }
+
+    fn push(&mut self, entry: Entry) {
+        self.entries.push(entry);
+        if self.entries.len() > MAX_ENTRIES {
+            let over = self.entries.len() - MAX_ENTRIES;
+            self.entries.drain(..over);
+        }
+        self.version += 1;
+    }
+
+    /// Take in one event of the root agent.
+    pub fn apply(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::MessageStart {
+                message: Message::Assistant(_),
+            } => self.push(Entry::Assistant {
+                thinking: String::new(),
+                text: String::new(),
+                open: true,
+            }),
+            AgentEvent::MessageUpdate {
+                assistant_message_event,
+                ..
+            } => self.stream(assistant_message_event),
+            AgentEvent::MessageEnd { message } => self.message_end_live(message),
+            AgentEvent::ToolExecutionStart {
+                tool_call_id,
+                tool_name,
+                args,
+            } => self.tool_start(tool_call_id, tool_name, args),
+            AgentEvent::ToolExecutionEnd {
+                tool_call_id,
+                result,
+                is_error,
+                ..
+            } => self.tool_end(tool_call_id, result, *is_error),
+            AgentEvent::AutoRetryStart {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error_message,
+            } => self.note(
+                NoteKind::Warning,
+                format!(
+                    "retry {attempt}/{max_attempts} in {:.1} s: {error_message}",
+                    *delay_ms as f64 / 1000.0
+                ),
+            ),
+            AgentEvent::CompactionEnd {
+                result: Some(result),
+                ..
+            } => self.note(
+                NoteKind::Info,
+                format!("context compacted ({} tokens before)", result.tokens_before),
+            ),
+            AgentEvent::CompactionEnd {
+                error_message: Some(e),
+                ..
+            } => self.note(NoteKind::Error, format!("compaction failed: {e}")),
+            _ => {}
+        }
+    }
+
+    /// The open reply, if the last entry is one.
+    fn open_reply(&mut self) -> Option<(&mut String, &mut String)> {
+        match self.entries.last_mut() {
+            Some(Entry::Assistant {
+                thinking,
+                text,
+                open: true,
+            }) => Some((thinking, text)),
+            _ => None,
+        }
+    }
+
+    fn stream(&mut self, event: &AssistantMessageEvent) {
+        let Some((thinking, text)) = self.open_reply() else {
+            return;
+        };
+        match event {
+            AssistantMessageEvent::TextDelta { delta, .. } => push_capped(text, delta),
+            AssistantMessageEvent::ThinkingDelta { delta, .. } => push_capped(thinking, delta),
+            _ => return,
+        }
+        self.version += 1;
+    }
+
+    /// A message ended during a run: a reply is closed with its final content (the stream may
+    /// have been partial), a user or custom message becomes an entry.
+    fn message_end_live(&mut self, message: &Message) {
+        if let Message::Assistant(a) = message
+            && self.open_reply().is_some()
+        {
+            let (thinking, text) = reply_parts(&a.content);
+            if let Some(Entry::Assistant {
+                thinking: t,
+                text: x,
+                open,
+            }) = self.entries.last_mut()
+            {
+                *t = capped(thinking);
+                *x = capped(text);
+                *open = false;
+            }
+            if let Some(error) = a.error_message.as_deref().filter(|e| !e.is_empty()) {
+                self.note(NoteKind::Error, error.to_string());
+            }
+            self.version += 1;
+            return;
+        }
+        match message {
+            // The person's own prompt was shown when it was typed.
+            Message::User(u) if !is_notice(&u.content) => {
+                let text = u.content.to_text();
+                let already = matches!(self.entries.iter().rev().find(|e| matches!(e, Entry::User(_))), Some(Entry::User(t)) if *t == text);
+                if !already {
+                    self.user(&text);
+                }
+            }
+            Message::ToolResult(_) => {}
+            other => self.message_end(other),
+        }
+    }
+
+    /// A whole message (a resumed session's, or one that ended without streaming).
+    fn message_end(&mut self, message: &Message) {
+        match message {
+            Message::User(u) if is_notice(&u.content) => {
+                self.note(NoteKind::Task, notice_line(&u.content.to_text()));
+            }
+            Message::User(u) => self.user(&u.content.to_text()),
+            Message::Assistant(a) => {
+                let (thinking, text) = reply_parts(&a.content);
+                if !thinking.is_empty() || !text.is_empty() {
+                    self.push(Entry::Assistant {
+                        thinking: capped(thinking),
+                        text: capped(text),
+                        open: false,
+                    });
+                }
+                for call in a.tool_calls() {
+                    self.tool_start(&call.id, &call.name, &call.arguments);
+                }
+                if let Some(error) = a.error_message.as_deref().filter(|e| !e.is_empty()) {
+                    self.note(NoteKind::Error, error.to_string());
+                }
+            }
+            Message::ToolResult(r) => {
+                let result = serde_json::json!({"content": r.content, "details": r.details});
+                self.tool_end(&r.tool_call_id, &result, r.is_error);
+            }
+            Message::Custom(c) => {
+                self.note(NoteKind::Task, notice_line(&c.content.to_text()));
+            }
+            Message::BashExecution(b) => {
+                self.note(NoteKind::Info, format!("$ {}\n{}", b.command, b.output));
+            }
+        }
+    }
+
+    fn tool_start(&mut self, call_id: &str, name: &str, args: &Value) {
+        // A resumed session's call and its live start are the same entry.
+        if self.tool_mut(call_id).is_some() {
+            return;
+        }
+        self.push(Entry::Tool(ToolEntry {
+            call_id: call_id.to_string(),
+            name: name.to_string(),
+            summary: summarize_args(name, args),
+            result: None,
+            is_error: false,
+            diff: None,
+        }));
+    }
+
+    fn tool_end(&mut self, call_id: &str, result: &Value, is_error: bool) {
+        let text = capped(result_text(result));
+        let diff = result
+            .pointer("/details/diff")
+            .and_then(Value::as_str)
+            .map(|d| capped(d.to_string()));
+        match self.tool_mut(call_id) {
+            Some(tool) => {
+                tool.result = Some(text);
+                tool.is_error = is_error;
+                tool.diff = diff;
+            }
+            None => self.push(Entry::Tool(ToolEntry {
+                call_id: call_id.to_string(),
+                name: String::from("tool"),
+                summary: String::new(),
+                result: Some(text),
+                is_error,
+                diff,
+            })),
+        }
+        self.version += 1;
+    }
+
+    fn tool_mut(&mut self, call_id: &str) -> Option<&mut ToolEntry> {
+        // Calls are recent: look back a bounded distance.
+        self.entries
+            .iter_mut()
+            .rev()
+            .take(200)
+            .find_map(|e| match e {
+                Entry::Tool(t) if t.call_id == call_id => Some(t),
+                _ => None,
+            })
+    }
+}
+
+/// A reply's thinking and text, each joined across its blocks.
+fn reply_parts(content: &[ContentBlock]) -> (String, String) {
+    let mut thinking = String::new();
+    let mut text = String::new();
+    for block in content {
+        match block {
+            ContentBlock::Thinking {
+                thinking: t,
+                redacted: false,
+                ..
+            } => join(&mut thinking, t),
+            ContentBlock::Text { text: t } => join(&mut text, t),
+            _ => {}
+        }
+    }
+    (thinking, text)
+}
+
+fn join(into: &mut String, part: &str) {
+    if part.trim().is_empty() {
+        return;
+    }
+    if !into.is_empty() {
+        into.push_str("\n\n");
+    }
+    into.push_str(part);
+}
+
+/// Whether a user message is one of cadre's task notices rather than the person's words.
+fn is_notice(content: &UserContent) -> bool {
+    let text = content.to_text();
+    let t = text.trim_start();
+    t.starts_with("<task-notification") || t.starts_with("<progress-warning")
+}
+
+/// One line for a task notice.
+fn notice_line(text: &str) -> String {
+    crate::render::notice_summary(text)
+}
+
+/// A tool result's text blocks.
+fn result_text(result: &Value) -> String {
+    match result.get("content") {
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => match result {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        },
+    }
+}
+
+/// A call's arguments in one line: the ones a person recognises the call by.
+pub fn summarize_args(tool: &str, args: &Value) -> String {
+    let field = |k: &str| args.get(k).and_then(Value::as_str);
+    let main = match tool {
+        "bash" => field("command"),
+        "read" | "write" | "edit" | "ls" => field("path"),
+        "grep" | "find" => field("pattern"),
+        "Agent" => {
+            let role = field("subagent_type").unwrap_or("general-purpose");
+            let what = field("description").unwrap_or_default();
+            return format!("{role}: {what}");
+        }
+        "SendMessage" | "TaskOutput" | "TaskStop" => field("to").or(field("task_id")),
+        _ => None,
+    };
+    match main {
+        Some(main) => main.lines().next().unwrap_or_default().to_string(),
+        None => match args {
+            Value::Object(map) if map.is_empty() => String::new(),
+            other => other.to_string(),
+        },
+    }
+}
+
+fn capped(mut text: String) -> String {
+    if text.len() > ENTRY_CAP {
+        let mut cut = ENTRY_CAP;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("\n… (cut here on screen; the session file has it all)");
+    }
+    text
+}
+
+fn push_capped(into: &mut String, delta: &str) {
+    if into.len() >= ENTRY_CAP {
+        return;
+    }
+    into.push_str(delta);
+    if into.len() > ENTRY_CAP {
+        let owned = std::mem::take(into);
+        *into = capped(owned);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use cadre_protocol::{AssistantMessage, ToolCall};
+    use serde_json::json;
+
+    fn reply(blocks: Vec<ContentBlock>) -> Message {
+        let mut m = AssistantMessage::empty("test", "test", "test");
+        m.content = blocks;
+        Message::Assistant(m)
+    }
+
+    #[test]
+    fn a_streamed_reply_grows_then_takes_its_final_content() {
+        let mut t = Transcript::default();
+        t.user("hi");
+        t.apply(&AgentEvent::MessageStart {
+            message: reply(vec![]),
+        });
+        let delta = |d: &str| AgentEvent::MessageUpdate {
+            message: Box::new(AssistantMessage::empty("test", "test", "test")),
+            assistant_message_event: AssistantMessageEvent::TextDelta {
+                content_index: 0,
+                delta: d.into(),
+            },
+        };
+        t.apply(&delta("Hel"));
+        t.apply(&delta("lo"));
+        assert!(
+            matches!(&t.entries[1], Entry::Assistant { text, open: true, .. } if text == "Hello")
+        );
+        t.apply(&AgentEvent::MessageEnd {
+            message: reply(vec![ContentBlock::text("Hello there")]),
+        });
+        assert!(
+            matches!(&t.entries[1], Entry::Assistant { text, open: false, .. } if text == "Hello there")
+        );
+        // The prompt's own message_end does not repeat it.
+        t.apply(&AgentEvent::MessageEnd {
+            message: Message::user("hi"),
+        });
+        assert_eq!(t.entries.len(), 2);
+    }
+
+    #[test]
+    fn tool_calls_pair_with_their_results_and_diffs() {
+        let mut t = Transcript::default();
+        t.apply(&AgentEvent::ToolExecutionStart {
+            tool_call_id: "c1".into(),
+            tool_name: "edit".into(),
+            args: json!({"path": "src/a.rs"}),
+        });
+        t.apply(&AgentEvent::ToolExecutionEnd {
+            tool_call_id: "c1".into(),
+            tool_name: "edit".into(),
+            result: json!({"content": [{"type": "text", "text": "edited"}], "details": {"diff": "-a\n+b"}}),
+            is_error: false,
+        });
+        let Entry::Tool(tool) = &t.entries[0] else {
+            panic!()
+        };
+        assert_eq!(tool.summary, "src/a.rs");
+        assert_eq!(tool.result.as_deref(), Some("edited"));
+        assert_eq!(tool.diff.as_deref(), Some("-a\n+b"));
+    }
+
+    #[test]
+    fn a_resumed_session_reads_as_it_was_lived() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "bash".into(),
+            arguments: json!({"command": "ls -la\necho"}),
+        };
+        let messages = vec![
+            Message::user("list files"),
+            reply(vec![
+                ContentBlock::Thinking {
+                    thinking: "let me look".into(),
+                    signature: None,
+                    redacted: false,
+                },
+                ContentBlock::ToolCall(call),
+            ]),
+            Message::ToolResult(cadre_protocol::ToolResultMessage {
+                tool_call_id: "c1".into(),
+                tool_name: "bash".into(),
+                content: vec![ContentBlock::text("a\nb")],
+                details: None,
+                is_error: false,
+                timestamp: 0,
+            }),
+            Message::user(
+                "<task-notification>\n<name>scan</name>\n<status>completed</status>\n</task-notification>",
+            ),
+        ];
+        let t = Transcript::from_messages(&messages);
+        assert_eq!(t.entries[0], Entry::User("list files".into()));
+        assert!(
+            matches!(&t.entries[1], Entry::Assistant { thinking, .. } if thinking == "let me look")
+        );
+        assert!(
+            matches!(&t.entries[2], Entry::Tool(x) if x.summary == "ls -la" && x.result.as_deref() == Some("a\nb"))
+        );
+        assert!(
+            matches!(&t.entries[3], Entry::Note { kind: NoteKind::Task, text } if text.contains("scan completed"))
+        );
+    }
+
+    #[test]
+    fn an_endless_stream_is_capped_on_screen() {
+        let mut t = Transcript::default();
+        t.apply(&AgentEvent::MessageStart {
+            message: reply(vec![]),
+        });
+        let chunk = "x".repeat(10_000);
+        for _ in 0..20 {
+            t.apply(&AgentEvent::MessageUpdate {
+                message: Box::new(AssistantMessage::empty("test", "test", "test")),
+                assistant_message_event: AssistantMessageEvent::TextDelta {
+                    content_index: 0,
+                    delta: chunk.clone(),
+                },
+            });
+        }
+        let Entry::Assistant { text, .. } = &t.entries[0] else {
+            panic!()
+        };
+        assert!(text.len() < ENTRY_CAP + 100);
+        for i in 0..(MAX_ENTRIES + 10) {
+            t.note(NoteKind::Info, format!("n{i}"));
+        }
+        assert_eq!(t.entries.len(), MAX_ENTRIES);
+    }
+}

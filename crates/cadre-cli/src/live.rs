@@ -10,7 +10,8 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use cadre_core::orchestrator::manager::TaskEvent;
-use cadre_protocol::{TaskStatus, TaskUsage};
+use cadre_protocol::{TaskPhase, TaskStatus, TaskUsage};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// The least time between two frames: at most ~10 redraws a second, however many events come.
 const MIN_FRAME_GAP: Duration = Duration::from_millis(100);
@@ -34,9 +35,11 @@ pub fn enabled() -> bool {
 struct Task {
     id: String,
     parent: Option<String>,
+    name: Option<String>,
     agent: String,
     description: String,
     background: bool,
+    phase: TaskPhase,
     /// `None` while it runs.
     ended: Option<(TaskStatus, Instant)>,
     usage: TaskUsage,
@@ -56,33 +59,41 @@ impl Tree {
             TaskEvent::Started {
                 task_id,
                 parent_task_id,
+                name,
                 agent,
                 description,
                 background,
-                ..
+                phase,
             } => {
-                let task = Task {
+                // A reopened task (SendMessage) starts again: it keeps its place in the tree.
+                if let Some(old) = self.task_mut(task_id) {
+                    old.ended = None;
+                    old.started = now;
+                    old.phase = *phase;
+                    return;
+                }
+                self.tasks.push(Task {
                     id: task_id.clone(),
                     parent: parent_task_id.clone(),
+                    name: name.clone(),
                     agent: agent.clone(),
                     description: description.clone(),
                     background: *background,
+                    phase: *phase,
                     ended: None,
                     usage: TaskUsage::default(),
                     started: now,
-                };
-                // A reopened task (SendMessage) starts again: it keeps its place in the tree.
-                match self.tasks.iter_mut().find(|t| t.id == *task_id) {
-                    Some(old) => {
-                        old.ended = None;
-                        old.started = now;
-                    }
-                    None => self.tasks.push(task),
-                }
+                });
             }
-            TaskEvent::Turn { task_id, usage, .. } => {
+            TaskEvent::Turn {
+                task_id,
+                usage,
+                phase,
+                ..
+            } => {
                 if let Some(t) = self.task_mut(task_id) {
                     t.usage = *usage;
+                    t.phase = *phase;
                 }
             }
             TaskEvent::Ended {
@@ -153,17 +164,30 @@ impl Tree {
     }
 }
 
-/// One task's line: `  ⠿ role  description · status · turns, tool calls, tokens · elapsed`.
+/// One task's line:
+/// `  ▸ role "name"  description · status[ · phase] · turns, tool calls, tokens · elapsed`.
 fn line(t: &Task, depth: usize, now: Instant) -> String {
     let (mark, state, end) = match t.ended {
-        None if t.usage.turns == 0 => ("▸", "starting".to_string(), now),
-        None => ("▸", format!("turn {}", t.usage.turns + 1), now),
+        None if t.usage.turns == 0 || t.phase == TaskPhase::Starting => {
+            ("▸", "starting".to_string(), now)
+        }
+        None => {
+            let turn = format!("turn {}", t.usage.turns + 1);
+            match phase_note(t.phase) {
+                Some(note) => ("▸", format!("{turn} · {note}"), now),
+                None => ("▸", turn, now),
+            }
+        }
         Some((status, at)) => (status_mark(status), status.as_str().to_string(), at),
+    };
+    let name = match t.name.as_deref().map(printable) {
+        Some(name) if !name.trim().is_empty() => format!(" \"{name}\""),
+        _ => String::new(),
     };
     let bg = if t.background { " (bg)" } else { "" };
     let tokens = t.usage.tokens.input + t.usage.tokens.output;
     format!(
-        "{indent}{mark} {agent}{bg}  {description} · {state} · {turns}t {tools}c {tokens} · {elapsed}",
+        "{indent}{mark} {agent}{name}{bg}  {description} · {state} · {turns}t {tools}c {tokens} · {elapsed}",
         indent = "  ".repeat(depth),
         agent = printable(&t.agent),
         description = printable(&t.description),
@@ -172,6 +196,15 @@ fn line(t: &Task, depth: usize, now: Instant) -> String {
         tokens = compact_count(tokens),
         elapsed = elapsed(end.saturating_duration_since(t.started)),
     )
+}
+
+/// What a running task's line says about its phase: nothing for the usual ones (`starting`
+/// shows as the state, `working` is what running means, `terminal` comes with the status).
+fn phase_note(phase: TaskPhase) -> Option<&'static str> {
+    match phase {
+        TaskPhase::FinalHandoff => Some("final handoff"),
+        TaskPhase::Starting | TaskPhase::Working | TaskPhase::Terminal => None,
+    }
 }
 
 fn status_mark(status: TaskStatus) -> &'static str {
@@ -216,12 +249,36 @@ pub fn printable(s: &str) -> String {
         .collect()
 }
 
-/// At most `cols` characters, the last one `…` when cut.
+/// The terminal columns `s` takes: the larger of its width with emoji sequences joined and
+/// the sum of its characters' widths, since terminals differ in whether they join them (one
+/// that does not draws a family emoji as three). Wide (CJK, emoji) characters count two.
+fn columns(s: &str) -> usize {
+    let chars: usize = s.chars().map(|c| c.width().unwrap_or(0)).sum();
+    s.width().max(chars)
+}
+
+/// At most `cols` terminal columns, ending in `…` when cut (so a wide character never makes
+/// the line wrap).
 fn clip_columns(s: &str, cols: usize) -> String {
-    if s.chars().count() <= cols {
+    if columns(s) <= cols {
         return s.to_string();
     }
-    let mut out: String = s.chars().take(cols.saturating_sub(1)).collect();
+    let room = cols.saturating_sub(1);
+    let starts: Vec<usize> = s.char_indices().map(|(i, _)| i).collect();
+    // The longest prefix that fits, by bisection over character boundaries: the empty prefix
+    // fits, the whole string does not. A prefix's width hardly ever shrinks as it grows, and
+    // the prefix chosen is checked to fit either way.
+    let (mut fits, mut over) = (0, starts.len());
+    while over - fits > 1 {
+        let mid = fits + (over - fits) / 2;
+        if columns(&s[..starts[mid]]) <= room {
+            fits = mid;
+        } else {
+            over = mid;
+        }
+    }
+    let end = starts.get(fits).copied().unwrap_or(s.len());
+    let mut out = s[..end].to_string();
     out.push('…');
     out
 }
@@ -445,6 +502,162 @@ mod tests {
         }
         assert!(frame[0].starts_with("▸ Explore  word word"));
         assert!(frame[1].starts_with("  ▸ Explore  éé"));
+    }
+
+    /// `event` (a start) with `name` and, when given, `phase`.
+    fn with(event: TaskEvent, name: Option<&str>, phase: Option<TaskPhase>) -> TaskEvent {
+        let TaskEvent::Started {
+            task_id,
+            parent_task_id,
+            agent,
+            description,
+            background,
+            phase: was,
+            ..
+        } = event
+        else {
+            panic!("not a start: {event:?}");
+        };
+        TaskEvent::Started {
+            task_id,
+            parent_task_id,
+            name: name.map(str::to_string),
+            agent,
+            description,
+            background,
+            phase: phase.unwrap_or(was),
+        }
+    }
+
+    fn turn(id: &str, turns: u32, phase: TaskPhase) -> TaskEvent {
+        TaskEvent::Turn {
+            task_id: id.into(),
+            usage: TaskUsage {
+                turns,
+                ..TaskUsage::default()
+            },
+            preview: String::new(),
+            phase,
+        }
+    }
+
+    #[test]
+    fn a_named_task_shows_its_name_after_the_role() {
+        let t0 = Instant::now();
+        let named = TaskEvent::Started {
+            task_id: "a".into(),
+            parent_task_id: None,
+            name: Some("auth-scan".into()),
+            agent: "Explore".into(),
+            description: "find the login code".into(),
+            background: true,
+            phase: TaskPhase::Starting,
+        };
+        let blank = with(started("b", None, "Plan", "no name"), Some(" \x1b "), None);
+        let frame = tree(&[named, blank], t0).frame(200, 20, t0);
+        assert_eq!(
+            frame[0],
+            "▸ Explore \"auth-scan\" (bg)  find the login code · starting · 0t 0c 0 tok · 0s"
+        );
+        // A name of nothing printable is no name.
+        assert!(frame[1].starts_with("▸ Plan  no name · "), "{:?}", frame[1]);
+    }
+
+    #[test]
+    fn the_final_handoff_phase_is_shown_and_the_usual_phases_are_not() {
+        let t0 = Instant::now();
+        let mut tree = tree(&[started("a", None, "Explore", "look")], t0);
+        let state = |tree: &Tree| {
+            tree.frame(200, 20, t0)[0]
+                .split(" · ")
+                .nth(1)
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(state(&tree), "starting");
+        tree.apply(&turn("a", 1, TaskPhase::Working), t0);
+        assert_eq!(state(&tree), "turn 2");
+        tree.apply(&turn("a", 2, TaskPhase::FinalHandoff), t0);
+        let frame = tree.frame(200, 20, t0);
+        assert!(
+            frame[0].contains(" · turn 3 · final handoff · 2t "),
+            "{frame:?}"
+        );
+        tree.apply(
+            &TaskEvent::Ended {
+                task_id: "a".into(),
+                status: TaskStatus::Partial,
+                termination: None,
+            },
+            t0,
+        );
+        let frame = tree.frame(200, 20, t0);
+        assert_eq!(frame, ["◐ Explore  look · partial · 2t 0c 0 tok · 0s"]);
+    }
+
+    #[test]
+    fn a_reopened_task_takes_the_phase_it_restarts_in() {
+        let t0 = Instant::now();
+        let mut tree = tree(&[started("a", None, "Explore", "look")], t0);
+        tree.apply(&turn("a", 3, TaskPhase::FinalHandoff), t0);
+        tree.apply(
+            &TaskEvent::Ended {
+                task_id: "a".into(),
+                status: TaskStatus::Completed,
+                termination: None,
+            },
+            t0,
+        );
+        tree.apply(
+            &with(
+                started("a", None, "Explore", "look"),
+                None,
+                Some(TaskPhase::Working),
+            ),
+            t0,
+        );
+        assert_eq!(
+            tree.frame(200, 20, t0)[0],
+            "▸ Explore  look · turn 4 · 3t 0c 0 tok · 0s"
+        );
+    }
+
+    #[test]
+    fn wide_characters_are_clipped_by_columns_and_never_wrap() {
+        let t0 = Instant::now();
+        let tree = tree(
+            &[
+                started("a", None, "Explore", &"認証コードを探す".repeat(10)),
+                started("b", None, "Explore", &"🔍🚀".repeat(40)),
+                started("c", None, "Explore", &"👨\u{200d}👩\u{200d}👧 ".repeat(20)),
+                started("d", None, "探索", "短い"),
+            ],
+            t0,
+        );
+        let frame = tree.frame(80, 20, t0);
+        assert_eq!(frame.len(), 4);
+        for line in &frame[..3] {
+            let cols = columns(line);
+            // A wide character that would end on column 79 leaves that column empty.
+            assert!((78..=79).contains(&cols), "{cols} columns: {line}");
+            assert!(line.ends_with('…'), "{line}");
+            assert!(line.chars().count() < 79, "clipped by characters: {line}");
+        }
+        assert!(!frame[3].ends_with('…'), "{}", frame[3]);
+        assert!(frame[3].starts_with("▸ 探索  短い · "), "{}", frame[3]);
+    }
+
+    #[test]
+    fn columns_count_wide_characters_twice_and_unjoined_sequences_in_full() {
+        assert_eq!(columns("abc"), 3);
+        assert_eq!(columns("認証"), 4);
+        assert_eq!(columns("🔍"), 2);
+        assert_eq!(columns("e\u{301}"), 1);
+        // Joined, a family is 2 columns; a terminal that does not join draws 6.
+        assert_eq!(columns("👨\u{200d}👩\u{200d}👧"), 6);
+        assert_eq!(clip_columns("認証コード", 7), "認証コ…");
+        assert_eq!(clip_columns("認証コード", 10), "認証コード");
+        assert_eq!(clip_columns("ab", 1), "…");
     }
 
     #[test]

@@ -23,6 +23,15 @@ const CLEAR_BELOW: &str = "\x1b[J";
 /// The parent launches one foreground Explore child; the child's first answer comes after a
 /// moment, so the tree is on screen while it waits.
 fn script(f: &Fixture) {
+    script_agent_call(
+        f,
+        json!({"subagent_type": "Explore", "description": DESCRIPTION,
+               "prompt": format!("{CHILD} Read notes.txt and report its first line.")}),
+    );
+}
+
+/// [`script`] with the `Agent` call's arguments given.
+fn script_agent_call(f: &Fixture, agent_args: serde_json::Value) {
     let parent = || !Match::first_user(CHILD);
     let child = || Match::first_user(CHILD);
     let s = &f.server;
@@ -30,8 +39,7 @@ fn script(f: &Fixture) {
         Rule::new(parent().and(Match::AssistantTurns(0))).reply(Reply::tool_call(
             "call_agent",
             "Agent",
-            json!({"subagent_type": "Explore", "description": DESCRIPTION,
-                   "prompt": format!("{CHILD} Read notes.txt and report its first line.")}),
+            agent_args,
         )),
     );
     s.script(Rule::new(parent()).reply(Reply::text(FINAL)));
@@ -117,6 +125,44 @@ fn the_task_tree_is_drawn_on_a_terminal_while_the_child_runs_and_cleared() {
     let after = &stderr[last_clear + CLEAR_BELOW.len()..];
     assert!(!after.contains(DESCRIPTION), "left on screen: {after:?}");
     assert!(!stderr.contains("panicked"), "{stderr:?}");
+}
+
+#[test]
+fn a_named_task_with_a_wide_description_is_shown_by_name_and_fits_the_terminal() {
+    use unicode_width::UnicodeWidthStr;
+    let Some(python) = cadre_testkit::peers::python_with_mcp() else {
+        return;
+    };
+    let f = Fixture::new();
+    // 25 characters in 50 columns: the line has fewer characters than the terminal has
+    // columns (so clipping by characters would not cut it), yet is wider than it.
+    let wide = "認証を探す".repeat(5);
+    assert_eq!((wide.chars().count(), wide.width()), (25, 50));
+    script_agent_call(
+        &f,
+        json!({"subagent_type": "Explore", "description": wide, "name": "auth-scan",
+               "prompt": format!("{CHILD} Read notes.txt and report its first line.")}),
+    );
+    let files = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = under_pty(&f, &python, &args(Wire::OpenAi), files.path());
+    assert_eq!(code, 0, "stdout: {stdout:?}\nstderr: {stderr:?}");
+    assert_eq!(stdout, format!("{FINAL}\n"), "stderr: {stderr:?}");
+    assert!(
+        stderr.contains("▸ Explore \"auth-scan\"  認証を探す"),
+        "no named live line in {stderr:?}"
+    );
+    // Clipped by columns: a line of wide characters does not wrap the 80-column terminal.
+    let mut clipped = 0;
+    for line in stderr.split(['\r', '\n']) {
+        let visible = line.rsplit(CLEAR_BELOW).next().unwrap_or(line);
+        assert!(
+            visible.width() < 80,
+            "{} columns: {visible:?}",
+            visible.width()
+        );
+        clipped += usize::from(visible.contains("認証") && visible.ends_with('…'));
+    }
+    assert!(clipped > 0, "no clipped line in {stderr:?}");
 }
 
 #[test]

@@ -363,6 +363,9 @@ impl LiveView {
         let _ = stderr
             .write_all(out.as_bytes())
             .and_then(|_| stderr.flush());
+        // Under the lock: a second signal's message, written under it too, replaces the frame.
+        cadre_host::note_live_frame(lines.len());
+        drop(stderr);
         self.drawn = lines.len();
         self.last_draw = Some(now);
         self.dirty = false;
@@ -377,6 +380,8 @@ impl LiveView {
         let _ = stderr
             .write_all(erase(self.drawn).as_bytes())
             .and_then(|_| stderr.flush());
+        cadre_host::note_live_frame(0);
+        drop(stderr);
         self.drawn = 0;
         self.last_draw = None;
     }

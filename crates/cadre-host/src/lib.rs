@@ -30,5 +30,5 @@ pub use service::{
     Delivery, Host, HostError, HostEvent, HostState, InterruptHandle, StartedHost, Switched,
 };
 pub use session_open::ForkPoint;
-pub use signals::{Signals, interrupt_on_signal, on_signal, signal_name};
+pub use signals::{Signals, interrupt_on_signal, note_live_frame, on_signal, signal_name};
 pub use tasks::apply_task;

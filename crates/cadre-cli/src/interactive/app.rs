@@ -23,6 +23,10 @@ pub enum Action {
     FollowUp(String),
     Abort,
     Command(Slash),
+    /// The answer to the launch question shown (`y` allows).
+    Answer(bool),
+    /// Ctrl-L: draw the whole screen again (after something else wrote to the terminal).
+    Redraw,
     Quit,
 }
 
@@ -65,6 +69,8 @@ pub struct App {
     pub completion: Option<Completion>,
     /// A one-line hint above the input (cleared by the next key).
     pub flash: Option<String>,
+    /// A launch waiting for the person's yes or no (D3 `ask`).
+    pub asking: Option<String>,
     /// The project directory (for `@file` completion).
     pub cwd: PathBuf,
     /// Bumped on changes that are not the transcript's or the board's.
@@ -85,6 +91,7 @@ impl App {
             quit_armed: false,
             completion: None,
             flash: None,
+            asking: None,
             cwd,
             version: 0,
         }
@@ -124,6 +131,17 @@ impl App {
             self.quit_armed = false;
         }
         self.flash = None;
+        if self.asking.is_some() {
+            return match key.code {
+                KeyCode::Char('y' | 'Y') if !ctrl => Action::Answer(true),
+                KeyCode::Char('n' | 'N') | KeyCode::Esc => Action::Answer(false),
+                KeyCode::Char('c') if ctrl => Action::Answer(false),
+                _ => {
+                    self.flash = Some("answer y or n first".into());
+                    Action::None
+                }
+            };
+        }
         if key.code != KeyCode::Tab && key.code != KeyCode::BackTab {
             // A completion stays open only while Tab moves through it; Enter takes it.
             if let Some(c) = self.completion.take()
@@ -165,7 +183,7 @@ impl App {
                 self.editor.end();
                 Action::None
             }
-            KeyCode::Char('l') if ctrl => Action::None,
+            KeyCode::Char('l') if ctrl => Action::Redraw,
             KeyCode::Char(c) if !ctrl => {
                 let mut buf = [0u8; 4];
                 self.editor.insert(c.encode_utf8(&mut buf));
@@ -374,6 +392,16 @@ mod tests {
         assert_eq!(a.on_key(alt_enter), Action::FollowUp("then this".into()));
         assert_eq!(a.on_key(key(KeyCode::Esc)), Action::Abort);
         assert_eq!(a.on_key(key(KeyCode::Enter)), Action::None);
+    }
+
+    #[test]
+    fn a_launch_question_takes_only_yes_or_no() {
+        let mut a = app();
+        a.asking = Some("Explore: scan".into());
+        assert_eq!(a.on_key(key(KeyCode::Char('x'))), Action::None);
+        assert!(a.editor.is_empty());
+        assert_eq!(a.on_key(key(KeyCode::Char('y'))), Action::Answer(true));
+        assert_eq!(a.on_key(key(KeyCode::Esc)), Action::Answer(false));
     }
 
     #[test]

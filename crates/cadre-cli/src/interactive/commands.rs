@@ -148,14 +148,14 @@ fn agents(host: &Host) -> Reply {
         out.push_str(&format!(
             "  {:<width$}  {}\n",
             role.def.name,
-            format::clip(first, 100)
+            format::clip(first, 64)
         ));
     }
     for blocked in &roster.blocked {
         out.push_str(&format!(
             "  {:<width$}  blocked: {}\n",
             blocked.name,
-            format::clip(&blocked.reason, 100)
+            format::clip(&blocked.reason, 64)
         ));
     }
     if let Some(reason) = &roster.untrusted_reason {

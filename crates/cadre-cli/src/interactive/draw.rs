@@ -29,10 +29,17 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, theme: Theme, now: Instant) {
     let (input_rows, cursor) = input_rows(app, theme, cols);
     let input_height = input_rows.len() as u16;
     let completion = completion_rows(app, theme, cols);
-    let hint = app
-        .flash
-        .as_ref()
-        .map(|f| Line::styled(clip(f, cols), theme.warn()));
+    let hint = match (&app.asking, &app.flash) {
+        (Some(summary), _) => Some(Line::styled(
+            clip(
+                &format!("launch {}? y allows, n declines", screen_safe(summary)),
+                cols,
+            ),
+            theme.selected(),
+        )),
+        (None, Some(f)) => Some(Line::styled(clip(f, cols), theme.warn())),
+        (None, None) => None,
+    };
     let fixed = input_height + 2 + completion.len() as u16 + u16::from(hint.is_some());
     let panel_height =
         panel::height(&app.board, area.height).min(area.height.saturating_sub(fixed + 1));

@@ -37,6 +37,8 @@ pub struct Setup {
     pub notes: Vec<String>,
     /// `-r`: open with the list of sessions to resume.
     pub show_sessions: bool,
+    /// Launches waiting for the person's answer (D3 `ask`).
+    pub asks: mpsc::UnboundedReceiver<super::confirm::Ask>,
 }
 
 /// The session a front end drives, and everything needed to start it again.
@@ -202,7 +204,11 @@ pub async fn run(started: StartedHost, setup: Setup) -> Result<Option<PathBuf>> 
         cwd,
         notes,
         show_sessions,
+        mut asks,
     } = setup;
+    let mut waiting: std::collections::VecDeque<super::confirm::Ask> = Default::default();
+    // A closed channel would be ready forever: it is no longer polled.
+    let mut asks_open = true;
     let mut live = Live {
         host: started.host,
         events: started.events,
@@ -247,6 +253,20 @@ pub async fn run(started: StartedHost, setup: Setup) -> Result<Option<PathBuf>> 
             key = keys.recv() => match key {
                 Some(Event::Key(key)) => {
                     let action = app.on_key(key);
+                    if action == Action::Redraw {
+                        let _ = session.screen.clear();
+                        drawn = None;
+                        continue;
+                    }
+                    if let Action::Answer(allow) = action {
+                        if let Some(ask) = waiting.pop_front() {
+                            let word = if allow { "allowed" } else { "declined" };
+                            app.transcript.note(NoteKind::Info, format!("{word}: {}", ask.summary));
+                            let _ = ask.answer.send(allow);
+                        }
+                        app.asking = waiting.front().map(|a| a.summary.clone());
+                        continue;
+                    }
                     if !act(&mut app, &mut live, &cwd, action, &reply_tx) {
                         break;
                     }
@@ -281,6 +301,14 @@ pub async fn run(started: StartedHost, setup: Setup) -> Result<Option<PathBuf>> 
                     take_reply(&mut app, &mut live, &cwd, reply).await;
                 }
             },
+            ask = asks.recv(), if asks_open => {
+                asks_open = ask.is_some();
+                if let Some(ask) = ask {
+                    waiting.push_back(ask);
+                    app.asking = waiting.front().map(|a| a.summary.clone());
+                    app.changed();
+                }
+            },
             _ = tokio::time::sleep_until(next_frame), if pending => {},
             _ = ticker.tick(), if running => ticked = true,
             _ = next_signal(&mut signals) => break,
@@ -313,7 +341,7 @@ pub fn act(
 ) -> bool {
     let host = &live.host;
     let result = match action {
-        Action::None => Ok(()),
+        Action::None | Action::Redraw | Action::Answer(_) => Ok(()),
         Action::Quit => return false,
         // The agent may have started on a task notice (or ended) since the key was read: a
         // prompt then steers, a steer then starts a run.

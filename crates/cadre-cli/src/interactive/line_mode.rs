@@ -32,7 +32,11 @@ pub async fn run(started: StartedHost, setup: Setup) -> Result<Option<PathBuf>> 
         cwd,
         notes,
         show_sessions,
+        mut asks,
     } = setup;
+    let mut waiting: std::collections::VecDeque<super::confirm::Ask> = Default::default();
+    // A closed channel would be ready forever: it is no longer polled.
+    let mut asks_open = true;
     let mut live = Live {
         host: started.host,
         events: started.events,
@@ -56,6 +60,15 @@ pub async fn run(started: StartedHost, setup: Setup) -> Result<Option<PathBuf>> 
             line = lines.recv() => {
                 let Some(line) = line else { break };
                 let line = line.trim_end().to_string();
+                if let Some(ask) = waiting.pop_front() {
+                    let allow = matches!(line.trim(), "y" | "Y" | "yes");
+                    say(if allow { "allowed" } else { "declined" });
+                    let _ = ask.answer.send(allow);
+                    if let Some(next) = waiting.front() {
+                        say(&format!("launch {}? [y/N]", next.summary));
+                    }
+                    continue;
+                }
                 if line.trim().is_empty() {
                     continue;
                 }
@@ -66,6 +79,15 @@ pub async fn run(started: StartedHost, setup: Setup) -> Result<Option<PathBuf>> 
             event = live.events.recv() => {
                 let Some(event) = event else { break };
                 print_event(&event, &mut streaming_text, &mut board, &mut scratch, &live);
+            }
+            ask = asks.recv(), if asks_open => {
+                asks_open = ask.is_some();
+                if let Some(ask) = ask {
+                    if waiting.is_empty() {
+                        say(&format!("launch {}? [y/N]", ask.summary));
+                    }
+                    waiting.push_back(ask);
+                }
             }
             _ = super::event_loop::next_signal(&mut signals) => break,
         }

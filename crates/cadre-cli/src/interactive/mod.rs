@@ -15,6 +15,7 @@ mod app;
 mod board;
 mod commands;
 mod complete;
+mod confirm;
 mod conversation_view;
 mod draw;
 mod editor;
@@ -55,6 +56,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     )?);
     let mut options = crate::run::host_options(&args);
     interactive_options(&mut options);
+    // Launches under `subagents.authorization: ask` are put to the person (D3).
+    let (confirmer, asks) = confirm::channel();
+    options.confirm = Some(confirmer);
     // Started before the screen is taken, so a session that cannot start says why plainly.
     let started = Host::start(ctx.clone(), options.clone()).await?;
     let mut notes: Vec<String> = ctx.notes.iter().map(|n| format!("note: {n}")).collect();
@@ -65,6 +69,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         cwd,
         notes,
         show_sessions: args.resume,
+        asks,
     };
     let closed = if full_screen_terminal() {
         event_loop::run(started, setup).await?

@@ -58,7 +58,8 @@ pub const COMMANDS: &[(&str, &str)] = &[
 /// The keys, for `/help`.
 pub const KEYS: &str = "Enter send (while the agent works: steer it) · Alt-Enter queue a follow-up · \
 Esc stop the turn · Ctrl-C clear, twice to quit · Tab complete @file · Ctrl-J new line · \
-Ctrl-T show thinking · Ctrl-O expand tool output · PgUp/PgDn scroll · Up/Down history";
+Ctrl-T show thinking · Ctrl-O expand tool output · PgUp/PgDn scroll · Up/Down history · \
+Ctrl-L redraw";
 
 /// Parse a line that starts with `/`. `Err` is what to tell the person.
 pub fn parse(line: &str) -> Result<Slash, String> {

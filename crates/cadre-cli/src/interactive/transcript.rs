@@ -371,7 +371,17 @@ pub fn summarize_args(tool: &str, args: &Value) -> String {
     }
 }
 
+/// `text` without registered secrets: streamed text has not passed the agent's redaction yet
+/// (a provider that echoes a key must not put it on the screen, S5).
+fn redacted(text: String) -> String {
+    match cadre_protocol::redact::redact_str(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(clean) => clean,
+    }
+}
+
 fn capped(mut text: String) -> String {
+    text = redacted(text);
     if text.len() > ENTRY_CAP {
         let mut cut = ENTRY_CAP;
         while !text.is_char_boundary(cut) {
@@ -388,10 +398,9 @@ fn push_capped(into: &mut String, delta: &str) {
         return;
     }
     into.push_str(delta);
-    if into.len() > ENTRY_CAP {
-        let owned = std::mem::take(into);
-        *into = capped(owned);
-    }
+    // The whole text each time: a key split across two deltas is whole only now.
+    let owned = std::mem::take(into);
+    *into = capped(owned);
 }
 
 #[cfg(test)]
@@ -501,6 +510,29 @@ mod tests {
         assert!(
             matches!(&t.entries[3], Entry::Note { kind: NoteKind::Task, text } if text.contains("scan completed"))
         );
+    }
+
+    #[test]
+    fn a_secret_split_across_deltas_never_reaches_the_screen() {
+        cadre_protocol::redact::set_secrets(["sk-transcript-secret-123456".to_string()]);
+        let mut t = Transcript::default();
+        t.apply(&AgentEvent::MessageStart {
+            message: reply(vec![]),
+        });
+        for part in ["key: sk-transcript-", "secret-123456 ok"] {
+            t.apply(&AgentEvent::MessageUpdate {
+                message: Box::new(AssistantMessage::empty("test", "test", "test")),
+                assistant_message_event: AssistantMessageEvent::TextDelta {
+                    content_index: 0,
+                    delta: part.into(),
+                },
+            });
+        }
+        let Entry::Assistant { text, .. } = &t.entries[0] else {
+            panic!()
+        };
+        assert!(!text.contains("sk-transcript-secret-123456"), "{text}");
+        assert!(text.ends_with(" ok"), "{text}");
     }
 
     #[test]

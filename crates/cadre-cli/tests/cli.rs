@@ -33,6 +33,8 @@ mod errors;
 mod faults;
 #[path = "cli/hostile_repo.rs"]
 mod hostile_repo;
+#[path = "cli/interactive.rs"]
+mod interactive;
 #[path = "cli/json_mode.rs"]
 mod json_mode;
 #[path = "cli/live_view.rs"]

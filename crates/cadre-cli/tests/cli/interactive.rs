@@ -250,6 +250,9 @@ fn a_prompt_shows_the_child_in_the_panel_while_it_runs_then_the_answer_and_quits
         .get(1)
         .unwrap_or_else(|| panic!("no task panel:\n{}", run.dump()));
     assert!(row.starts_with('●') && row.contains(DESCRIPTION), "{row}");
+    // The status line counts it too.
+    let status = running.lines().last().unwrap_or_default();
+    assert!(status.contains("1 task running"), "{status}");
     assert!(row.contains("Explore") && row.contains("running"), "{row}");
     // The prompt is in the conversation, echoed after the input glyph.
     assert!(running.contains(&format!("› {PROMPT}")), "{running}");
@@ -430,6 +433,11 @@ fn esc_stops_a_slow_turn_and_the_next_prompt_works_then_ctrl_d_quits() {
         {"key": "enter"},
         {"wait_for": "Second answer", "timeout": 20},
         {"wait_gone": "working", "timeout": 20},
+        // Ctrl-C clears a typed line (so the Ctrl-D after it finds the line empty and quits).
+        {"send": "half a thought"},
+        {"wait_for": "(?m)^› half a thought$", "timeout": 20},
+        {"key": "ctrl-c"},
+        {"wait_for": "(?m)^›$", "timeout": 20},
         {"key": "ctrl-d"},
         {"wait_exit": 20},
     ]);

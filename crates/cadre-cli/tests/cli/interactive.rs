@@ -392,11 +392,22 @@ fn alt_enter_queues_a_follow_up_that_is_sent_after_the_run_ends() {
         matches!((answer_at, follow_up_answer_at), (Some(a), Some(b)) if a < b),
         "the follow-up's answer should show after the first answer:\n{answered}"
     );
+    // The session file has it in the order it was sent.
+    let entries = assert_valid_session(&f.only_session());
+    let texts: Vec<String> = messages(&entries).into_iter().map(text_of).collect();
+    let answer_at = texts
+        .iter()
+        .position(|t| t == "The notes have three lines.");
+    let follow_up_at = texts.iter().position(|t| t == FOLLOW_UP);
+    assert!(
+        matches!((answer_at, follow_up_at), (Some(a), Some(b)) if a < b),
+        "{texts:?}"
+    );
     assert_eq!(run.exit_code, Some(0), "{}", run.dump());
 }
 
 /// The conversation should show a queued follow-up where it entered the conversation (after
-/// the run it waited for), as `cadre -c` shows it from the session file.
+/// the run it waited for), as the session file records it.
 #[test]
 #[ignore = "the interactive mode shows a queued follow-up where it was typed, above the \
             current run's tool call and answer"]

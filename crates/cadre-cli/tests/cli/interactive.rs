@@ -29,6 +29,8 @@ struct Driven {
     steps: Vec<Value>,
     screen: Vec<String>,
     exit_code: Option<i64>,
+    /// The window title the binary set (empty when it set none).
+    title: String,
     /// Every byte the binary wrote to the terminal, and as text.
     raw_bytes: Vec<u8>,
     raw: String,
@@ -160,6 +162,7 @@ fn drive(
             })
             .unwrap_or_default(),
         exit_code: report["exit_code"].as_i64(),
+        title: report["title"].as_str().unwrap_or_default().to_string(),
         raw_bytes,
         raw,
         expected_steps,
@@ -668,4 +671,41 @@ fn regex_escape(text: &str) -> String {
                 .chain(std::iter::once(c))
         })
         .collect()
+}
+
+#[test]
+fn hostile_model_text_cannot_retitle_the_terminal_or_draw_past_its_width() {
+    use unicode_width::UnicodeWidthStr;
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    // A title change, a screen clear and colour from the model, then wide characters that are
+    // more columns than characters (so counting characters would let them overflow).
+    let wide = "認証を探す".repeat(12);
+    let answer = format!("start \x1b]0;pwned\x07 mid \x1b[2J\x1b[31mred\x1b[0m {wide} end");
+    f.server.script(Rule::always().reply(Reply::text(answer)));
+    let steps = json!([
+        ready(),
+        {"send": "say something"},
+        {"key": "enter"},
+        {"wait_for": "(?m) end$", "timeout": 20},
+        {"wait_gone": "working", "timeout": 20},
+        {"snapshot": "answered"},
+        {"key": "ctrl-d"},
+        {"wait_exit": 20},
+    ]);
+    let run = drive(&f, &python, ARGS, &[], (80, 24), steps);
+    run.assert_all_ok();
+    assert_eq!(run.title, "", "the model retitled the terminal");
+    assert!(!run.raw.contains("pwned\x07"), "{:?}", run.raw);
+    let answered = run.snapshot("answered");
+    // The screen was not cleared by the model: the prompt is still above the answer.
+    assert!(answered.contains("› say something"), "{answered}");
+    assert!(answered.contains("start"), "{answered}");
+    for line in answered.lines() {
+        assert!(line.width() <= 80, "{} columns: {line:?}", line.width());
+    }
+    // All of the wide text is there, wrapped rather than cut.
+    let joined: String = answered.lines().map(str::trim).collect();
+    assert!(joined.contains(&wide), "{answered}");
+    assert_eq!(run.exit_code, Some(0), "{}", run.dump());
 }

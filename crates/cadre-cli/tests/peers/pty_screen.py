@@ -22,7 +22,8 @@ A wait that times out stops the script (the rest is skipped) and the command is 
 
 Prints one JSON object on stdout: {"steps": [{"step": ..., "ok": bool, "screen": [lines],
 "raw_start"/"raw_end": bytes of raw output before and after the step}...],
-"screen": final screen lines, "exit_code": int or null (killed: null), "killed": bool}.
+"screen": final screen lines, "title": the window title the program set, "exit_code": int or
+null (killed: null), "killed": bool}.
 The whole run is bounded by DEADLINE_SECONDS.
 """
 
@@ -222,7 +223,13 @@ def main():
             break
     code, killed = session.finish()
     json.dump(
-        {"steps": results, "screen": session.lines(), "exit_code": code, "killed": killed},
+        {
+            "steps": results,
+            "screen": session.lines(),
+            "title": session.screen.title,
+            "exit_code": code,
+            "killed": killed,
+        },
         sys.stdout,
     )
     return 0

@@ -325,9 +325,18 @@ fn enter_while_the_agent_works_steers_its_next_request() {
     );
     let steered = requests
         .iter()
-        .skip(1)
-        .any(|r| r.all_text().iter().any(|t| t.contains(steer)));
-    assert!(steered, "no request after the steer carries it");
+        .find(|r| r.all_text().iter().any(|t| t.contains(steer)))
+        .unwrap_or_else(|| panic!("no request carries the steer"));
+    // Delivered inside the run, after the tool call: not a new prompt after the run's answer.
+    assert!(
+        steered.tool_call_ids().contains(&"call_read".to_string())
+            && !steered
+                .all_text()
+                .iter()
+                .any(|t| t.contains("looked at beta too")),
+        "the steer came as a new prompt, not inside the run: {}",
+        steered.summary()
+    );
     assert!(run.snapshot("answered").contains(steer), "{}", run.dump());
     assert_eq!(run.exit_code, Some(0), "{}", run.dump());
 }

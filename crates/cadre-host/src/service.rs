@@ -367,6 +367,12 @@ impl Host {
         Ok(())
     }
 
+    /// Take back the person's steers and follow-ups still queued (task notices stay queued),
+    /// oldest first: the interactive mode's Esc puts them back into the editor.
+    pub fn withdraw_queued(&self) -> Vec<String> {
+        lock(&self.shared.live).controller.withdraw_queued()
+    }
+
     /// Abort the current run (tools are stopped, every tool call gets a result). The tasks
     /// keep running; [`Host::interrupt`] stops them too.
     pub fn abort(&self) {

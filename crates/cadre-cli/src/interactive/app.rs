@@ -64,6 +64,9 @@ pub struct App {
     pub expand_tools: bool,
     /// Rows scrolled up from the bottom of the conversation.
     pub scroll: usize,
+    /// The most rows there are to scroll up, when the last frame laid out the whole
+    /// conversation (so PgUp stops at its top).
+    pub scroll_limit: std::cell::Cell<Option<usize>>,
     /// Ctrl-C was pressed once on an empty line: the next one quits.
     pub quit_armed: bool,
     pub completion: Option<Completion>,
@@ -71,6 +74,9 @@ pub struct App {
     pub flash: Option<String>,
     /// A launch waiting for the person's yes or no (D3 `ask`).
     pub asking: Option<String>,
+    /// Leaving was refused once because tasks run (they stop on leaving); the next quit key
+    /// leaves.
+    pub leave_warned: bool,
     /// The project directory (for `@file` completion).
     pub cwd: PathBuf,
     /// Bumped on changes that are not the transcript's or the board's.
@@ -88,10 +94,12 @@ impl App {
             show_thinking: false,
             expand_tools: false,
             scroll: 0,
+            scroll_limit: std::cell::Cell::new(None),
             quit_armed: false,
             completion: None,
             flash: None,
             asking: None,
+            leave_warned: false,
             cwd,
             version: 0,
         }
@@ -129,6 +137,9 @@ impl App {
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         if !(ctrl && key.code == KeyCode::Char('c')) {
             self.quit_armed = false;
+        }
+        if !(ctrl && matches!(key.code, KeyCode::Char('c' | 'd'))) {
+            self.leave_warned = false;
         }
         self.flash = None;
         if self.asking.is_some() {
@@ -226,7 +237,8 @@ impl App {
                 Action::None
             }
             KeyCode::PageUp => {
-                self.scroll = self.scroll.saturating_add(10);
+                let limit = self.scroll_limit.get().unwrap_or(usize::MAX);
+                self.scroll = self.scroll.saturating_add(10).min(limit);
                 Action::None
             }
             KeyCode::PageDown => {
@@ -286,10 +298,16 @@ impl App {
         let text = text
             .strip_prefix("//")
             .map_or(text.clone(), |rest| format!("/{rest}"));
-        self.transcript.user(&text);
         match (self.busy, queue) {
-            (false, _) => Action::Send(text),
-            (true, false) => Action::Steer(text),
+            (false, _) => {
+                self.transcript.typed(&text);
+                Action::Send(text)
+            }
+            (true, false) => {
+                self.transcript.typed(&text);
+                Action::Steer(text)
+            }
+            // Shown when it is delivered, after the answer it waits for.
             (true, true) => Action::FollowUp(text),
         }
     }

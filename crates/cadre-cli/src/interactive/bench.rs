@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use cadre_core::orchestrator::manager::TaskEvent;
 use cadre_protocol::{TaskStatus, TaskUsage};
-use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
+use ratatui::{Terminal, TerminalOptions, Viewport};
 
 use super::app::{App, Status};
 use super::event_loop::FRAME_GAP;
@@ -67,8 +67,15 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             now,
         );
     }
-    let mut terminal = Terminal::new(CrosstermBackend::new(std::io::sink()))?;
-    terminal.resize(ratatui::layout::Rect::new(0, 0, args.cols, args.rows))?;
+    // A fixed viewport: a full-screen one asks the backend for the terminal's size on every
+    // frame, and with no terminal behind the sink crossterm answers by running `tput cols` and
+    // `tput lines` — two processes a frame that the real screen never starts.
+    let mut terminal = Terminal::with_options(
+        CrosstermBackend::new(std::io::sink()),
+        TerminalOptions {
+            viewport: Viewport::Fixed(ratatui::layout::Rect::new(0, 0, args.cols, args.rows)),
+        },
+    )?;
     let theme = Theme { color: true };
     let cpu_start = cpu_time();
     let wall_start = Instant::now();

@@ -65,13 +65,16 @@ pub struct Env {
     pub cwd: PathBuf,
     pub session_dir: PathBuf,
     pub plan: bool,
+    /// The running tasks' usage as the panel has it (a record's usage grows only when a run
+    /// ends).
+    pub live_usage: std::collections::HashMap<String, cadre_protocol::TaskUsage>,
 }
 
 pub async fn run(host: Host, env: Env, command: Slash) -> Reply {
     match command {
         Slash::Help => Reply::info(help()),
         Slash::Agents => agents(&host),
-        Slash::Tasks => tasks(&host),
+        Slash::Tasks => tasks(&host, &env),
         Slash::Task(target) => task(&host, &target),
         Slash::Stop(target) => stop(&host, &target).await,
         Slash::Model(None) => models(&host, ""),
@@ -86,16 +89,15 @@ pub async fn run(host: Host, env: Env, command: Slash) -> Reply {
         Slash::Thinking(Some(level)) => thinking(&host, &level).await,
         Slash::Plan(on) => plan(&host, &env, on),
         Slash::Trust(on) => trust(&host, on),
-        Slash::New => match host.new_session(None).await {
-            Ok(switched) => {
-                let mut reply = Reply::info("a new session");
-                add_warnings(&mut reply, &switched.warnings);
-                reply.with(Effect::Reload)
-            }
-            Err(e) => Reply::error(e.to_string()),
+        Slash::New => match busy_refusal(&host, "start a new session") {
+            Some(refusal) => refusal,
+            None => new_session(&host).await,
         },
         Slash::Resume(None) => sessions(&env),
-        Slash::Resume(Some(which)) => resume(&host, &env, &which).await,
+        Slash::Resume(Some(which)) => match busy_refusal(&host, "switch sessions") {
+            Some(refusal) => refusal,
+            None => resume(&host, &env, &which).await,
+        },
         Slash::Compact(focus) => match host.compact(focus).await {
             Ok(result) => Reply::info(format!(
                 "compacted: {} tokens before; the summary now stands for the earlier conversation",
@@ -106,6 +108,17 @@ pub async fn run(host: Host, env: Env, command: Slash) -> Reply {
         },
         Slash::Export(file) => export(&host, &env, file.as_deref()),
         Slash::Quit => Reply::default(),
+    }
+}
+
+async fn new_session(host: &Host) -> Reply {
+    match host.new_session(None).await {
+        Ok(switched) => {
+            let mut reply = Reply::info("a new session");
+            add_warnings(&mut reply, &switched.warnings);
+            reply.with(Effect::Reload)
+        }
+        Err(e) => Reply::error(e.to_string()),
     }
 }
 
@@ -166,7 +179,7 @@ fn agents(host: &Host) -> Reply {
     Reply::info(out.trim_end().to_string())
 }
 
-fn tasks(host: &Host) -> Reply {
+fn tasks(host: &Host, env: &Env) -> Reply {
     let snapshots = host.manager().tasks();
     if snapshots.is_empty() {
         return Reply::info("no tasks in this session yet");
@@ -177,14 +190,15 @@ fn tasks(host: &Host) -> Reply {
         .iter()
         .zip(short)
         .map(|(t, id)| {
+            let usage = env.live_usage.get(&t.task_id).unwrap_or(&t.usage);
             vec![
                 id,
                 t.agent.clone(),
                 t.name.clone().unwrap_or_default(),
                 format!("{:?}", t.status).to_lowercase(),
-                t.usage.turns.to_string(),
-                format::tokens(t.usage.tokens.total_tokens),
-                format::cost(t.usage.tokens.cost.total),
+                usage.turns.to_string(),
+                format::tokens(usage.tokens.total_tokens),
+                format::cost(usage.tokens.cost.total),
                 format::clip(&t.description, 40),
             ]
         })
@@ -294,13 +308,18 @@ async fn model(host: &Host, name: &str) -> Reply {
             .collect();
         match matching.as_slice() {
             [one] => one.clone(),
-            [] => name.to_string(),
+            [] => {
+                return Reply::error(format!(
+                    "no model with credentials is named or matches {name:?} (/model lists them; `cadre --list-models` lists every known one)"
+                ));
+            }
             _ => return models(host, name),
         }
     };
     match host.set_model(&target).await {
         Ok(model) => Reply::info(format!("model: {}", model.full_name())).with(Effect::Refresh),
-        Err(e) => Reply::error(e.to_string()),
+        // The host's refusal may list every model; its first line says why.
+        Err(e) => Reply::error(e.to_string().lines().next().unwrap_or_default().to_string()),
     }
 }
 
@@ -425,13 +444,16 @@ fn sessions(env: &Env) -> Reply {
     }
     let now = SystemTime::now();
     let mut out = String::from("sessions of this project, newest first:\n");
-    for (i, (s, modified)) in list.iter().enumerate() {
+    // Ids made within a minute share their first characters (UUIDv7 starts with the time).
+    let ids: Vec<&str> = list.iter().map(|(s, _)| s.id.as_str()).collect();
+    let short = format::unique_prefixes(&ids, 8);
+    for (i, ((s, modified), id)) in list.iter().zip(short).enumerate() {
         let age = format::age(&cadre_core::session::iso_timestamp(*modified), now);
         let first = first_prompt(&s.path).unwrap_or_default();
         out.push_str(&format!(
             "  {:>2}  {}  {:>8}  {}\n",
             i + 1,
-            &s.id[..s.id.len().min(8)],
+            id,
             age,
             format::clip(&first, 60)
         ));
@@ -510,6 +532,14 @@ fn export(host: &Host, env: &Env, file: Option<&str>) -> Reply {
             .cwd
             .join(format!("cadre-session-{}.html", &state.session_id)),
     };
+    // A name the person typed may be a file of theirs; only this session's own default
+    // export is replaced without asking.
+    if file.is_some() && std::fs::symlink_metadata(&path).is_ok() {
+        return Reply::error(format!(
+            "{} exists; remove it or choose another name",
+            path.display()
+        ));
+    }
     let title = format!("cadre session {}", state.session_id);
     let page = cadre_host::export::render(&title, &host.messages());
     match cadre_host::export::write_page(&path, &page) {

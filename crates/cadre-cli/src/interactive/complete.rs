@@ -18,12 +18,25 @@ const MAX_ENTRIES: usize = 20_000;
 pub fn candidates(root: &Path, partial: &str, limit: usize) -> Vec<String> {
     let needle = partial.to_lowercase();
     let mut found: Vec<(u8, String)> = Vec::new();
-    let walk = ignore::WalkBuilder::new(root)
-        .max_depth(Some(MAX_DEPTH))
-        .follow_links(false)
-        .require_git(false)
-        .build();
-    for entry in walk.take(MAX_ENTRIES) {
+    let mut seen = std::collections::HashSet::new();
+    // The walk starts in the directory part of what was typed (`src/ma` → `src/`), and that
+    // directory's own entries come first: a depth-first walk cut off by the entry bound in a
+    // huge subtree would otherwise miss the files right next to the person.
+    let base = partial.rfind('/').map_or("", |i| &partial[..=i]);
+    let start = root.join(base);
+    let start = if base.split('/').any(|p| p == "..") || !start.is_dir() {
+        root.to_path_buf()
+    } else {
+        start
+    };
+    let walk = |depth: usize| {
+        ignore::WalkBuilder::new(&start)
+            .max_depth(Some(depth))
+            .follow_links(false)
+            .require_git(false)
+            .build()
+    };
+    for entry in walk(1).chain(walk(MAX_DEPTH)).take(MAX_ENTRIES) {
         let Ok(entry) = entry else { continue };
         if entry.depth() == 0 {
             continue;
@@ -32,7 +45,13 @@ pub fn candidates(root: &Path, partial: &str, limit: usize) -> Vec<String> {
             continue;
         };
         let Some(rel) = rel.to_str() else { continue };
-        if rel.chars().any(|c| c.is_control()) {
+        if rel
+            .chars()
+            .any(|c| c.is_control() || cadre_protocol::display::is_bidi_control(c))
+        {
+            continue;
+        }
+        if !seen.insert(rel.to_string()) {
             continue;
         }
         let lower = rel.to_lowercase();
@@ -94,7 +113,27 @@ mod tests {
     fn names_with_control_characters_are_not_offered() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("evil\x1b[2Jname"), "").unwrap();
+        std::fs::write(dir.path().join("evil\u{202e}gnp.exe"), "").unwrap();
         std::fs::write(dir.path().join("evil_ok"), "").unwrap();
         assert_eq!(candidates(dir.path(), "evil", 10), ["evil_ok"]);
+    }
+
+    #[test]
+    fn a_file_next_to_a_huge_subtree_is_still_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("aaa_big");
+        std::fs::create_dir(&big).unwrap();
+        for i in 0..(MAX_ENTRIES + 100) {
+            std::fs::write(big.join(format!("f{i}")), "").unwrap();
+        }
+        std::fs::write(dir.path().join("zz_target.md"), "").unwrap();
+        assert_eq!(candidates(dir.path(), "zz_", 10), ["zz_target.md"]);
+        // Typing a directory walks from it.
+        std::fs::create_dir(dir.path().join("zz_src")).unwrap();
+        std::fs::write(dir.path().join("zz_src/needle.rs"), "").unwrap();
+        assert_eq!(
+            candidates(dir.path(), "zz_src/need", 10),
+            ["zz_src/needle.rs"]
+        );
     }
 }

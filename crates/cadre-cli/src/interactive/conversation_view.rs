@@ -17,14 +17,10 @@ const EXPANDED_ROWS: usize = 400;
 const DIFF_ROWS: usize = 16;
 
 /// The rows that fill `height` rows of `cols` columns, the newest `scroll` rows above the
-/// bottom. Returns the rows and whether there is more above them.
-pub fn visible_rows(
-    app: &App,
-    theme: Theme,
-    cols: usize,
-    height: usize,
-) -> (Vec<Line<'static>>, bool) {
+/// bottom.
+pub fn visible_rows(app: &App, theme: Theme, cols: usize, height: usize) -> Vec<Line<'static>> {
     let want = height.saturating_add(app.scroll);
+    app.scroll_limit.set(None);
     let mut blocks: Vec<Vec<Line<'static>>> = Vec::new();
     let mut total = 0;
     let mut more_above = false;
@@ -42,16 +38,21 @@ pub fn visible_rows(
         blocks.push(rows);
     }
     let mut rows: Vec<Line<'static>> = blocks.into_iter().rev().flatten().collect();
+    // The whole conversation was laid out: scrolling further up than its top shows nothing
+    // new, so the key that scrolls knows where to stop.
+    if !more_above {
+        app.scroll_limit
+            .set(Some(rows.len().saturating_sub(height)));
+    }
     // Drop what is scrolled below the screen, then what does not fit above it.
     let below = app
         .scroll
         .min(rows.len().saturating_sub(height.min(rows.len())));
     rows.truncate(rows.len() - below);
     if rows.len() > height {
-        more_above = true;
         rows.drain(..rows.len() - height);
     }
-    (rows, more_above)
+    rows
 }
 
 fn entry_rows(entry: &Entry, app: &App, theme: Theme, cols: usize) -> Vec<Line<'static>> {

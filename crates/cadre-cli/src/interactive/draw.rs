@@ -54,10 +54,9 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, theme: Theme, now: Instant) {
     ])
     .areas(area);
 
-    let (rows, more_above) =
-        conversation_view::visible_rows(app, theme, cols, conv.height as usize);
+    let rows = conversation_view::visible_rows(app, theme, cols, conv.height as usize);
     let mut rows = rows;
-    if more_above && app.scroll > 0 && !rows.is_empty() {
+    if app.scroll > 0 && !rows.is_empty() {
         rows[0] = Line::styled(
             format!("  ↑ scrolled {} rows · PgDn to return", app.scroll),
             theme.dim(),
@@ -103,7 +102,7 @@ fn rule_line(app: &App, theme: Theme, cols: usize) -> Line<'static> {
         };
         format!("── working · Enter steers · Alt-Enter queues · Esc stops{queued} ")
     } else {
-        "── ".to_string()
+        String::new()
     };
     let label = clip(&label, cols);
     let rest = cols.saturating_sub(width(&label));

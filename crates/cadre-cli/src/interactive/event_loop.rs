@@ -55,6 +55,7 @@ impl Live {
             cwd: cwd.to_path_buf(),
             session_dir: self.ctx.session_dir(self.options.session_dir.as_deref()),
             plan: self.options.plan,
+            live_usage: Default::default(),
         }
     }
 
@@ -82,7 +83,13 @@ impl Live {
         } else {
             self.ctx.clone()
         };
-        let _ = self.host.shutdown().await;
+        // Checked again now: a prompt may have started since the command was typed, and a
+        // restart must not cut a turn or stop tasks.
+        if self.host.is_streaming() || !self.host.manager().live_tasks().is_empty() {
+            return Err("not restarted: the agent or a task started working meanwhile; try again when they are done".into());
+        }
+        self.host.interrupt();
+        let _ = tokio::time::timeout(SHUTDOWN_WAIT, self.host.shutdown()).await;
         let started = Host::start(ctx.clone(), options.clone())
             .await
             .map_err(|e| format!("cannot start the session again: {e:#}"))?;
@@ -106,7 +113,8 @@ pub fn status_of(live: &Live) -> Status {
             state
                 .session_file
                 .as_ref()
-                .map(|_| state.session_id.chars().take(8).collect())
+                // UUIDv7 starts with the time: 13 characters reach past the millisecond.
+                .map(|_| state.session_id.chars().take(13).collect())
         })
         .unwrap_or_else(|| "not saved".into());
     Status {
@@ -185,10 +193,11 @@ pub fn apply_task_event(
         transcript.note(
             NoteKind::Task,
             format!(
-                "task {who} {} after {} · {} turns · {} tokens · {}",
+                "task {who} {} after {} · {} turn{} · {} tokens · {}",
                 format!("{status:?}").to_lowercase(),
                 super::panel::elapsed(row.elapsed(now)),
                 row.usage.turns,
+                if row.usage.turns == 1 { "" } else { "s" },
                 crate::commands::format::tokens(row.usage.tokens.total_tokens),
                 crate::commands::format::cost(row.usage.tokens.cost.total),
             ),
@@ -196,8 +205,14 @@ pub fn apply_task_event(
     }
 }
 
-/// Run the full-screen mode until the person leaves. Returns the session file.
-pub async fn run(started: StartedHost, setup: Setup) -> Result<Option<PathBuf>> {
+/// How the mode ended: the session file, and the signal that ended it (if one did).
+pub struct Closed {
+    pub session: Option<PathBuf>,
+    pub signal: Option<i32>,
+}
+
+/// Run the full-screen mode until the person leaves.
+pub async fn run(started: StartedHost, setup: Setup) -> Result<Closed> {
     let Setup {
         ctx,
         options,
@@ -230,6 +245,8 @@ pub async fn run(started: StartedHost, setup: Setup) -> Result<Option<PathBuf>> 
     let mut session = terminal::Session::enter()?;
     let mut keys = terminal::spawn_reader();
     let mut signals = cadre_host::Signals::new().ok();
+    let mut hangup = hangup_signal();
+    let mut signal = None;
     let mut ticker = tokio::time::interval(TICK);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut drawn: Option<u64> = None;
@@ -304,6 +321,12 @@ pub async fn run(started: StartedHost, setup: Setup) -> Result<Option<PathBuf>> 
             ask = asks.recv(), if asks_open => {
                 asks_open = ask.is_some();
                 if let Some(ask) = ask {
+                    // In full, whatever its length: the line above the input is clipped, and
+                    // what a launch would do must be readable before it is allowed.
+                    app.transcript.note(
+                        NoteKind::Warning,
+                        format!("the agent asks to launch {}", ask.summary),
+                    );
                     waiting.push_back(ask);
                     app.asking = waiting.front().map(|a| a.summary.clone());
                     app.changed();
@@ -311,23 +334,53 @@ pub async fn run(started: StartedHost, setup: Setup) -> Result<Option<PathBuf>> 
             },
             _ = tokio::time::sleep_until(next_frame), if pending => {},
             _ = ticker.tick(), if running => ticked = true,
-            _ = next_signal(&mut signals) => break,
+            got = next_signal(&mut signals) => {
+                signal = Some(got);
+                break;
+            }
+            // The terminal closed: end as for SIGTERM (tasks stopped and recorded, L6).
+            () = next_hangup(&mut hangup) => {
+                signal = Some(libc::SIGHUP);
+                break;
+            }
         }
     }
     drop(session);
     live.host.interrupt();
-    let closed = live.host.shutdown().await;
-    Ok(closed.ok().flatten())
+    let closed = tokio::time::timeout(SHUTDOWN_WAIT, live.host.shutdown()).await;
+    Ok(Closed {
+        session: closed.ok().and_then(Result::ok).flatten(),
+        signal,
+    })
 }
 
-pub async fn next_signal(signals: &mut Option<cadre_host::Signals>) {
-    match signals {
+/// How long leaving (or restarting) waits for the session to close: the run is interrupted
+/// first, so this is only reached by a tool that does not end.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(15);
+
+fn hangup_signal() -> Option<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok()
+}
+
+async fn next_hangup(hangup: &mut Option<tokio::signal::unix::Signal>) {
+    match hangup {
         Some(s) => {
-            if s.next().await.is_none() {
+            if s.recv().await.is_none() {
                 std::future::pending::<()>().await;
             }
         }
         None => std::future::pending::<()>().await,
+    }
+}
+
+/// The next SIGINT or SIGTERM (never, when they cannot be watched).
+pub async fn next_signal(signals: &mut Option<cadre_host::Signals>) -> i32 {
+    match signals {
+        Some(s) => match s.next().await {
+            Some(n) => n,
+            None => std::future::pending::<i32>().await,
+        },
+        None => std::future::pending::<i32>().await,
     }
 }
 
@@ -342,7 +395,20 @@ pub fn act(
     let host = &live.host;
     let result = match action {
         Action::None | Action::Redraw | Action::Answer(_) => Ok(()),
-        Action::Quit => return false,
+        Action::Quit => {
+            let running = app.board.running();
+            if running == 0 || app.leave_warned {
+                return false;
+            }
+            // Leaving stops the tasks (L6): said once, then the same key leaves.
+            app.leave_warned = true;
+            app.flash = Some(format!(
+                "{running} task{} still running{} stopped if you leave; press again to leave",
+                if running == 1 { " is" } else { "s are" },
+                if running == 1 { " and is" } else { " and are" },
+            ));
+            Ok(())
+        }
         // The agent may have started on a task notice (or ended) since the key was read: a
         // prompt then steers, a steer then starts a run.
         Action::Send(text) => host
@@ -352,23 +418,43 @@ pub fn act(
         Action::Steer(text) => host
             .steer(UserContent::Text(text.clone()))
             .or_else(|_| host.prompt(UserContent::Text(text), None)),
-        Action::FollowUp(text) => host.follow_up(UserContent::Text(text)).map(|()| {
+        Action::FollowUp(text) => host.follow_up(UserContent::Text(text.clone())).map(|()| {
             app.transcript.note(
                 NoteKind::Info,
-                "queued: sent when the agent finishes this turn",
+                format!("queued for when the agent finishes: {}", first_line(&text)),
             );
         }),
         Action::Abort => {
             host.abort();
-            app.transcript.note(
-                NoteKind::Warning,
-                "stopped (tasks keep running; /stop ID stops one)",
-            );
+            // What was queued for this turn is not sent to a later one: it goes back into
+            // the input, as Pi does, to send again or drop.
+            let withdrawn = host.withdraw_queued();
+            let mut note = String::from("stopped (tasks keep running; /stop ID stops one)");
+            if !withdrawn.is_empty() {
+                let mut text = withdrawn.join("\n");
+                if !app.editor.is_empty() {
+                    text.push('\n');
+                    text.push_str(app.editor.text());
+                }
+                app.editor.set(text);
+                note.push_str(&format!(
+                    "; {} queued message{} put back in the input",
+                    withdrawn.len(),
+                    if withdrawn.len() == 1 { "" } else { "s" }
+                ));
+            }
+            app.transcript.note(NoteKind::Warning, note);
             Ok(())
         }
         Action::Command(command) => {
             let host = host.clone();
-            let env = live.env(cwd);
+            let mut env = live.env(cwd);
+            env.live_usage = app
+                .board
+                .tree()
+                .filter(|(_, r)| r.ended.is_none())
+                .map(|(_, r)| (r.id.clone(), r.usage))
+                .collect();
             let tx = replies.clone();
             tokio::spawn(async move {
                 let _ = tx.send(commands::run(host, env, command).await);
@@ -382,35 +468,38 @@ pub fn act(
     true
 }
 
-/// Show a command's reply and carry out its effect.
+/// The first line of `text`, cut to 80 columns.
+fn first_line(text: &str) -> String {
+    super::text::clip(text.lines().next().unwrap_or_default(), 80)
+}
+
+/// Show a command's reply and carry out its effect: the effect first (a switched session
+/// replaces the conversation), then the reply's notes under it.
 pub async fn take_reply(app: &mut App, live: &mut Live, cwd: &std::path::Path, reply: Reply) {
-    for (kind, text) in &reply.notes {
-        app.transcript.note(*kind, text.clone());
-    }
+    let mut notes = reply.notes;
     match reply.effect {
         Effect::None => {}
         Effect::Refresh => app.status = status_of(live),
-        Effect::Reload => reload(app, live, &[]),
+        Effect::Reload => reload(app, live),
         Effect::Restart { plan } => match live.restart(cwd, plan).await {
-            Ok(notes) => reload(app, live, &notes),
-            Err(e) => app.transcript.note(NoteKind::Error, e),
+            Ok(started) => {
+                reload(app, live);
+                notes.extend(started.iter().map(|n| (note_kind(n), n.clone())));
+            }
+            Err(e) => notes = vec![(NoteKind::Error, e)],
         },
+    }
+    for (kind, text) in notes {
+        app.transcript.note(kind, text);
     }
     app.changed();
 }
 
 /// The live session is another one now: its conversation, no tasks, its status.
-fn reload(app: &mut App, live: &Live, notes: &[String]) {
-    let kept = std::mem::take(&mut app.transcript.entries);
+fn reload(app: &mut App, live: &Live) {
+    let version = app.transcript.version;
     app.transcript = Transcript::from_messages(&live.host.messages());
-    app.transcript.version = kept.len() as u64 + 1;
-    // The command's own notes (the last entries) stay visible after the switch.
-    for entry in kept.into_iter().rev().take(1) {
-        app.transcript.entries.push(entry);
-    }
-    for note in notes {
-        app.transcript.note(note_kind(note), note.clone());
-    }
+    app.transcript.version = app.transcript.version.wrapping_add(version).wrapping_add(1);
     app.board.clear();
     app.busy = live.host.is_streaming();
     app.status = status_of(live);

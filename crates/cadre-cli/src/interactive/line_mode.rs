@@ -2,13 +2,13 @@
 //! editor's shell buffer): a plain conversation, one line after another.
 //!
 //! A line is a prompt (while the agent works, it steers); `/queue TEXT` queues a follow-up and
-//! `/abort` stops the turn; the slash commands work as in the full screen. Replies are printed
-//! as they stream, tool calls and task starts and ends as one line each. End of input (Ctrl-D)
-//! leaves.
+//! `/abort` (or Ctrl-C, the terminal's SIGINT) stops the turn, handing back what was queued;
+//! the slash commands work as in the full screen. Replies are printed as they stream, tool
+//! calls and task starts and ends as one line each. Ctrl-C when no turn runs, or end of input
+//! (Ctrl-D), leaves.
 
 use std::io::{BufRead, Read, Write};
-use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use cadre_host::{HostEvent, StartedHost};
@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 use super::board::Board;
 use super::commands::{self, Effect};
-use super::event_loop::{Live, Setup};
+use super::event_loop::{Closed, Live, Setup};
 use super::slash::{self, Slash};
 use super::text::screen_safe;
 use super::transcript::{NoteKind, Transcript, summarize_args};
@@ -25,7 +25,7 @@ use super::transcript::{NoteKind, Transcript, summarize_args};
 /// The longest input line taken at once (a longer one arrives as several).
 const MAX_LINE: usize = 256 * 1024;
 
-pub async fn run(started: StartedHost, setup: Setup) -> Result<Option<PathBuf>> {
+pub async fn run(started: StartedHost, setup: Setup) -> Result<Closed> {
     let Setup {
         ctx,
         options,
@@ -54,6 +54,7 @@ pub async fn run(started: StartedHost, setup: Setup) -> Result<Option<PathBuf>> 
     let mut board = Board::default();
     let mut scratch = Transcript::default();
     let mut signals = cadre_host::Signals::new().ok();
+    let mut signal = None;
     let mut streaming_text = false;
     loop {
         tokio::select! {
@@ -89,11 +90,27 @@ pub async fn run(started: StartedHost, setup: Setup) -> Result<Option<PathBuf>> 
                     waiting.push_back(ask);
                 }
             }
-            _ = super::event_loop::next_signal(&mut signals) => break,
+            // Ctrl-C (the terminal's SIGINT here) stops a turn; when none runs, it leaves.
+            got = super::event_loop::next_signal(&mut signals) => {
+                if got == libc::SIGINT && live.host.is_streaming() {
+                    live.host.abort();
+                    for text in live.host.withdraw_queued() {
+                        say(&format!("not sent: {text}"));
+                    }
+                    say("stopped (Ctrl-C again when idle leaves)");
+                    continue;
+                }
+                signal = Some(got);
+                break;
+            }
         }
     }
     live.host.interrupt();
-    Ok(live.host.shutdown().await.ok().flatten())
+    let closed = tokio::time::timeout(Duration::from_secs(15), live.host.shutdown()).await;
+    Ok(Closed {
+        session: closed.ok().and_then(Result::ok).flatten(),
+        signal,
+    })
 }
 
 /// One typed line. Returns false to leave.
@@ -106,6 +123,9 @@ async fn handle_line(live: &mut Live, cwd: &std::path::Path, line: &str) -> bool
     }
     if text == "/abort" {
         host.abort();
+        for text in host.withdraw_queued() {
+            say(&format!("not sent: {text}"));
+        }
         say("stopped");
         return true;
     }

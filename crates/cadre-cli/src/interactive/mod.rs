@@ -22,6 +22,7 @@ mod editor;
 mod event_loop;
 mod line_mode;
 mod panel;
+mod session_file;
 mod slash;
 mod terminal;
 mod text;
@@ -76,13 +77,19 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         line_mode::run(started, setup).await?
     };
-    if let Some(path) = closed {
-        errln!(
+    match closed.session.as_deref().map(session_file::kept) {
+        Some(Ok(Some(path))) => errln!(
             "cadre: session saved in {} (`cadre -c` continues it)",
             path.display()
-        );
+        ),
+        Some(Err(e)) => errln!("cadre: warning: {e}"),
+        Some(Ok(None)) | None => {}
     }
-    Ok(ExitCode::SUCCESS)
+    // A signal ends the mode as it ends print mode: 128 + its number.
+    Ok(match closed.signal {
+        Some(n) => ExitCode::from(u8::try_from(128 + n).unwrap_or(1)),
+        None => ExitCode::SUCCESS,
+    })
 }
 
 /// What the interactive mode asks of the host, as the Pi subagent packages do in theirs: the

@@ -37,7 +37,7 @@ pub fn lines(
     let mut out = vec![Line::from(vec![
         Span::styled("Tasks", theme.accent()),
         Span::styled(
-            format!(" · {running} running · {done} done · /task ID for one"),
+            format!(" · {running} running · {done} done · /tasks, /task NAME|ID"),
             theme.dim(),
         ),
     ])];
@@ -107,8 +107,8 @@ impl Columns {
             }
         } else if cols >= 100 {
             Columns {
-                role: 18,
-                name: 18,
+                role: 16,
+                name: 28,
                 status: 9,
                 phase: 8,
                 wide: false,

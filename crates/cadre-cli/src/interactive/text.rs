@@ -15,10 +15,17 @@ pub fn width(text: &str) -> usize {
 
 /// `text` with tabs as four spaces and every other control character, escape sequence
 /// introducer and bidirectional control replaced by `�` (newlines are kept: callers split on
-/// them).
+/// them). Characters whose drawn width terminals disagree on are made plain: a zero-width
+/// joiner and emoji presentation selectors are dropped (a joined family is drawn as its
+/// members, each two columns everywhere) and regional indicators become their letters (a flag
+/// is drawn one or two columns wide depending on the terminal), so the width counted here is
+/// the width drawn and no glyph spills into the next cell.
 pub fn screen_safe(text: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char =
-        |c: char| (c.is_control() && c != '\n') || cadre_protocol::display::is_bidi_control(c);
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\n')
+            || cadre_protocol::display::is_bidi_control(c)
+            || ambiguous_width(c)
+    };
     if !text.chars().any(unsafe_char) {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -26,12 +33,23 @@ pub fn screen_safe(text: &str) -> std::borrow::Cow<'_, str> {
     for c in text.chars() {
         match c {
             '\t' => out.push_str("    "),
-            '\r' => {}
+            '\r' | '\u{200d}' | '\u{fe0e}' | '\u{fe0f}' => {}
+            '\u{1f1e6}'..='\u{1f1ff}' => {
+                out.push(char::from(b'A' + (u32::from(c) - 0x1f1e6) as u8));
+            }
             c if unsafe_char(c) => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// Characters whose width terminals draw differently from one another.
+fn ambiguous_width(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200d}' | '\u{fe0e}' | '\u{fe0f}' | '\u{1f1e6}'..='\u{1f1ff}'
+    )
 }
 
 /// `text` cut to at most `max` columns, ending in `…` when cut.
@@ -145,5 +163,10 @@ mod tests {
             screen_safe("plain"),
             std::borrow::Cow::Borrowed(_)
         ));
+        // A joined family becomes its members, a flag its letters, a presentation selector
+        // nothing.
+        assert_eq!(screen_safe("👨\u{200d}👩"), "👨👩");
+        assert_eq!(screen_safe("\u{1f1ef}\u{1f1f5}"), "JP");
+        assert_eq!(screen_safe("❤\u{fe0f}"), "❤");
     }
 }

@@ -58,6 +58,9 @@ pub struct Transcript {
     pub entries: Vec<Entry>,
     /// Bumped on every change, so the view knows when to redraw.
     pub version: u64,
+    /// Prompts shown when they were typed, whose own `message_end` is still to come (and must
+    /// not show them twice).
+    echoes: std::collections::VecDeque<String>,
 }
 
 impl Transcript {
@@ -79,6 +82,16 @@ impl Transcript {
 
     pub fn user(&mut self, text: &str) {
         self.push(Entry::User(capped(text.to_string())));
+    }
+
+    /// A prompt the person just sent (or steered with): shown now, and not again when the
+    /// agent records it.
+    pub fn typed(&mut self, text: &str) {
+        self.user(text);
+        self.echoes.push_back(text.to_string());
+        if self.echoes.len() > 64 {
+            self.echoes.pop_front();
+        }
     }
 
     fn push(&mut self, entry: Entry) {
@@ -139,6 +152,15 @@ impl Transcript {
                 error_message: Some(e),
                 ..
             } => self.note(NoteKind::Error, format!("compaction failed: {e}")),
+            // A run that ended without closing its reply (aborted before the message ended).
+            AgentEvent::AgentEnd { .. } => {
+                if let Some(Entry::Assistant { open, .. }) = self.entries.last_mut()
+                    && *open
+                {
+                    *open = false;
+                    self.version += 1;
+                }
+            }
             _ => {}
         }
     }
@@ -184,7 +206,10 @@ impl Transcript {
                 *x = capped(text);
                 *open = false;
             }
-            if let Some(error) = a.error_message.as_deref().filter(|e| !e.is_empty()) {
+            // An aborted reply was stopped by the person, who was told so already.
+            if a.stop_reason != cadre_protocol::StopReason::Aborted
+                && let Some(error) = a.error_message.as_deref().filter(|e| !e.is_empty())
+            {
                 self.note(NoteKind::Error, error.to_string());
             }
             self.version += 1;
@@ -194,11 +219,18 @@ impl Transcript {
             // The person's own prompt was shown when it was typed.
             Message::User(u) if !is_notice(&u.content) => {
                 let text = u.content.to_text();
-                let already = matches!(self.entries.iter().rev().find(|e| matches!(e, Entry::User(_))), Some(Entry::User(t)) if *t == text);
-                if !already {
-                    self.user(&text);
+                match self.echoes.iter().position(|e| *e == text) {
+                    Some(at) => {
+                        self.echoes.remove(at);
+                    }
+                    // A queued follow-up (or a prompt from elsewhere) shows where it is
+                    // delivered, after the answer it waited for.
+                    None => self.user(&text),
                 }
             }
+            // The task's end was announced from its task event, with its figures; the
+            // notice the parent reads would say it again.
+            Message::User(u) if is_completion_notice(&u.content) => {}
             Message::ToolResult(_) => {}
             other => self.message_end(other),
         }
@@ -327,6 +359,13 @@ fn is_notice(content: &UserContent) -> bool {
     t.starts_with("<task-notification") || t.starts_with("<progress-warning")
 }
 
+fn is_completion_notice(content: &UserContent) -> bool {
+    content
+        .to_text()
+        .trim_start()
+        .starts_with("<task-notification")
+}
+
 /// One line for a task notice.
 fn notice_line(text: &str) -> String {
     crate::render::notice_summary(text)
@@ -355,6 +394,22 @@ pub fn summarize_args(tool: &str, args: &Value) -> String {
         "read" | "write" | "edit" | "ls" => field("path"),
         "grep" | "find" => field("pattern"),
         "Agent" => {
+            // A batch: `tasks: [{subagent_type, description}, …]`.
+            if let Some(tasks) = args.get("tasks").and_then(Value::as_array) {
+                let each: Vec<String> = tasks
+                    .iter()
+                    .map(|t| {
+                        let role = t.get("subagent_type").and_then(Value::as_str);
+                        let what = t.get("description").and_then(Value::as_str);
+                        format!(
+                            "{}: {}",
+                            role.unwrap_or("general-purpose"),
+                            what.unwrap_or_default()
+                        )
+                    })
+                    .collect();
+                return format!("{} tasks — {}", tasks.len(), each.join("; "));
+            }
             let role = field("subagent_type").unwrap_or("general-purpose");
             let what = field("description").unwrap_or_default();
             return format!("{role}: {what}");
@@ -393,14 +448,28 @@ fn capped(mut text: String) -> String {
     text
 }
 
+/// How far back from a new delta redaction looks: longer than any key, so a key split across
+/// deltas is whole in the window once its last part arrives.
+const REDACT_WINDOW: usize = 1024;
+
 fn push_capped(into: &mut String, delta: &str) {
     if into.len() >= ENTRY_CAP {
         return;
     }
+    let mut start = into.len().saturating_sub(REDACT_WINDOW);
+    while !into.is_char_boundary(start) {
+        start -= 1;
+    }
     into.push_str(delta);
-    // The whole text each time: a key split across two deltas is whole only now.
-    let owned = std::mem::take(into);
-    *into = capped(owned);
+    // Only the window and the delta: redacting the whole text on every delta would make a
+    // long reply cost the square of its length.
+    if let std::borrow::Cow::Owned(clean) = cadre_protocol::redact::redact_str(&into[start..]) {
+        into.replace_range(start.., &clean);
+    }
+    if into.len() > ENTRY_CAP {
+        let owned = std::mem::take(into);
+        *into = capped(owned);
+    }
 }
 
 #[cfg(test)]
@@ -419,7 +488,7 @@ mod tests {
     #[test]
     fn a_streamed_reply_grows_then_takes_its_final_content() {
         let mut t = Transcript::default();
-        t.user("hi");
+        t.typed("hi");
         t.apply(&AgentEvent::MessageStart {
             message: reply(vec![]),
         });

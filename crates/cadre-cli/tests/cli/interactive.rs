@@ -421,8 +421,6 @@ fn alt_enter_queues_a_follow_up_that_is_sent_after_the_run_ends() {
 /// The conversation should show a queued follow-up where it entered the conversation (after
 /// the run it waited for), as the session file records it.
 #[test]
-#[ignore = "the interactive mode shows a queued follow-up where it was typed, above the \
-            current run's tool call and answer"]
 fn a_queued_follow_up_shows_after_the_answer_it_waited_for() {
     let Some((_f, run)) = queued_follow_up() else {
         return;
@@ -723,8 +721,6 @@ fn hostile_model_text_cannot_retitle_the_terminal_or_draw_past_its_width() {
 /// were (Pi writes a session file only once it has an assistant message), so `cadre -c` still
 /// continues the last real conversation.
 #[test]
-#[ignore = "the interactive mode writes a session file at once, so an open-and-quit leaves an \
-            empty session that `cadre -c` then continues"]
 fn opening_and_leaving_at_once_leaves_no_session_for_continue_to_pick() {
     let Some(python) = python() else { return };
     let f = Fixture::new();

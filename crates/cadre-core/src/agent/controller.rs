@@ -220,6 +220,26 @@ impl AgentController {
         (q.steering_mode, q.follow_up_mode)
     }
 
+    /// Take back the person's queued texts — steers, then follow-ups — leaving the whole
+    /// messages of [`AgentController::steer_message`] (task notices) queued: what an aborted
+    /// turn hands back to the editor, so a cancelled instruction never reaches a later run.
+    pub fn withdraw_queued(&self) -> Vec<String> {
+        let mut q = lock(&self.shared.queues);
+        let mut taken = Vec::new();
+        q.steering.retain(|s| match s.text() {
+            Some(text) => {
+                taken.push(text.clone());
+                false
+            }
+            None => true,
+        });
+        taken.extend(q.follow_up.drain(..));
+        if !taken.is_empty() {
+            self.shared.announce(&q);
+        }
+        taken
+    }
+
     /// The queued steering and follow-up texts (not the whole messages of
     /// [`AgentController::steer_message`]).
     pub fn queued(&self) -> (Vec<String>, Vec<String>) {
@@ -228,5 +248,27 @@ impl AgentController {
             q.steering.iter().filter_map(Steer::text).cloned().collect(),
             q.follow_up.iter().cloned().collect(),
         )
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn withdrawing_takes_the_persons_texts_and_keeps_task_notices() {
+        let controller = AgentController {
+            shared: Shared::new(Emitter::new(None)),
+        };
+        controller.steer("also delete the build dir");
+        controller.steer_message(Message::user("<task-notification>…</task-notification>"));
+        controller.follow_up("then summarise");
+        assert_eq!(
+            controller.withdraw_queued(),
+            ["also delete the build dir", "then summarise"]
+        );
+        assert_eq!(controller.queued(), (vec![], vec![]));
+        assert!(controller.shared.has_queued(), "the notice stays queued");
     }
 }

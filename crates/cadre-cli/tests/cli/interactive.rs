@@ -747,3 +747,99 @@ fn opening_and_leaving_at_once_leaves_no_session_for_continue_to_pick() {
     );
     run.assert_all_ok();
 }
+
+/// Esc takes back what was queued for the stopped turn: a steer typed while the agent worked
+/// goes back into the input and never reaches a later run (it did, once: the next prompt's
+/// run delivered it).
+#[test]
+fn esc_hands_a_queued_steer_back_to_the_input_instead_of_the_next_run() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    let s = &f.server;
+    s.script(Rule::new(Match::last_user("second question")).reply(Reply::text("Second answer.")));
+    s.script(Rule::always().reply(Reply::text("never seen").latency(Duration::from_secs(30))));
+    let steps = json!([
+        ready(),
+        {"send": "first question"},
+        {"key": "enter"},
+        {"wait_for": "working", "timeout": 20},
+        {"send": "also delete the build dir"},
+        {"key": "enter"},
+        {"wait_for": "1 steering", "timeout": 20},
+        {"key": "esc"},
+        {"wait_for": "1 queued message put back in the input", "timeout": 20},
+        {"wait_for": "(?m)^› also delete the build dir$", "timeout": 20},
+        {"snapshot": "handed back"},
+        // Cleared, then another prompt: its run must not carry the withdrawn steer.
+        {"key": "ctrl-c"},
+        {"wait_for": "(?m)^›$", "timeout": 20},
+        {"send": "second question"},
+        {"key": "enter"},
+        {"wait_for": "Second answer", "timeout": 20},
+        {"wait_gone": "working", "timeout": 20},
+        {"key": "ctrl-d"},
+        {"wait_exit": 20},
+    ]);
+    let run = drive(&f, &python, ARGS, &[], (100, 30), steps);
+    run.assert_all_ok();
+    let carried: Vec<String> = f
+        .server
+        .requests()
+        .iter()
+        .map(|r| r.body.to_string())
+        .filter(|b| b.contains("also delete the build dir"))
+        .collect();
+    assert!(
+        carried.is_empty(),
+        "a withdrawn steer reached the model: {carried:?}"
+    );
+    let entries = assert_valid_session(&f.only_session());
+    let texts: Vec<String> = messages(&entries).into_iter().map(text_of).collect();
+    assert!(
+        !texts
+            .iter()
+            .any(|t| t.contains("also delete the build dir")),
+        "{texts:?}"
+    );
+}
+
+/// A closed terminal (SIGHUP) ends the session as leaving does: the running task is stopped
+/// and recorded, not left `running`, and the exit code says which signal it was.
+#[test]
+fn a_hang_up_stops_the_running_task_and_records_it() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    let child = || Match::first_user(CHILD);
+    let root = || !Match::first_user(CHILD);
+    let s = &f.server;
+    s.script(Rule::new(child()).reply(Reply::text("late").latency(Duration::from_secs(60))));
+    s.script(
+        Rule::new(root().and(Match::AssistantTurns(0))).reply(Reply::tool_call(
+            "call_agent",
+            "Agent",
+            json!({"subagent_type": "Explore", "description": DESCRIPTION,
+               "prompt": format!("{CHILD} Read notes.txt slowly.")}),
+        )),
+    );
+    s.script(Rule::new(root()).reply(Reply::text(LAUNCHED)));
+    let steps = json!([
+        ready(),
+        {"send": PROMPT},
+        {"key": "enter"},
+        {"wait_for": "Tasks · 1 running", "timeout": 20},
+        {"wait_for": LAUNCHED, "timeout": 20},
+        {"signal": "HUP"},
+        {"wait_exit": 30},
+    ]);
+    let run = drive(&f, &python, ARGS, &[], (100, 30), steps);
+    run.assert_all_ok();
+    assert_eq!(run.exit_code, Some(128 + 1), "{}", run.dump());
+    let records = crate::orchestration::task_records(&f);
+    assert_eq!(records.len(), 1, "{records:#?}");
+    assert_eq!(records[0]["status"], "stopped", "{:#}", records[0]);
+    assert_eq!(
+        records[0]["termination"], "parent_shutdown",
+        "{:#}",
+        records[0]
+    );
+}

@@ -16,6 +16,7 @@ SCRIPT_JSON is a JSON object: {"cols": 100, "rows": 30, "steps": [...]}; each st
   {"wait_gone": "regex", "timeout": 20} wait until the screen no longer matches
   {"snapshot": "name"}                record the screen
   {"resize": [cols, rows]}            change the terminal's size and send SIGWINCH
+  {"signal": "HUP"}                   send the command a signal (HUP, TERM, …)
   {"sleep": 0.2}                      pause (only to let a key be read apart from the next)
   {"wait_exit": 20}                   wait for the command to exit
 A wait that times out stops the script (the rest is skipped) and the command is killed.
@@ -192,6 +193,11 @@ def run_step(session, step):
         cols, rows = step["resize"]
         session.resize(cols, rows)
         session.pump(0.1)
+        return True
+    if "signal" in step:
+        # To the command alone, as a terminal's hang-up or `kill` would send it.
+        os.kill(session.child.pid, getattr(signal, "SIG" + step["signal"]))
+        session.pump(0.05)
         return True
     if "sleep" in step:
         session.pump(float(step["sleep"]))

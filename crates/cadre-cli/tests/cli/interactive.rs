@@ -843,3 +843,31 @@ fn a_hang_up_stops_the_running_task_and_records_it() {
         records[0]
     );
 }
+
+/// `/plan on` and a prompt typed right after it: whichever comes first, the mode stays
+/// responsive (it once hung for good: the restart waited behind the new, hanging turn).
+#[test]
+fn plan_mode_and_a_prompt_at_once_never_hang_the_mode() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    f.server
+        .script(Rule::always().reply(Reply::text("never seen").latency(Duration::from_secs(60))));
+    let steps = json!([
+        ready(),
+        {"send": "/plan on"},
+        {"key": "enter"},
+        {"send": "do the thing"},
+        {"key": "enter"},
+        {"wait_for": "plan mode on|not restarted", "timeout": 20},
+        {"sleep": 0.5},
+        {"key": "esc"},
+        {"wait_gone": "working", "timeout": 20},
+        {"key": "ctrl-c"},
+        {"sleep": 0.2},
+        {"key": "ctrl-c"},
+        {"wait_exit": 20},
+    ]);
+    let run = drive(&f, &python, ARGS, &[], (100, 30), steps);
+    run.assert_all_ok();
+    assert_eq!(run.exit_code, Some(0), "{}", run.dump());
+}

@@ -23,14 +23,14 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     if args.mode == Mode::Rpc {
         return crate::rpc::run(args).await;
     }
+    if args.list_models.is_none() && interactive_wanted(&args) {
+        return crate::interactive::run(args).await;
+    }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let ctx = load_context(&args, &cwd)?;
     if let Some(search) = &args.list_models {
         crate::model_list::print(&ctx.registry, search);
         return Ok(ExitCode::SUCCESS);
-    }
-    if interactive_wanted(&args) {
-        return crate::interactive::run(args).await;
     }
     if args.resume {
         bail!(

@@ -2,6 +2,7 @@
 //! `cadre` run without counting the server's own work.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use cadre_testkit::{FakeServer, Match, Reply, Rule};
@@ -34,7 +35,15 @@ pub async fn run(args: FakeServerArgs) -> Result<ExitCode> {
                 .map_err(|_| anyhow::anyhow!("fanout-N needs a number, not {other:?}"))?;
             script_fanout(&server, n);
         }
-        other => bail!("unknown scenario {other:?} (use read-once, echo, delegate or fanout-N)"),
+        other if other.starts_with("live-") => {
+            let n: usize = other["live-".len()..]
+                .parse()
+                .map_err(|_| anyhow::anyhow!("live-N needs a number, not {other:?}"))?;
+            script_live(&server, n);
+        }
+        other => {
+            bail!("unknown scenario {other:?} (use read-once, echo, delegate, fanout-N or live-N)")
+        }
     }
     let port = server.addr().port();
     if let Some(path) = &args.port_file {
@@ -78,6 +87,43 @@ fn script_delegate(server: &FakeServer) {
 fn script_fanout(server: &FakeServer, n: usize) {
     let child = |k: usize| Match::first_user(CHILD_MARK).and(Match::AssistantTurns(k));
     let parent = |k: usize| (!Match::first_user(CHILD_MARK)).and(Match::AssistantTurns(k));
+    server.script(Rule::new(parent(0)).reply(launch_reply(n)));
+    server.script(Rule::new(parent(1)).reply(Reply::text(format!("{n} children reported."))));
+    script_child(server, child);
+}
+
+/// Turns each `live-N` child makes before its final answer.
+const LIVE_TURNS: usize = 20;
+/// How long the model "thinks" before each child turn: the children stay live for about
+/// `LIVE_TURNS` seconds, each sending one turn event a second.
+const LIVE_LATENCY: Duration = Duration::from_secs(1);
+
+/// For the interactive mode's live-panel benchmark: the parent launches `n` children as
+/// `fanout-N` does (in the interactive mode they run in the background); each child makes
+/// `LIVE_TURNS` slow turns with one `read` each, then answers. The parent answers its later
+/// turns (the launch's result, the children's completion notices) with short text.
+fn script_live(server: &FakeServer, n: usize) {
+    let is_child = || Match::first_user(CHILD_MARK);
+    let parent = |k: usize| (!Match::first_user(CHILD_MARK)).and(Match::AssistantTurns(k));
+    server.script(Rule::new(parent(0)).reply(launch_reply(n)));
+    server.script(Rule::new(parent(1)).reply(Reply::text(format!("{n} children launched."))));
+    // The first matching rule answers: the last child turn before the catch-all for the others.
+    server.script(
+        Rule::new(is_child().and(Match::AssistantTurns(LIVE_TURNS)))
+            .reply(Reply::text("README.md says hello.").latency(LIVE_LATENCY)),
+    );
+    server.script(
+        Rule::new(is_child()).reply(
+            Reply::new()
+                .tool_call("call_child_read", "read", json!({"path": "README.md"}))
+                .latency(LIVE_LATENCY),
+        ),
+    );
+    server.script(Rule::new(!is_child()).reply(Reply::text("Noted.")));
+}
+
+/// One parent turn that launches `n` Explore children in `Agent` calls of up to 8 tasks each.
+fn launch_reply(n: usize) -> Reply {
     let mut reply = Reply::new();
     let mut launched = 0;
     let mut call = 0;
@@ -93,9 +139,7 @@ fn script_fanout(server: &FakeServer, n: usize) {
         launched += batch;
         call += 1;
     }
-    server.script(Rule::new(parent(0)).reply(reply));
-    server.script(Rule::new(parent(1)).reply(Reply::text(format!("{n} children reported."))));
-    script_child(server, child);
+    reply
 }
 
 fn script_child(server: &FakeServer, child: impl Fn(usize) -> Match) {

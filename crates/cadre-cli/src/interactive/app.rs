@@ -112,6 +112,11 @@ impl App {
             .wrapping_add(self.board.version)
     }
 
+    /// What changes the conversation, the input or the lines around it — not the panel.
+    pub fn foreground_version(&self) -> u64 {
+        self.version.wrapping_add(self.transcript.version)
+    }
+
     pub fn changed(&mut self) {
         self.version += 1;
     }

@@ -25,6 +25,19 @@ use super::transcript::{NoteKind, Transcript};
 
 /// The least time between two frames (about 60 a second at most).
 pub const FRAME_GAP: Duration = Duration::from_millis(16);
+/// The least time between two frames that change only the task panel: a fan-out's turns need
+/// not be shown at 60 frames a second.
+pub const PANEL_GAP: Duration = Duration::from_millis(100);
+
+/// The gap before the next frame: short when what the person reads or types changed (or
+/// nothing was drawn yet), longer when only the panel did.
+pub fn frame_gap(drawn: Option<(u64, u64)>, showing: (u64, u64)) -> Duration {
+    match drawn {
+        Some((foreground, _)) if foreground == showing.0 => PANEL_GAP,
+        _ => FRAME_GAP,
+    }
+}
+
 /// How often the screen is redrawn while something runs, for elapsed times.
 const TICK: Duration = Duration::from_secs(1);
 
@@ -249,22 +262,26 @@ pub async fn run(started: StartedHost, setup: Setup) -> Result<Closed> {
     let mut signal = None;
     let mut ticker = tokio::time::interval(TICK);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut drawn: Option<u64> = None;
+    // What the last frame showed: the conversation and input's version, the panel's.
+    let mut drawn: Option<(u64, u64)> = None;
     let mut last_draw = Instant::now() - FRAME_GAP;
     let mut ticked = false;
     loop {
         let now = Instant::now();
-        let dirty = drawn != Some(app.version()) || ticked;
-        if dirty && now.duration_since(last_draw) >= FRAME_GAP {
+        let showing = (app.foreground_version(), app.board.version);
+        let gap = frame_gap(drawn, showing);
+        let dirty = drawn != Some(showing) || ticked;
+        if dirty && now.duration_since(last_draw) >= gap {
             session
                 .screen
                 .draw(|f| super::draw::draw(f, &app, theme, now))?;
-            drawn = Some(app.version());
+            drawn = Some(showing);
             last_draw = now;
             ticked = false;
         }
-        let pending = drawn != Some(app.version()) || ticked;
-        let next_frame = tokio::time::Instant::from_std(last_draw + FRAME_GAP);
+        let showing = (app.foreground_version(), app.board.version);
+        let pending = drawn != Some(showing) || ticked;
+        let next_frame = tokio::time::Instant::from_std(last_draw + frame_gap(drawn, showing));
         let running = app.busy || app.board.running() > 0;
         tokio::select! {
             key = keys.recv() => match key {
@@ -504,4 +521,18 @@ fn reload(app: &mut App, live: &Live) {
     app.busy = live.host.is_streaming();
     app.status = status_of(live);
     app.scroll = 0;
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_that_change_only_the_panel_come_less_often() {
+        assert_eq!(frame_gap(None, (1, 1)), FRAME_GAP);
+        assert_eq!(frame_gap(Some((1, 1)), (2, 1)), FRAME_GAP);
+        assert_eq!(frame_gap(Some((1, 1)), (1, 2)), PANEL_GAP);
+        assert_eq!(frame_gap(Some((1, 1)), (2, 2)), FRAME_GAP);
+    }
 }

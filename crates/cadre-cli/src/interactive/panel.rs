@@ -15,12 +15,18 @@ use crate::commands::format;
 use cadre_protocol::{TaskPhase, TaskStatus};
 
 /// Rows the panel takes for `board` on a screen of `height` rows: a title and its tasks, at
-/// most a third of the screen (never less than 3 rows when there are tasks).
+/// most a third of the screen (never less than 3 rows when there are tasks), at most 4 when
+/// none runs.
 pub fn height(board: &Board, screen: u16) -> u16 {
     if board.is_empty() {
         return 0;
     }
-    let most = (screen / 3).max(3);
+    // With nothing running, the newest few ended tasks are enough; /tasks lists them all.
+    let most = if board.running() == 0 {
+        4
+    } else {
+        (screen / 3).max(3)
+    };
     (board.len() as u16).saturating_add(1).min(most)
 }
 

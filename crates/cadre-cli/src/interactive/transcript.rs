@@ -582,6 +582,18 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_of_launches_is_summarised_by_its_tasks() {
+        let args = json!({"tasks": [
+            {"subagent_type": "Explore", "description": "Child 0"},
+            {"description": "Child 1"},
+        ]});
+        assert_eq!(
+            summarize_args("Agent", &args),
+            "2 tasks — Explore: Child 0; general-purpose: Child 1"
+        );
+    }
+
+    #[test]
     fn a_secret_split_across_deltas_never_reaches_the_screen() {
         cadre_protocol::redact::set_secrets(["sk-transcript-secret-123456".to_string()]);
         let mut t = Transcript::default();

@@ -105,13 +105,6 @@ impl App {
         }
     }
 
-    /// Everything that changes what the screen shows, in one number.
-    pub fn version(&self) -> u64 {
-        self.version
-            .wrapping_add(self.transcript.version)
-            .wrapping_add(self.board.version)
-    }
-
     /// What changes the conversation, the input or the lines around it — not the panel.
     pub fn foreground_version(&self) -> u64 {
         self.version.wrapping_add(self.transcript.version)

@@ -13,7 +13,7 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::{Terminal, TerminalOptions, Viewport};
 
 use super::app::{App, Status};
-use super::event_loop::FRAME_GAP;
+use super::event_loop::{FRAME_GAP, frame_gap};
 use super::theme::Theme;
 use super::transcript::NoteKind;
 
@@ -80,9 +80,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let cpu_start = cpu_time();
     let wall_start = Instant::now();
     let total = Duration::from_secs_f64(args.seconds.max(0.1));
-    // Events are spread evenly: one every `gap`.
+    // Events are spread evenly: one every `event_every`.
     let per_second = (args.tasks as f64 * args.rate).max(1.0);
-    let gap = Duration::from_secs_f64(1.0 / per_second);
+    let event_every = Duration::from_secs_f64(1.0 / per_second);
     let mut next_event = wall_start;
     let mut frames: Vec<Duration> = Vec::new();
     let mut last_frame = wall_start - FRAME_GAP;
@@ -107,16 +107,20 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 now,
             );
             k += 1;
-            next_event += gap;
+            next_event += event_every;
         }
-        if drawn != Some(app.version()) && now.duration_since(last_frame) >= FRAME_GAP {
+        // Paced as the interactive loop paces its frames (panel-only changes at most every
+        // 100 ms), so the CPU figure is the mode's.
+        let showing = (app.foreground_version(), app.board.version);
+        let frame_every = frame_gap(drawn, showing);
+        if drawn != Some(showing) && now.duration_since(last_frame) >= frame_every {
             let t = Instant::now();
             terminal.draw(|f| super::draw::draw(f, &app, theme, now))?;
             frames.push(t.elapsed());
-            drawn = Some(app.version());
+            drawn = Some(showing);
             last_frame = now;
         }
-        let wake = next_event.min(last_frame + FRAME_GAP);
+        let wake = next_event.min(last_frame + frame_gap(drawn, showing));
         if let Some(wait) = wake.checked_duration_since(Instant::now()) {
             std::thread::sleep(wait);
         }

@@ -10,7 +10,9 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use cadre_core::orchestrator::manager::TaskEvent;
-use cadre_protocol::{TaskPhase, TaskStatus, TaskUsage};
+use cadre_protocol::{TaskPhase, TaskStatus};
+
+use crate::task_board::{Board, TaskRow, elapsed_text};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// The least time between two frames: at most ~10 redraws a second, however many events come.
@@ -30,144 +32,50 @@ pub fn enabled() -> bool {
     std::io::stderr().is_terminal() && !term.is_empty() && term != "dumb"
 }
 
-/// One task as the tree shows it.
-#[derive(Debug, Clone)]
-struct Task {
-    id: String,
-    parent: Option<String>,
-    name: Option<String>,
-    agent: String,
-    description: String,
-    background: bool,
-    phase: TaskPhase,
-    /// `None` while it runs.
-    ended: Option<(TaskStatus, Instant)>,
-    usage: TaskUsage,
-    started: Instant,
-}
-
-/// The tasks of this run, in the order they started.
+/// The tasks of this run, in tree order (the shared model of the live views).
 #[derive(Debug, Default)]
 pub struct Tree {
-    tasks: Vec<Task>,
+    board: Board,
 }
 
 impl Tree {
     /// Take in one task event received at `now`.
     pub fn apply(&mut self, event: &TaskEvent, now: Instant) {
-        match event {
-            TaskEvent::Started {
-                task_id,
-                parent_task_id,
-                name,
-                agent,
-                description,
-                background,
-                phase,
-            } => {
-                // A reopened task (SendMessage) starts again: it keeps its place in the tree.
-                if let Some(old) = self.task_mut(task_id) {
-                    old.ended = None;
-                    old.started = now;
-                    old.phase = *phase;
-                    return;
-                }
-                self.tasks.push(Task {
-                    id: task_id.clone(),
-                    parent: parent_task_id.clone(),
-                    name: name.clone(),
-                    agent: agent.clone(),
-                    description: description.clone(),
-                    background: *background,
-                    phase: *phase,
-                    ended: None,
-                    usage: TaskUsage::default(),
-                    started: now,
-                });
-            }
-            TaskEvent::Turn {
-                task_id,
-                usage,
-                phase,
-                ..
-            } => {
-                if let Some(t) = self.task_mut(task_id) {
-                    t.usage = *usage;
-                    t.phase = *phase;
-                }
-            }
-            TaskEvent::Ended {
-                task_id, status, ..
-            } => {
-                if let Some(t) = self.task_mut(task_id) {
-                    t.ended = Some((*status, now));
-                }
-            }
-        }
-    }
-
-    fn task_mut(&mut self, id: &str) -> Option<&mut Task> {
-        self.tasks.iter_mut().find(|t| t.id == id)
+        self.board.apply(event, now);
     }
 
     /// Whether any task of the run is still running.
     pub fn any_running(&self) -> bool {
-        self.tasks.iter().any(|t| t.ended.is_none())
+        self.board.running() > 0
     }
 
     /// The frame at `now`: one line per task in tree order (children under their parent,
     /// indented, each level in start order), each at most `width - 1` columns so that no line
     /// wraps (a wrapped line would break moving back up over the frame), at most `max_lines`.
     pub fn frame(&self, width: usize, max_lines: usize, now: Instant) -> Vec<String> {
-        let mut ordered: Vec<(usize, &Task)> = Vec::new();
-        let known = |id: &Option<String>| {
-            id.as_ref()
-                .is_some_and(|p| self.tasks.iter().any(|t| t.id == *p))
-        };
-        for top in self.tasks.iter().filter(|t| !known(&t.parent)) {
-            self.walk(top, 0, &mut ordered);
-        }
-        // Tasks whose parents form a cycle (no event stream makes one) still get a line.
-        for rest in &self.tasks {
-            self.walk(rest, 0, &mut ordered);
-        }
+        let total = self.board.len();
         let max_lines = max_lines.max(1);
-        let hidden = ordered.len().saturating_sub(max_lines);
+        let hidden = total.saturating_sub(max_lines);
         let shown = if hidden > 0 { max_lines - 1 } else { max_lines };
         let cols = width.saturating_sub(1).max(10);
-        let mut lines: Vec<String> = ordered
-            .iter()
+        let mut lines: Vec<String> = self
+            .board
+            .tree()
             .take(shown)
-            .map(|(depth, t)| clip_columns(&line(t, *depth, now), cols))
+            .map(|(depth, t)| clip_columns(&line(t, depth, now), cols))
             .collect();
         if hidden > 0 {
-            let more = ordered.len() - shown;
+            let more = total - shown;
             lines.push(clip_columns(&format!("  … {more} more tasks"), cols));
         }
         lines
-    }
-
-    /// `task` and, depth-first, its children. The depth is capped by the number of tasks, so a
-    /// parent cycle in the events cannot loop.
-    fn walk<'a>(&'a self, task: &'a Task, depth: usize, out: &mut Vec<(usize, &'a Task)>) {
-        if depth > self.tasks.len() || out.iter().any(|(_, t)| t.id == task.id) {
-            return;
-        }
-        out.push((depth, task));
-        for child in self
-            .tasks
-            .iter()
-            .filter(|c| c.parent.as_deref() == Some(task.id.as_str()))
-        {
-            self.walk(child, depth + 1, out);
-        }
     }
 }
 
 /// One task's line:
 /// `  ▸ role "name"  description · status[ · phase] · turns, tool calls, tokens · elapsed`.
-fn line(t: &Task, depth: usize, now: Instant) -> String {
-    let (mark, state, end) = match t.ended {
+fn line(t: &TaskRow, depth: usize, now: Instant) -> String {
+    let (mark, state, end) = match t.ended.map(|at| (t.status, at)) {
         None if t.usage.turns == 0 || t.phase == TaskPhase::Starting => {
             ("▸", "starting".to_string(), now)
         }
@@ -194,7 +102,7 @@ fn line(t: &Task, depth: usize, now: Instant) -> String {
         turns = t.usage.turns,
         tools = t.usage.tool_calls_requested,
         tokens = compact_count(tokens),
-        elapsed = elapsed(end.saturating_duration_since(t.started)),
+        elapsed = elapsed_text(end.saturating_duration_since(t.started)),
     )
 }
 
@@ -223,16 +131,6 @@ fn compact_count(n: u64) -> String {
         0..1_000 => format!("{n} tok"),
         1_000..1_000_000 => format!("{:.1}k tok", n as f64 / 1e3),
         _ => format!("{:.1}M tok", n as f64 / 1e6),
-    }
-}
-
-/// `7s`, `2m05s`, `1h02m`.
-fn elapsed(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
-        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
     }
 }
 
@@ -400,6 +298,7 @@ fn erase(lines: usize) -> String {
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+    use cadre_protocol::TaskUsage;
 
     fn started(id: &str, parent: Option<&str>, agent: &str, description: &str) -> TaskEvent {
         TaskEvent::Started {

@@ -33,6 +33,7 @@ mod pi_compat;
 mod render;
 mod rpc;
 mod run;
+mod task_board;
 mod tool;
 
 use std::process::ExitCode;

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::board::Board;
 use super::editor::Editor;
 use super::slash::{self, Slash};
 use super::transcript::{NoteKind, Transcript};
+use crate::task_board::Board;
 
 /// What the loop does after a key.
 #[derive(Debug, Clone, PartialEq, Eq)]

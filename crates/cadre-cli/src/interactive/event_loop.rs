@@ -16,12 +16,12 @@ use ratatui::crossterm::event::Event;
 use tokio::sync::mpsc;
 
 use super::app::{Action, App, Status};
-use super::board::Board;
 use super::commands::{self, Effect, Env, Reply};
 use super::slash::Slash;
 use super::terminal;
 use super::theme::Theme;
 use super::transcript::{NoteKind, Transcript};
+use crate::task_board::Board;
 
 /// The least time between two frames (about 60 a second at most).
 pub const FRAME_GAP: Duration = Duration::from_millis(16);
@@ -51,6 +51,33 @@ pub struct Setup {
     /// `-r`: open with the list of sessions to resume.
     pub show_sessions: bool,
     /// Launches waiting for the person's answer (D3 `ask`).
+    pub asks: mpsc::UnboundedReceiver<super::confirm::Ask>,
+}
+
+impl Setup {
+    /// The live session this setup and `started` make, and what is left of the setup.
+    pub fn open(self, started: StartedHost) -> (Live, Opened) {
+        let live = Live {
+            host: started.host,
+            events: started.events,
+            ctx: self.ctx,
+            options: self.options,
+        };
+        let opened = Opened {
+            cwd: self.cwd,
+            notes: self.notes,
+            show_sessions: self.show_sessions,
+            asks: self.asks,
+        };
+        (live, opened)
+    }
+}
+
+/// [`Setup`] once its session is live.
+pub struct Opened {
+    pub cwd: PathBuf,
+    pub notes: Vec<String>,
+    pub show_sessions: bool,
     pub asks: mpsc::UnboundedReceiver<super::confirm::Ask>,
 }
 
@@ -208,7 +235,7 @@ pub fn apply_task_event(
             format!(
                 "task {who} {} after {} · {} turn{} · {} tokens · {}",
                 format!("{status:?}").to_lowercase(),
-                super::panel::elapsed(row.elapsed(now)),
+                crate::task_board::elapsed_text(row.elapsed(now)),
                 row.usage.turns,
                 if row.usage.turns == 1 { "" } else { "s" },
                 crate::commands::format::tokens(row.usage.tokens.total_tokens),
@@ -226,23 +253,16 @@ pub struct Closed {
 
 /// Run the full-screen mode until the person leaves.
 pub async fn run(started: StartedHost, setup: Setup) -> Result<Closed> {
-    let Setup {
-        ctx,
-        options,
+    let (mut live, opened) = setup.open(started);
+    let Opened {
         cwd,
         notes,
         show_sessions,
         mut asks,
-    } = setup;
+    } = opened;
     let mut waiting: std::collections::VecDeque<super::confirm::Ask> = Default::default();
     // A closed channel would be ready forever: it is no longer polled.
     let mut asks_open = true;
-    let mut live = Live {
-        host: started.host,
-        events: started.events,
-        ctx,
-        options,
-    };
     let theme = Theme::from_env();
     let mut app = app_for(&live, &cwd, &notes);
     let (reply_tx, mut replies) = mpsc::unbounded_channel::<Reply>();

@@ -15,34 +15,27 @@ use cadre_host::{HostEvent, StartedHost};
 use cadre_protocol::{AgentEvent, AssistantMessageEvent, UserContent};
 use tokio::sync::mpsc;
 
-use super::board::Board;
 use super::commands::{self, Effect};
-use super::event_loop::{Closed, Live, Setup};
+use super::event_loop::{Closed, Live, Opened, Setup};
 use super::slash::{self, Slash};
 use super::text::screen_safe;
 use super::transcript::{NoteKind, Transcript, summarize_args};
+use crate::task_board::Board;
 
 /// The longest input line taken at once (a longer one arrives as several).
 const MAX_LINE: usize = 256 * 1024;
 
 pub async fn run(started: StartedHost, setup: Setup) -> Result<Closed> {
-    let Setup {
-        ctx,
-        options,
+    let (mut live, opened) = setup.open(started);
+    let Opened {
         cwd,
         notes,
         show_sessions,
         mut asks,
-    } = setup;
+    } = opened;
     let mut waiting: std::collections::VecDeque<super::confirm::Ask> = Default::default();
     // A closed channel would be ready forever: it is no longer polled.
     let mut asks_open = true;
-    let mut live = Live {
-        host: started.host,
-        events: started.events,
-        ctx,
-        options,
-    };
     for note in &notes {
         say(&format!("cadre: {note}"));
     }

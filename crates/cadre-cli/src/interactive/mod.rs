@@ -12,7 +12,6 @@
 //! terminal).
 
 mod app;
-mod board;
 mod commands;
 mod complete;
 mod confirm;

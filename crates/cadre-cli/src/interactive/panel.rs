@@ -4,14 +4,14 @@
 //! Narrow terminals (80 columns) get short status and phase words; wide ones add the task's
 //! description. When the tasks outnumber the rows, running tasks are kept and the rest counted.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ratatui::text::{Line, Span};
 
-use super::board::{Board, TaskRow};
 use super::text::{clip, fit, screen_safe};
 use super::theme::Theme;
 use crate::commands::format;
+use crate::task_board::{Board, TaskRow};
 use cadre_protocol::{TaskPhase, TaskStatus};
 
 /// Rows the panel takes for `board` on a screen of `height` rows: a title and its tasks, at
@@ -167,7 +167,7 @@ fn task_line(
         u.tool_calls_executed,
         format::tokens(u.tokens.total_tokens),
         format::cost(u.tokens.cost.total),
-        elapsed(row.elapsed(now)),
+        crate::task_board::elapsed_text(row.elapsed(now)),
     );
     let style = if row.ended.is_some() {
         theme.dim()
@@ -220,17 +220,5 @@ fn phase_word(phase: TaskPhase, wide: bool) -> &'static str {
         (TaskPhase::FinalHandoff, true) => "final-handoff",
         (TaskPhase::FinalHandoff, false) => "handoff",
         (TaskPhase::Terminal, _) => "ended",
-    }
-}
-
-/// `42s`, `3m05s`, `1h02m`.
-pub fn elapsed(d: Duration) -> String {
-    let s = d.as_secs();
-    if s < 60 {
-        format!("{s}s")
-    } else if s < 3600 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
     }
 }

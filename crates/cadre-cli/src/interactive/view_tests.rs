@@ -11,9 +11,9 @@ use ratatui::backend::TestBackend;
 use serde_json::json;
 
 use super::app::{App, Status};
-use super::board::tests::started;
 use super::theme::Theme;
 use super::transcript::NoteKind;
+use crate::task_board::tests::started;
 
 fn status() -> Status {
     Status {

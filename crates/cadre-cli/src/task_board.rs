@@ -1,5 +1,5 @@
-//! The live task panel's model: every task of the session, from the host's task events, with
-//! what a row shows.
+//! The tasks of a session as the live views show them — the interactive mode's task panel and
+//! print mode's live tree: every task, from the host's task events, with what a row shows.
 //!
 //! Events carry everything a row shows (ids, parent, name, phase, usage, status); the final
 //! usage of an ended task comes from its snapshot, which the loop reads from the task manager
@@ -37,6 +37,16 @@ impl TaskRow {
         self.ended
             .unwrap_or(now)
             .saturating_duration_since(self.started)
+    }
+}
+
+/// `42s`, `3m05s`, `1h02m`.
+pub fn elapsed_text(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
     }
 }
 

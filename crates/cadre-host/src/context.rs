@@ -47,7 +47,9 @@ pub struct HostContext {
     pub notes: Vec<String>,
 }
 
-/// `--api-key` for this run: the key of `model`'s provider, over every other source.
+/// `--api-key` for this run: the key of `model`'s provider, over every other source. Cloned
+/// (never printed: no `Debug`) by a front end that loads the context again, so a reload keeps it.
+#[derive(Clone)]
 pub struct RuntimeKey {
     /// The model name it came with (`provider/id`, or an id the registry resolves).
     pub model: String,

@@ -52,6 +52,8 @@ pub struct Setup {
     pub show_sessions: bool,
     /// Launches waiting for the person's answer (D3 `ask`).
     pub asks: mpsc::UnboundedReceiver<super::confirm::Ask>,
+    /// `--api-key`, for loading the context again (`/trust`).
+    pub runtime_key: Option<cadre_host::RuntimeKey>,
 }
 
 impl Setup {
@@ -62,6 +64,7 @@ impl Setup {
             events: started.events,
             ctx: self.ctx,
             options: self.options,
+            runtime_key: self.runtime_key,
         };
         let opened = Opened {
             cwd: self.cwd,
@@ -87,6 +90,7 @@ pub struct Live {
     pub events: mpsc::UnboundedReceiver<HostEvent>,
     pub ctx: Arc<HostContext>,
     pub options: HostOptions,
+    runtime_key: Option<cadre_host::RuntimeKey>,
 }
 
 impl Live {
@@ -116,7 +120,7 @@ impl Live {
         }
         let ctx = if plan.is_none() {
             let trust_flag = options.trust;
-            match HostContext::load(cwd, trust_flag, None) {
+            match HostContext::load(cwd, trust_flag, self.runtime_key.clone()) {
                 Ok(ctx) => Arc::new(ctx),
                 Err(e) => return Err(format!("cannot reload the project's settings: {e:#}")),
             }

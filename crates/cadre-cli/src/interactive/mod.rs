@@ -70,6 +70,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         notes,
         show_sessions: args.resume,
         asks,
+        runtime_key: crate::run::runtime_key(&args),
     };
     let closed = if full_screen_terminal() {
         event_loop::run(started, setup).await?

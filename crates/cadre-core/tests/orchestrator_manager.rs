@@ -1774,7 +1774,7 @@ async fn ask_authorization_uses_the_confirmer() {
         let res = guarded(manager.launch(&root, spec("Explore", "CHILD ask"), None)).await;
         assert_eq!(
             confirm.1.lock().unwrap().as_slice(),
-            ["Explore \"do CHILD ask\""]
+            ["Explore \"do CHILD ask\" — prompt (9 chars): \"CHILD ask\""]
         );
         if allow {
             assert_eq!(single(res.unwrap()).result, "ok");

@@ -58,6 +58,10 @@ pub struct HostOptions {
     /// Who confirms launches under `subagents.authorization: ask` (D3): a front end that can
     /// ask the person (an ACP editor). `None`: such launches are refused.
     pub confirm: Option<Confirmer>,
+    /// A new session's file is written at its first message, not when the session opens (the
+    /// interactive mode, as Pi: opening and leaving leaves no empty session for `--continue`
+    /// to pick). A file named by `--session` is always created at once.
+    pub session_file_when_used: bool,
 }
 
 /// A [`LaunchConfirmer`] in [`HostOptions`] (which are `Debug`).

@@ -224,7 +224,13 @@ impl Host {
             .map(parse_thinking)
             .transpose()?;
         let thinking = restored.thinking_level(flag, ctx.settings.default_thinking_level);
-        let opened = session_open::open_session(&choice, &session_dir, &ctx.cwd).await?;
+        let opened = session_open::open_session(
+            &choice,
+            &session_dir,
+            &ctx.cwd,
+            options.session_file_when_used,
+        )
+        .await?;
         ctx.install_shell_env(&model)?;
         let (events_tx, events) = mpsc::unbounded_channel();
         let (agent_tx, agent_rx) = mpsc::unbounded_channel();
@@ -921,8 +927,12 @@ impl Actor {
             match result {
                 Ok(outcome) => {
                     let failed = outcome.error.is_some();
+                    let aborted = outcome.stop_reason == cadre_protocol::StopReason::Aborted;
                     self.last_outcome = Some(outcome);
-                    if failed {
+                    // A stopped turn (Esc) stops the turn, not the tasks' reports: a notice
+                    // steered into it and not yet delivered is answered now, as one arriving
+                    // while idle would be (O6). Any other failure ends here.
+                    if failed && !(aborted && controller.has_queued()) {
                         break;
                     }
                 }
@@ -938,10 +948,8 @@ impl Actor {
                     break;
                 }
             }
-            let (steer, follow_up) = controller.queued();
-            if (steer.is_empty() && follow_up.is_empty())
-                || self.shared.interrupted.load(Ordering::SeqCst)
-            {
+            // Texts, follow-ups or notices still queued get a run of their own.
+            if !controller.has_queued() || self.shared.interrupted.load(Ordering::SeqCst) {
                 break;
             }
         }
@@ -1005,6 +1013,7 @@ impl Actor {
                             &SessionChoice::None,
                             &self.session_dir,
                             &self.ctx.cwd,
+                            false,
                         )
                         .await
                     }
@@ -1013,6 +1022,7 @@ impl Actor {
                             &self.session_dir,
                             &self.ctx.cwd,
                             parent.as_deref(),
+                            self.options.session_file_when_used,
                         )
                         .await
                     }

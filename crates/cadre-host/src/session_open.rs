@@ -36,7 +36,12 @@ impl OpenedSession {
 }
 
 /// Open the session `choice` names for a conversation in `cwd`.
-pub async fn open_session(choice: &SessionChoice, dir: &Path, cwd: &Path) -> Result<OpenedSession> {
+pub async fn open_session(
+    choice: &SessionChoice,
+    dir: &Path,
+    cwd: &Path,
+    when_used: bool,
+) -> Result<OpenedSession> {
     let existing: Option<PathBuf> = match choice {
         SessionChoice::None => return Ok(OpenedSession::fresh(None)),
         SessionChoice::New => None,
@@ -62,17 +67,25 @@ pub async fn open_session(choice: &SessionChoice, dir: &Path, cwd: &Path) -> Res
     };
     match existing {
         Some(path) => continue_session(&path).await,
-        None => Ok(OpenedSession::fresh(Some(
-            SessionWriter::create(dir, cwd, None).await?,
-        ))),
+        None => new_session(dir, cwd, None, when_used).await,
     }
 }
 
-/// A new session in `dir`, naming `parent` as its parent session when given.
-pub async fn new_session(dir: &Path, cwd: &Path, parent: Option<&Path>) -> Result<OpenedSession> {
-    Ok(OpenedSession::fresh(Some(
-        SessionWriter::create(dir, cwd, parent).await?,
-    )))
+/// A new session in `dir`, naming `parent` as its parent session when given; with
+/// `when_used`, its file is written at its first message
+/// ([`SessionWriter::create_when_used`]).
+pub async fn new_session(
+    dir: &Path,
+    cwd: &Path,
+    parent: Option<&Path>,
+    when_used: bool,
+) -> Result<OpenedSession> {
+    let writer = if when_used {
+        SessionWriter::create_when_used(dir, cwd, parent)?
+    } else {
+        SessionWriter::create(dir, cwd, parent).await?
+    };
+    Ok(OpenedSession::fresh(Some(writer)))
 }
 
 /// The model and thinking level last selected in the session `choice` would continue, if it

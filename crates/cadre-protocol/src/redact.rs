@@ -60,6 +60,49 @@ fn redact_with<'a>(text: &'a str, secrets: &[String]) -> Cow<'a, str> {
     out
 }
 
+/// Streamed text, shown as it arrives without ever showing a registered secret: the text is
+/// redacted as it grows, and a tail that could be the start of a secret is held back until
+/// the next piece shows whether it is one.
+#[derive(Debug, Default, Clone)]
+pub struct StreamRedactor {
+    held: String,
+}
+
+impl StreamRedactor {
+    /// The part of `delta` (with what was held before) that is safe to show now.
+    pub fn push(&mut self, delta: &str) -> String {
+        let mut text = std::mem::take(&mut self.held);
+        text.push_str(delta);
+        let secrets = secrets();
+        let mut text = match redact_with(&text, &secrets) {
+            Cow::Borrowed(_) => text,
+            Cow::Owned(clean) => clean,
+        };
+        let hold = secret_start_at_end(&text, &secrets);
+        self.held = text.split_off(text.len() - hold);
+        text
+    }
+
+    /// The end of the stream: what was held back (it was not a secret).
+    pub fn finish(&mut self) -> String {
+        std::mem::take(&mut self.held)
+    }
+}
+
+/// The length of the longest end of `text` that is the start (not the whole) of a secret.
+fn secret_start_at_end(text: &str, secrets: &[String]) -> usize {
+    secrets
+        .iter()
+        .filter_map(|secret| {
+            (1..secret.len().min(text.len() + 1))
+                .rev()
+                .filter(|&k| secret.is_char_boundary(k))
+                .find(|&k| text.ends_with(&secret[..k]))
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 fn redact_string(s: &mut String, secrets: &[String]) -> bool {
     if let Cow::Owned(clean) = redact_with(s, secrets) {
         *s = clean;
@@ -205,6 +248,23 @@ pub fn redact_tool_output(content: &mut [ContentBlock], details: Option<&mut Val
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_never_shows_a_secret_split_across_pieces() {
+        let secrets = ["sk-stream-secret-0123456789".to_string()];
+        set_secrets(secrets.clone());
+        let mut r = StreamRedactor::default();
+        let mut shown = String::new();
+        for piece in ["key: sk-", "stream-sec", "ret-0123456789 and sk-s", "o on"] {
+            let out = r.push(piece);
+            // No prefix of the secret longer than what any text could start with is shown
+            // before the piece that completes it.
+            assert!(!out.contains("sk-stream"), "{out:?}");
+            shown.push_str(&out);
+        }
+        shown.push_str(&r.finish());
+        assert_eq!(shown, format!("key: {REDACTED} and sk-so on"));
+    }
 
     fn list(items: &[&str]) -> Vec<String> {
         let mut v: Vec<String> = items.iter().map(|s| s.to_string()).collect();

@@ -72,8 +72,9 @@ pub struct App {
     pub completion: Option<Completion>,
     /// A one-line hint above the input (cleared by the next key).
     pub flash: Option<String>,
-    /// A launch waiting for the person's yes or no (D3 `ask`).
+    /// A launch waiting for the person's yes or no (D3 `ask`), and the answer typed so far.
     pub asking: Option<String>,
+    pub answer: String,
     /// Leaving was refused once because tasks run (they stop on leaving); the next quit key
     /// leaves.
     pub leave_warned: bool,
@@ -99,6 +100,7 @@ impl App {
             completion: None,
             flash: None,
             asking: None,
+            answer: String::new(),
             leave_warned: false,
             cwd,
             version: 0,
@@ -141,15 +143,7 @@ impl App {
         }
         self.flash = None;
         if self.asking.is_some() {
-            return match key.code {
-                KeyCode::Char('y' | 'Y') if !ctrl => Action::Answer(true),
-                KeyCode::Char('n' | 'N') | KeyCode::Esc => Action::Answer(false),
-                KeyCode::Char('c') if ctrl => Action::Answer(false),
-                _ => {
-                    self.flash = Some("answer y or n first".into());
-                    Action::None
-                }
-            };
+            return self.answer_key(key, ctrl);
         }
         if key.code != KeyCode::Tab && key.code != KeyCode::BackTab {
             // A completion stays open only while Tab moves through it; Enter takes it.
@@ -255,7 +249,46 @@ impl App {
         }
     }
 
-    /// Ctrl-C: clears a typed line; on an empty one, arms quitting; armed, quits.
+    /// A key while a launch waits for the person: the answer is a word and Enter, so keys
+    /// typed ahead for the input (a sentence with a `y` in it) never allow a launch. Scrolling
+    /// works, to read the launch written out above.
+    fn answer_key(&mut self, key: KeyEvent, ctrl: bool) -> Action {
+        match key.code {
+            KeyCode::Esc => Action::Answer(false),
+            KeyCode::Char('c') if ctrl => Action::Answer(false),
+            KeyCode::Char(c) if !ctrl && self.answer.chars().count() < 8 => {
+                self.answer.push(c);
+                Action::None
+            }
+            KeyCode::Backspace => {
+                self.answer.pop();
+                Action::None
+            }
+            KeyCode::PageUp => {
+                let limit = self.scroll_limit.get().unwrap_or(usize::MAX);
+                self.scroll = self.scroll.saturating_add(10).min(limit);
+                Action::None
+            }
+            KeyCode::PageDown => {
+                self.scroll = self.scroll.saturating_sub(10);
+                Action::None
+            }
+            KeyCode::Enter => {
+                let word = std::mem::take(&mut self.answer).trim().to_lowercase();
+                match word.as_str() {
+                    "y" | "yes" => Action::Answer(true),
+                    "n" | "no" => Action::Answer(false),
+                    _ => {
+                        self.flash = Some("type yes or no, then Enter (Esc declines)".into());
+                        Action::None
+                    }
+                }
+            }
+            _ => Action::None,
+        }
+    }
+
+    /// Ctrl-C: clears a typed line; on an empty line, arms quitting; armed, quits.
     fn ctrl_c(&mut self) -> Action {
         if !self.editor.is_empty() {
             self.editor.clear();
@@ -411,12 +444,18 @@ mod tests {
     }
 
     #[test]
-    fn a_launch_question_takes_only_yes_or_no() {
+    fn a_launch_question_takes_a_word_and_enter_never_a_typed_ahead_y() {
         let mut a = app();
         a.asking = Some("Explore: scan".into());
-        assert_eq!(a.on_key(key(KeyCode::Char('x'))), Action::None);
+        // Typed ahead for the input: a `y` inside a sentence allows nothing.
+        typed(&mut a, "y not stop");
+        assert_eq!(a.on_key(key(KeyCode::Enter)), Action::None);
+        assert!(a.flash.as_deref().unwrap().contains("yes or no"));
         assert!(a.editor.is_empty());
-        assert_eq!(a.on_key(key(KeyCode::Char('y'))), Action::Answer(true));
+        typed(&mut a, "y");
+        assert_eq!(a.on_key(key(KeyCode::Enter)), Action::Answer(true));
+        typed(&mut a, "No");
+        assert_eq!(a.on_key(key(KeyCode::Enter)), Action::Answer(false));
         assert_eq!(a.on_key(key(KeyCode::Esc)), Action::Answer(false));
     }
 

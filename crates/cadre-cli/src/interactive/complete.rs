@@ -24,7 +24,21 @@ pub fn candidates(root: &Path, partial: &str, limit: usize) -> Vec<String> {
     // huge subtree would otherwise miss the files right next to the person.
     let base = partial.rfind('/').map_or("", |i| &partial[..=i]);
     let start = root.join(base);
-    let start = if base.split('/').any(|p| p == "..") || !start.is_dir() {
+    // Links are not followed, also not the one typed: a directory part that is a link, or
+    // that leads out of the project, walks from the project instead.
+    let inside = |dir: &Path| {
+        let (Ok(dir), Ok(top)) = (dir.canonicalize(), root.canonicalize()) else {
+            return false;
+        };
+        dir.starts_with(top)
+    };
+    let is_plain_dir =
+        std::fs::symlink_metadata(start.components().as_path()).is_ok_and(|m| m.is_dir());
+    let start = if base.is_empty()
+        || base.split('/').any(|p| p == "..")
+        || !is_plain_dir
+        || !inside(&start)
+    {
         root.to_path_buf()
     } else {
         start
@@ -116,6 +130,16 @@ mod tests {
         std::fs::write(dir.path().join("evil\u{202e}gnp.exe"), "").unwrap();
         std::fs::write(dir.path().join("evil_ok"), "").unwrap();
         assert_eq!(candidates(dir.path(), "evil", 10), ["evil_ok"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_typed_link_to_a_directory_is_not_followed() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.json"), "").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("lnk")).unwrap();
+        assert!(candidates(dir.path(), "lnk/sec", 10).is_empty());
     }
 
     #[test]

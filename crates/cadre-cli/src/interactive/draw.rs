@@ -32,7 +32,11 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, theme: Theme, now: Instant) {
     let hint = match (&app.asking, &app.flash) {
         (Some(summary), _) => Some(Line::styled(
             clip(
-                &format!("launch {}? y allows, n declines", screen_safe(summary)),
+                &format!(
+                    "allow the launch above? yes/no + Enter: {}▏ · {}",
+                    screen_safe(&app.answer),
+                    screen_safe(summary)
+                ),
                 cols,
             ),
             theme.selected(),

@@ -115,7 +115,9 @@ impl Live {
         if let Some(plan) = plan {
             options.plan = plan;
         }
-        if let Some(file) = &file {
+        // Only a file that exists is continued: a session nothing was said in has none yet,
+        // and naming its path would create it.
+        if let Some(file) = file.as_ref().filter(|f| f.exists()) {
             options.session = SessionChoice::Named(file.to_string_lossy().into_owned());
         }
         let ctx = if plan.is_none() {
@@ -323,6 +325,7 @@ pub async fn run(started: StartedHost, setup: Setup) -> Result<Closed> {
                             let _ = ask.answer.send(allow);
                         }
                         app.asking = waiting.front().map(|a| a.summary.clone());
+                        app.answer.clear();
                         continue;
                     }
                     if !act(&mut app, &mut live, &cwd, action, &reply_tx) {
@@ -470,6 +473,9 @@ pub fn act(
             // What was queued for this turn is not sent to a later one: it goes back into
             // the input, as Pi does, to send again or drop.
             let withdrawn = host.withdraw_queued();
+            for text in &withdrawn {
+                app.transcript.withdraw(text);
+            }
             let mut note = String::from("stopped (tasks keep running; /stop ID stops one)");
             if !withdrawn.is_empty() {
                 let mut text = withdrawn.join("\n");

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use cadre_host::{HostEvent, StartedHost};
+use cadre_protocol::redact::StreamRedactor;
 use cadre_protocol::{AgentEvent, AssistantMessageEvent, UserContent};
 use tokio::sync::mpsc;
 
@@ -48,25 +49,49 @@ pub async fn run(started: StartedHost, setup: Setup) -> Result<Closed> {
     let mut scratch = Transcript::default();
     let mut signals = cadre_host::Signals::new().ok();
     let mut signal = None;
-    let mut streaming_text = false;
+    // While a reply streams: what of it may be printed yet (never a secret, whole or begun).
+    let mut streaming_text: Option<StreamRedactor> = None;
+    let (reply_tx, mut replies) = mpsc::unbounded_channel::<commands::Reply>();
     loop {
         tokio::select! {
+            reply = replies.recv() => {
+                let Some(reply) = reply else { continue };
+                print_reply(&reply);
+                if let Effect::Restart { plan } = reply.effect {
+                    match live.restart(&cwd, plan).await {
+                        Ok(notes) => notes.iter().for_each(|n| say(&format!("cadre: {n}"))),
+                        Err(e) => say(&format!("error: {e}")),
+                    }
+                }
+            }
             line = lines.recv() => {
                 let Some(line) = line else { break };
                 let line = line.trim_end().to_string();
-                if let Some(ask) = waiting.pop_front() {
-                    let allow = matches!(line.trim(), "y" | "Y" | "yes");
-                    say(if allow { "allowed" } else { "declined" });
-                    let _ = ask.answer.send(allow);
+                // Only a yes or a no answers a launch; any other line is input as usual (it
+                // may have been typed before the question appeared) and the question waits.
+                let word = line.trim().to_lowercase();
+                let answer = match word.as_str() {
+                    "y" | "yes" => Some(true),
+                    "n" | "no" => Some(false),
+                    _ => None,
+                };
+                if let Some(allow) = answer.filter(|_| !waiting.is_empty()) {
+                    if let Some(ask) = waiting.pop_front() {
+                        say(if allow { "allowed" } else { "declined" });
+                        let _ = ask.answer.send(allow);
+                    }
                     if let Some(next) = waiting.front() {
-                        say(&format!("launch {}? [y/N]", next.summary));
+                        say(&format!("allow launching {}? (yes/no)", next.summary));
                     }
                     continue;
+                }
+                if let Some(ask) = waiting.front() {
+                    say(&format!("(still waiting: allow launching {}? yes/no)", ask.summary));
                 }
                 if line.trim().is_empty() {
                     continue;
                 }
-                if !handle_line(&mut live, &cwd, &line).await {
+                if !handle_line(&mut live, &cwd, &line, &reply_tx) {
                     break;
                 }
             }
@@ -78,7 +103,7 @@ pub async fn run(started: StartedHost, setup: Setup) -> Result<Closed> {
                 asks_open = ask.is_some();
                 if let Some(ask) = ask {
                     if waiting.is_empty() {
-                        say(&format!("launch {}? [y/N]", ask.summary));
+                        say(&format!("allow launching {}? (yes/no)", ask.summary));
                     }
                     waiting.push_back(ask);
                 }
@@ -106,8 +131,15 @@ pub async fn run(started: StartedHost, setup: Setup) -> Result<Closed> {
     })
 }
 
-/// One typed line. Returns false to leave.
-async fn handle_line(live: &mut Live, cwd: &std::path::Path, line: &str) -> bool {
+/// One typed line. Returns false to leave. A slash command runs on a task of its own and
+/// answers through `replies`, so a command that waits (a compaction's model call) never keeps
+/// Ctrl-C or a signal from being served.
+fn handle_line(
+    live: &mut Live,
+    cwd: &std::path::Path,
+    line: &str,
+    replies: &mpsc::UnboundedSender<commands::Reply>,
+) -> bool {
     let host = live.host.clone();
     let text = line.trim();
     if let Some(rest) = text.strip_prefix("/queue ") {
@@ -126,14 +158,11 @@ async fn handle_line(live: &mut Live, cwd: &std::path::Path, line: &str) -> bool
         match slash::parse(text) {
             Ok(Slash::Quit) => return false,
             Ok(command) => {
-                let reply = commands::run(host.clone(), live.env(cwd), command).await;
-                print_reply(&reply);
-                if let Effect::Restart { plan } = reply.effect {
-                    match live.restart(cwd, plan).await {
-                        Ok(notes) => notes.iter().for_each(|n| say(&format!("cadre: {n}"))),
-                        Err(e) => say(&format!("error: {e}")),
-                    }
-                }
+                let env = live.env(cwd);
+                let tx = replies.clone();
+                tokio::spawn(async move {
+                    let _ = tx.send(commands::run(host, env, command).await);
+                });
             }
             Err(e) => say(&e),
         }
@@ -173,7 +202,7 @@ fn print_reply(reply: &commands::Reply) {
 
 fn print_event(
     event: &HostEvent,
-    streaming: &mut bool,
+    streaming: &mut Option<StreamRedactor>,
     board: &mut Board,
     scratch: &mut Transcript,
     live: &Live,
@@ -183,18 +212,16 @@ fn print_event(
             assistant_message_event: AssistantMessageEvent::TextDelta { delta, .. },
             ..
         }) => {
+            let shown = streaming
+                .get_or_insert_with(StreamRedactor::default)
+                .push(delta);
             let mut out = std::io::stdout().lock();
-            let _ = write!(
-                out,
-                "{}",
-                screen_safe(&cadre_protocol::redact::redact_str(delta))
-            );
+            let _ = write!(out, "{}", screen_safe(&shown));
             let _ = out.flush();
-            *streaming = true;
         }
-        HostEvent::Agent(AgentEvent::MessageEnd { .. }) if *streaming => {
-            say("");
-            *streaming = false;
+        HostEvent::Agent(AgentEvent::MessageEnd { .. }) if streaming.is_some() => {
+            let rest = streaming.take().map(|mut r| r.finish()).unwrap_or_default();
+            say(&rest);
         }
         HostEvent::Agent(AgentEvent::ToolExecutionStart {
             tool_name, args, ..

@@ -21,7 +21,6 @@ mod editor;
 mod event_loop;
 mod line_mode;
 mod panel;
-mod session_file;
 mod slash;
 mod terminal;
 mod text;
@@ -77,13 +76,12 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         line_mode::run(started, setup).await?
     };
-    match closed.session.as_deref().map(session_file::kept) {
-        Some(Ok(Some(path))) => errln!(
+    // A session nothing was said in has no file (it is written at its first message).
+    if let Some(path) = closed.session.filter(|p| p.exists()) {
+        errln!(
             "cadre: session saved in {} (`cadre -c` continues it)",
             path.display()
-        ),
-        Some(Err(e)) => errln!("cadre: warning: {e}"),
-        Some(Ok(None)) | None => {}
+        );
     }
     // A signal ends the mode as it ends print mode: 128 + its number.
     Ok(match closed.signal {
@@ -94,8 +92,11 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
 
 /// What the interactive mode asks of the host, as the Pi subagent packages do in theirs: the
 /// person keeps talking while tasks run, so `Agent` defaults to the background and results
-/// arrive as notifications; replies stream token by token.
+/// arrive as notifications; replies stream token by token; a new session's file appears with
+/// its first message.
 pub fn interactive_options(options: &mut HostOptions) {
     options.background_by_default = true;
     options.stream_updates = true;
+    // As Pi: opening and leaving leaves no empty session for `cadre -c` to pick.
+    options.session_file_when_used = true;
 }

@@ -16,8 +16,9 @@ pub fn width(text: &str) -> usize {
 /// `text` with tabs as four spaces and every other control character, escape sequence
 /// introducer and bidirectional control replaced by `�` (newlines are kept: callers split on
 /// them). Characters whose drawn width terminals disagree on are made plain: a zero-width
-/// joiner and emoji presentation selectors are dropped (a joined family is drawn as its
-/// members, each two columns everywhere) and regional indicators become their letters (a flag
+/// joiner, emoji presentation selectors, skin-tone modifiers and tag characters are dropped
+/// (a joined family is drawn as its members, each two columns everywhere) and regional
+/// indicators become their letters (a flag
 /// is drawn one or two columns wide depending on the terminal), so the width counted here is
 /// the width drawn and no glyph spills into the next cell.
 pub fn screen_safe(text: &str) -> std::borrow::Cow<'_, str> {
@@ -34,6 +35,7 @@ pub fn screen_safe(text: &str) -> std::borrow::Cow<'_, str> {
         match c {
             '\t' => out.push_str("    "),
             '\r' | '\u{200d}' | '\u{fe0e}' | '\u{fe0f}' => {}
+            '\u{1f3fb}'..='\u{1f3ff}' | '\u{e0020}'..='\u{e007f}' => {}
             '\u{1f1e6}'..='\u{1f1ff}' => {
                 out.push(char::from(b'A' + (u32::from(c) - 0x1f1e6) as u8));
             }
@@ -48,7 +50,14 @@ pub fn screen_safe(text: &str) -> std::borrow::Cow<'_, str> {
 fn ambiguous_width(c: char) -> bool {
     matches!(
         c,
-        '\u{200d}' | '\u{fe0e}' | '\u{fe0f}' | '\u{1f1e6}'..='\u{1f1ff}'
+        '\u{200d}'
+            | '\u{fe0e}'
+            | '\u{fe0f}'
+            | '\u{1f1e6}'..='\u{1f1ff}'
+            // Skin-tone modifiers and tag characters (subdivision flags): drawn joined to the
+            // emoji before them by some terminals, counted as columns of their own by others.
+            | '\u{1f3fb}'..='\u{1f3ff}'
+            | '\u{e0020}'..='\u{e007f}'
     )
 }
 
@@ -168,5 +177,6 @@ mod tests {
         assert_eq!(screen_safe("👨\u{200d}👩"), "👨👩");
         assert_eq!(screen_safe("\u{1f1ef}\u{1f1f5}"), "JP");
         assert_eq!(screen_safe("❤\u{fe0f}"), "❤");
+        assert_eq!(screen_safe("👍\u{1f3fd} x"), "👍 x");
     }
 }

@@ -5,6 +5,7 @@
 //! or a model that streams without end costs the screen a bounded amount. The session file,
 //! not this, is the conversation's record.
 
+use cadre_protocol::redact::StreamRedactor;
 use cadre_protocol::{AgentEvent, AssistantMessageEvent, ContentBlock, Message, UserContent};
 use serde_json::Value;
 
@@ -61,6 +62,10 @@ pub struct Transcript {
     /// Prompts shown when they were typed, whose own `message_end` is still to come (and must
     /// not show them twice).
     echoes: std::collections::VecDeque<String>,
+    /// The open reply's text and thinking as they stream: never a registered secret on the
+    /// screen, not even its first characters while the rest is on its way.
+    stream_text: StreamRedactor,
+    stream_thinking: StreamRedactor,
 }
 
 impl Transcript {
@@ -82,6 +87,23 @@ impl Transcript {
 
     pub fn user(&mut self, text: &str) {
         self.push(Entry::User(capped(text.to_string())));
+    }
+
+    /// A steer taken back before it was delivered (Esc): it leaves the conversation, where
+    /// it was shown when typed, since the agent never got it.
+    pub fn withdraw(&mut self, text: &str) {
+        let Some(at) = self.echoes.iter().rposition(|e| e == text) else {
+            return;
+        };
+        self.echoes.remove(at);
+        if let Some(i) = self
+            .entries
+            .iter()
+            .rposition(|e| matches!(e, Entry::User(t) if t == text))
+        {
+            self.entries.remove(i);
+        }
+        self.version += 1;
     }
 
     /// A prompt the person just sent (or steered with): shown now, and not again when the
@@ -108,11 +130,15 @@ impl Transcript {
         match event {
             AgentEvent::MessageStart {
                 message: Message::Assistant(_),
-            } => self.push(Entry::Assistant {
-                thinking: String::new(),
-                text: String::new(),
-                open: true,
-            }),
+            } => {
+                self.stream_text = StreamRedactor::default();
+                self.stream_thinking = StreamRedactor::default();
+                self.push(Entry::Assistant {
+                    thinking: String::new(),
+                    text: String::new(),
+                    open: true,
+                });
+            }
             AgentEvent::MessageUpdate {
                 assistant_message_event,
                 ..
@@ -178,14 +204,17 @@ impl Transcript {
     }
 
     fn stream(&mut self, event: &AssistantMessageEvent) {
+        let (shown, into_text) = match event {
+            AssistantMessageEvent::TextDelta { delta, .. } => (self.stream_text.push(delta), true),
+            AssistantMessageEvent::ThinkingDelta { delta, .. } => {
+                (self.stream_thinking.push(delta), false)
+            }
+            _ => return,
+        };
         let Some((thinking, text)) = self.open_reply() else {
             return;
         };
-        match event {
-            AssistantMessageEvent::TextDelta { delta, .. } => push_capped(text, delta),
-            AssistantMessageEvent::ThinkingDelta { delta, .. } => push_capped(thinking, delta),
-            _ => return,
-        }
+        push_capped(if into_text { text } else { thinking }, &shown);
         self.version += 1;
     }
 
@@ -231,6 +260,7 @@ impl Transcript {
             // The task's end was announced from its task event, with its figures; the
             // notice the parent reads would say it again.
             Message::User(u) if is_completion_notice(&u.content) => {}
+            Message::Custom(c) if is_completion_notice(&c.content) => {}
             Message::ToolResult(_) => {}
             other => self.message_end(other),
         }
@@ -448,24 +478,13 @@ fn capped(mut text: String) -> String {
     text
 }
 
-/// How far back from a new delta redaction looks: longer than any key, so a key split across
-/// deltas is whole in the window once its last part arrives.
-const REDACT_WINDOW: usize = 1024;
-
+/// Append an already redacted piece (a [`StreamRedactor`]'s output, so a long reply costs
+/// its length, not its square).
 fn push_capped(into: &mut String, delta: &str) {
     if into.len() >= ENTRY_CAP {
         return;
     }
-    let mut start = into.len().saturating_sub(REDACT_WINDOW);
-    while !into.is_char_boundary(start) {
-        start -= 1;
-    }
     into.push_str(delta);
-    // Only the window and the delta: redacting the whole text on every delta would make a
-    // long reply cost the square of its length.
-    if let std::borrow::Cow::Owned(clean) = cadre_protocol::redact::redact_str(&into[start..]) {
-        into.replace_range(start.., &clean);
-    }
     if into.len() > ENTRY_CAP {
         let owned = std::mem::take(into);
         *into = capped(owned);
@@ -608,6 +627,11 @@ mod tests {
                     delta: part.into(),
                 },
             });
+            // Not even the key's first characters are drawn while the rest is on its way.
+            let Entry::Assistant { text, .. } = &t.entries[0] else {
+                panic!()
+            };
+            assert!(!text.contains("sk-"), "{text}");
         }
         let Entry::Assistant { text, .. } = &t.entries[0] else {
             panic!()

@@ -728,9 +728,32 @@ fn opening_and_leaving_at_once_leaves_no_session_for_continue_to_pick() {
         .script(Rule::always().reply(Reply::text("Earlier answer about alpha.")));
     f.run(&["-p", "--model", "fake/m1", "an earlier question"])
         .assert_success();
+    // Opened and left at once, and opened, switched to a new session and left: nothing was
+    // said in either, so neither leaves a file (not even the one left by `/new`).
     let steps = json!([ready(), {"key": "ctrl-d"}, {"wait_exit": 20}]);
     let opened = drive(&f, &python, ARGS, &[], (100, 30), steps);
     opened.assert_all_ok();
+    let steps = json!([
+        ready(),
+        {"send": "/new"},
+        {"key": "enter"},
+        {"wait_for": "a new session", "timeout": 20},
+        {"key": "ctrl-d"},
+        {"wait_exit": 20},
+    ]);
+    let switched = drive(&f, &python, ARGS, &[], (100, 30), steps);
+    switched.assert_all_ok();
+    assert!(
+        !switched.screen().contains("session saved"),
+        "{}",
+        switched.dump()
+    );
+    let files: Vec<_> = std::fs::read_dir(f.session_dir())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    assert_eq!(files.len(), 1, "only the earlier session's file: {files:?}");
     let steps = json!([
         ready(),
         {"wait_for": "Earlier answer about alpha", "timeout": 20},
@@ -870,4 +893,46 @@ fn plan_mode_and_a_prompt_at_once_never_hang_the_mode() {
     let run = drive(&f, &python, ARGS, &[], (100, 30), steps);
     run.assert_all_ok();
     assert_eq!(run.exit_code, Some(0), "{}", run.dump());
+}
+
+/// A background task's report that was on its way into a turn the person stopped is still
+/// answered: stopping the turn does not stop the tasks' reports (O6).
+#[test]
+fn a_report_steered_into_a_stopped_turn_is_still_answered() {
+    let Some(python) = python() else { return };
+    let f = Fixture::new();
+    let child = || Match::first_user(CHILD);
+    let root = || !Match::first_user(CHILD);
+    let s = &f.server;
+    s.script(Rule::new(child()).reply(Reply::text("The child is done.")));
+    s.script(
+        Rule::new(root().and(Match::AssistantTurns(0))).reply(Reply::tool_call(
+            "call_agent",
+            "Agent",
+            json!({"subagent_type": "Explore", "description": DESCRIPTION,
+               "prompt": format!("{CHILD} Read notes.txt.")}),
+        )),
+    );
+    s.script(
+        Rule::new(root().and(Match::last_user("task-notification")))
+            .reply(Reply::text("Noted the child's report.")),
+    );
+    // The root's turn after the launch hangs, so the report is steered into it.
+    s.script(Rule::new(root()).reply(Reply::text("never seen").latency(Duration::from_secs(60))));
+    let steps = json!([
+        ready(),
+        {"send": PROMPT},
+        {"key": "enter"},
+        {"wait_for": "Tasks · 0 running · 1 done", "timeout": 20},
+        {"sleep": 0.5},
+        {"key": "esc"},
+        {"wait_for": "stopped", "timeout": 20},
+        {"wait_for": "Noted the child's report", "timeout": 20},
+        {"wait_gone": "working", "timeout": 20},
+        {"key": "ctrl-d"},
+        {"wait_exit": 20},
+    ]);
+    let run = drive(&f, &python, ARGS, &[], (100, 30), steps);
+    run.assert_all_ok();
+    assert!(!run.screen().contains("never seen"), "{}", run.dump());
 }

@@ -240,6 +240,12 @@ impl AgentController {
         taken
     }
 
+    /// Whether anything waits to be delivered: texts, follow-ups or whole messages (task
+    /// notices).
+    pub fn has_queued(&self) -> bool {
+        self.shared.has_queued()
+    }
+
     /// The queued steering and follow-up texts (not the whole messages of
     /// [`AgentController::steer_message`]).
     pub fn queued(&self) -> (Vec<String>, Vec<String>) {

@@ -93,6 +93,31 @@ impl SessionWriter {
         .await
     }
 
+    /// A new session in `dir` whose file is written only once something is said in it (its
+    /// first message, custom message or compaction): until then the header and settings
+    /// entries wait in memory, and closing the writer leaves no file — as Pi writes no file
+    /// for a session nothing happened in, so opening and leaving never makes an empty session
+    /// the newest one. A file that cannot be created then fails at the next `flush`.
+    pub fn create_when_used(
+        dir: &Path,
+        cwd: &Path,
+        parent_session: Option<&Path>,
+    ) -> Result<SessionWriter, SessionError> {
+        let session_id = uuid::Uuid::now_v7().to_string();
+        let timestamp = iso_timestamp(SystemTime::now());
+        let path = dir.join(session_file_name(&timestamp, &session_id));
+        let header = new_header(session_id, timestamp, cwd, parent_session);
+        let first = header_line(&path, &header)?;
+        Ok(Self::start(
+            path.clone(),
+            header,
+            Target::WhenUsed(path),
+            first,
+            None,
+            HashSet::new(),
+        ))
+    }
+
     async fn create_file(
         path: PathBuf,
         session_id: String,
@@ -100,35 +125,20 @@ impl SessionWriter {
         cwd: &Path,
         parent_session: Option<&Path>,
     ) -> Result<SessionWriter, SessionError> {
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let header = SessionHeader {
-            kind: "session".into(),
-            version: SESSION_VERSION,
-            id: session_id.clone(),
-            timestamp,
-            cwd: cwd.to_string_lossy().into_owned(),
-            parent_session: parent_session.map(|p| p.to_string_lossy().into_owned()),
-        };
-        let create_err = |source| SessionError::Create {
+        let header = new_header(session_id, timestamp, cwd, parent_session);
+        let file = create_new_file(&path).map_err(|source| SessionError::Create {
             path: path.clone(),
             source,
-        };
-        let open = || OpenOptions::new().create_new(true).append(true).open(&path);
-        let file = match open() {
-            // Only the first session in a new directory pays for creating it.
-            Err(e) if e.kind() == io::ErrorKind::NotFound && !dir.as_os_str().is_empty() => {
-                std::fs::create_dir_all(&dir).map_err(create_err)?;
-                open()
-            }
-            opened => opened,
-        }
-        .map_err(create_err)?;
-        let mut first = serde_json::to_vec(&header).map_err(|e| SessionError::Write {
-            path: path.clone(),
-            message: e.to_string(),
         })?;
-        first.push(b'\n');
-        Ok(Self::start(path, header, file, first, None, HashSet::new()))
+        let first = header_line(&path, &header)?;
+        Ok(Self::start(
+            path,
+            header,
+            Target::Open(file),
+            first,
+            None,
+            HashSet::new(),
+        ))
     }
 
     /// Continue appending to an existing file, chaining new entries to its leaf. A file that
@@ -162,7 +172,7 @@ impl SessionWriter {
         let mut writer = Self::start(
             path.to_path_buf(),
             loaded.header.clone(),
-            file,
+            Target::Open(file),
             first,
             loaded.leaf_id().map(str::to_string),
             ids,
@@ -188,13 +198,13 @@ impl SessionWriter {
     fn start(
         path: PathBuf,
         header: SessionHeader,
-        file: File,
+        target: Target,
         first: Vec<u8>,
         leaf: Option<String>,
         ids: HashSet<String>,
     ) -> SessionWriter {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(write_loop(file, first, rx));
+        tokio::spawn(write_loop(target, first, rx));
         SessionWriter {
             path,
             header,
@@ -327,33 +337,118 @@ impl SessionWriter {
     }
 }
 
+fn new_header(
+    session_id: String,
+    timestamp: String,
+    cwd: &Path,
+    parent_session: Option<&Path>,
+) -> SessionHeader {
+    SessionHeader {
+        kind: "session".into(),
+        version: SESSION_VERSION,
+        id: session_id,
+        timestamp,
+        cwd: cwd.to_string_lossy().into_owned(),
+        parent_session: parent_session.map(|p| p.to_string_lossy().into_owned()),
+    }
+}
+
+fn header_line(path: &Path, header: &SessionHeader) -> Result<Vec<u8>, SessionError> {
+    let mut first = serde_json::to_vec(header).map_err(|e| SessionError::Write {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    first.push(b'\n');
+    Ok(first)
+}
+
+/// A new file at `path` (never an existing one), its directory created when missing.
+fn create_new_file(path: &Path) -> io::Result<File> {
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let open = || OpenOptions::new().create_new(true).append(true).open(path);
+    match open() {
+        // Only the first session in a new directory pays for creating it.
+        Err(e) if e.kind() == io::ErrorKind::NotFound && !dir.as_os_str().is_empty() => {
+            std::fs::create_dir_all(&dir)?;
+            open()
+        }
+        opened => opened,
+    }
+}
+
+/// Where the writer task writes.
+enum Target {
+    Open(File),
+    /// Not created yet: it will be at this path when the first entry of a conversation comes.
+    WhenUsed(PathBuf),
+}
+
+/// Whether an entry makes a session worth a file (rather than only recording its settings).
+fn is_conversation(kind: &SessionEntryKind) -> bool {
+    !matches!(
+        kind,
+        SessionEntryKind::ModelChange { .. }
+            | SessionEntryKind::ThinkingLevelChange { .. }
+            | SessionEntryKind::SessionInfo { .. }
+    )
+}
+
 /// The writer task: batch whatever is queued, write it, answer flushes. After the first write
-/// error nothing more is written (the file would get a hole) and every flush reports it.
-async fn write_loop(file: File, first: Vec<u8>, mut rx: mpsc::UnboundedReceiver<Command>) {
+/// error nothing more is written (the file would get a hole) and every flush reports it. A
+/// file created when used holds back what is queued until a conversation entry arrives.
+async fn write_loop(target: Target, first: Vec<u8>, mut rx: mpsc::UnboundedReceiver<Command>) {
+    let mut target = target;
     let mut buf = first;
+    let mut used = false;
     let mut failed: Option<String> = None;
     let mut waiters: Vec<oneshot::Sender<Result<(), String>>> = Vec::new();
     let mut closing = None;
     loop {
-        if buf.is_empty() && waiters.is_empty() {
+        let holding = matches!(target, Target::WhenUsed(_)) && !used;
+        if (buf.is_empty() || holding) && waiters.is_empty() {
             match rx.recv().await {
-                Some(cmd) => take(cmd, &mut buf, &mut waiters, &mut closing, &mut failed),
+                Some(cmd) => take(
+                    cmd,
+                    &mut buf,
+                    &mut waiters,
+                    &mut closing,
+                    &mut failed,
+                    &mut used,
+                ),
                 None => break,
             }
         }
         while closing.is_none() {
             match rx.try_recv() {
-                Ok(cmd) => take(cmd, &mut buf, &mut waiters, &mut closing, &mut failed),
+                Ok(cmd) => take(
+                    cmd,
+                    &mut buf,
+                    &mut waiters,
+                    &mut closing,
+                    &mut failed,
+                    &mut used,
+                ),
                 Err(_) => break,
             }
         }
-        if !buf.is_empty()
+        if let Target::WhenUsed(path) = &target
+            && used
             && failed.is_none()
-            && let Err(e) = (&file).write_all(&buf)
         {
-            failed = Some(e.to_string());
+            match create_new_file(path) {
+                Ok(file) => target = Target::Open(file),
+                Err(e) => failed = Some(format!("cannot create {}: {e}", path.display())),
+            }
         }
-        buf.clear();
+        if let Target::Open(file) = &target {
+            if !buf.is_empty()
+                && failed.is_none()
+                && let Err(e) = (&*file).write_all(&buf)
+            {
+                failed = Some(e.to_string());
+            }
+            buf.clear();
+        }
         if let Some(reply) = closing.take() {
             for w in waiters.drain(..) {
                 let _ = w.send(status(&failed));
@@ -380,9 +475,11 @@ fn take(
     waiters: &mut Vec<oneshot::Sender<Result<(), String>>>,
     closing: &mut Option<oneshot::Sender<Result<(), String>>>,
     failed: &mut Option<String>,
+    used: &mut bool,
 ) {
     match cmd {
         Command::Entry(entry) => {
+            *used |= is_conversation(&entry.kind);
             let start = buf.len();
             if let Err(e) = serde_json::to_writer(&mut *buf, &entry) {
                 buf.truncate(start);
@@ -400,6 +497,53 @@ fn take(
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_file_created_when_used_appears_with_the_first_message_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = dir.path().join("sessions");
+        // Settings alone leave no file, also after a flush.
+        let mut w = SessionWriter::create_when_used(&sessions, dir.path(), None).unwrap();
+        w.append(SessionEntryKind::ModelChange {
+            provider: "p".into(),
+            model_id: "m".into(),
+        });
+        w.flush().await.unwrap();
+        let path = w.path().to_path_buf();
+        assert!(!path.exists());
+        w.close().await.unwrap();
+        assert!(!path.exists() && !sessions.exists());
+
+        // The first message writes the header, the held settings and itself, in order.
+        let mut w = SessionWriter::create_when_used(&sessions, dir.path(), None).unwrap();
+        w.append(SessionEntryKind::ThinkingLevelChange {
+            thinking_level: "high".into(),
+        });
+        w.append_message(&Message::user("hello"));
+        w.flush().await.unwrap();
+        let text = std::fs::read_to_string(w.path()).unwrap();
+        let kinds: Vec<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["type"].to_string())
+            .collect();
+        assert_eq!(
+            kinds,
+            ["\"session\"", "\"thinking_level_change\"", "\"message\""]
+        );
+        w.append_message(&Message::user("again"));
+        w.close().await.unwrap();
+        let loaded = super::super::load_session(&path_of(&sessions)).unwrap();
+        assert_eq!(loaded.messages().len(), 2);
+    }
+
+    fn path_of(dir: &Path) -> PathBuf {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        files.pop().unwrap()
+    }
 
     #[tokio::test]
     async fn create_and_resume_report_unusable_paths() {

@@ -135,15 +135,7 @@ async fn authorize(inner: &Inner, entries: &[TaskSpec]) -> Result<(), LaunchErro
             };
             let summary = entries
                 .iter()
-                .map(|e| {
-                    format!(
-                        "{} \"{}\"",
-                        e.subagent_type
-                            .as_deref()
-                            .unwrap_or(crate::roles::builtin::DEFAULT_ROLE),
-                        e.description.trim()
-                    )
-                })
+                .map(launch_summary)
                 .collect::<Vec<_>>()
                 .join(", ");
             if confirm.confirm(&summary).await {
@@ -155,6 +147,42 @@ async fn authorize(inner: &Inner, entries: &[TaskSpec]) -> Result<(), LaunchErro
             }
         }
     }
+}
+
+/// What a person is asked to allow: the role and description, and what the model wrote that
+/// they do not show — the start of the prompt and its length, and where and on what it runs
+/// when the call says. The description alone is the model's to choose and may not match what
+/// it asks the child to do.
+fn launch_summary(e: &TaskSpec) -> String {
+    /// How much of the prompt is quoted.
+    const PROMPT_SHOWN: usize = 160;
+    let role = e
+        .subagent_type
+        .as_deref()
+        .unwrap_or(crate::roles::builtin::DEFAULT_ROLE);
+    let words: Vec<&str> = e.prompt.split_whitespace().collect();
+    let prompt = words.join(" ");
+    let quoted: String = prompt.chars().take(PROMPT_SHOWN).collect();
+    let more = if quoted.len() < prompt.len() {
+        "…"
+    } else {
+        ""
+    };
+    let mut out = format!(
+        "{role} \"{}\" — prompt ({} chars): \"{quoted}{more}\"",
+        e.description.trim(),
+        e.prompt.chars().count()
+    );
+    if let Some(isolation) = &e.isolation {
+        out.push_str(&format!(" · isolation {isolation}"));
+    }
+    if let Some(cwd) = &e.cwd {
+        out.push_str(&format!(" · cwd {cwd}"));
+    }
+    if let Some(model) = &e.model {
+        out.push_str(&format!(" · model {model}"));
+    }
+    out
 }
 
 /// The raw `Agent` arguments a fork looks its call up by.

@@ -122,7 +122,14 @@ class Session:
             self.read_once()
 
     def lines(self):
-        return [line.rstrip() for line in self.screen.display]
+        # Read the cells directly rather than through `screen.display`: pyte 0.8.2's display
+        # raises IndexError on a cell left empty by a wide character that was partly drawn
+        # over. A wide character's second cell holds "", so joining the cells is the row.
+        rows = []
+        for y in range(self.screen.lines):
+            row = self.screen.buffer[y]
+            rows.append("".join(row[x].data for x in range(self.screen.columns)).rstrip())
+        return rows
 
     def text(self):
         return "\n".join(self.lines())

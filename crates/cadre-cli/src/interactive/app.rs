@@ -229,12 +229,11 @@ impl App {
                 Action::None
             }
             KeyCode::PageUp => {
-                let limit = self.scroll_limit.get().unwrap_or(usize::MAX);
-                self.scroll = self.scroll.saturating_add(10).min(limit);
+                self.scroll_by(10);
                 Action::None
             }
             KeyCode::PageDown => {
-                self.scroll = self.scroll.saturating_sub(10);
+                self.scroll_by(-10);
                 Action::None
             }
             KeyCode::Tab => {
@@ -265,12 +264,11 @@ impl App {
                 Action::None
             }
             KeyCode::PageUp => {
-                let limit = self.scroll_limit.get().unwrap_or(usize::MAX);
-                self.scroll = self.scroll.saturating_add(10).min(limit);
+                self.scroll_by(10);
                 Action::None
             }
             KeyCode::PageDown => {
-                self.scroll = self.scroll.saturating_sub(10);
+                self.scroll_by(-10);
                 Action::None
             }
             KeyCode::Enter => {
@@ -285,6 +283,16 @@ impl App {
                 }
             }
             _ => Action::None,
+        }
+    }
+
+    /// PgUp (`rows` > 0) and PgDn: up no further than the conversation's top.
+    fn scroll_by(&mut self, rows: isize) {
+        if rows < 0 {
+            self.scroll = self.scroll.saturating_sub(rows.unsigned_abs());
+        } else {
+            let limit = self.scroll_limit.get().unwrap_or(usize::MAX);
+            self.scroll = self.scroll.saturating_add(rows.unsigned_abs()).min(limit);
         }
     }
 

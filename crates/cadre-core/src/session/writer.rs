@@ -69,9 +69,7 @@ impl SessionWriter {
         cwd: &Path,
         parent_session: Option<&Path>,
     ) -> Result<SessionWriter, SessionError> {
-        let session_id = uuid::Uuid::now_v7().to_string();
-        let timestamp = iso_timestamp(SystemTime::now());
-        let path = dir.join(session_file_name(&timestamp, &session_id));
+        let (session_id, timestamp, path) = fresh_session(dir);
         Self::create_file(path, session_id, timestamp, cwd, parent_session).await
     }
 
@@ -103,9 +101,7 @@ impl SessionWriter {
         cwd: &Path,
         parent_session: Option<&Path>,
     ) -> Result<SessionWriter, SessionError> {
-        let session_id = uuid::Uuid::now_v7().to_string();
-        let timestamp = iso_timestamp(SystemTime::now());
-        let path = dir.join(session_file_name(&timestamp, &session_id));
+        let (session_id, timestamp, path) = fresh_session(dir);
         let header = new_header(session_id, timestamp, cwd, parent_session);
         let first = header_line(&path, &header)?;
         Ok(Self::start(
@@ -335,6 +331,14 @@ impl SessionWriter {
             Err(_) => Err(stopped()),
         }
     }
+}
+
+/// A new session's id, its creation time and its file in `dir`, named as Pi names them.
+fn fresh_session(dir: &Path) -> (String, String, PathBuf) {
+    let session_id = uuid::Uuid::now_v7().to_string();
+    let timestamp = iso_timestamp(SystemTime::now());
+    let path = dir.join(session_file_name(&timestamp, &session_id));
+    (session_id, timestamp, path)
 }
 
 fn new_header(

@@ -155,35 +155,18 @@ impl App {
                 return Action::None;
             }
         }
+        if self.edit(key.code, ctrl) {
+            return Action::None;
+        }
         match key.code {
             KeyCode::Char('c') if ctrl => self.ctrl_c(),
             KeyCode::Char('d') if ctrl && self.editor.is_empty() => Action::Quit,
-            KeyCode::Char('j') if ctrl => {
-                self.editor.insert("\n");
-                Action::None
-            }
             KeyCode::Char('t') if ctrl => {
                 self.show_thinking = !self.show_thinking;
                 Action::None
             }
             KeyCode::Char('o') if ctrl => {
                 self.expand_tools = !self.expand_tools;
-                Action::None
-            }
-            KeyCode::Char('w') if ctrl => {
-                self.editor.delete_word();
-                Action::None
-            }
-            KeyCode::Char('u') if ctrl => {
-                self.editor.delete_to_start();
-                Action::None
-            }
-            KeyCode::Char('a') if ctrl => {
-                self.editor.home();
-                Action::None
-            }
-            KeyCode::Char('e') if ctrl => {
-                self.editor.end();
                 Action::None
             }
             KeyCode::Char('l') if ctrl => Action::Redraw,
@@ -196,30 +179,6 @@ impl App {
             KeyCode::Enter => self.submit(false),
             KeyCode::Esc if self.busy => Action::Abort,
             KeyCode::Esc => Action::None,
-            KeyCode::Backspace => {
-                self.editor.backspace();
-                Action::None
-            }
-            KeyCode::Delete => {
-                self.editor.delete();
-                Action::None
-            }
-            KeyCode::Left => {
-                self.editor.left();
-                Action::None
-            }
-            KeyCode::Right => {
-                self.editor.right();
-                Action::None
-            }
-            KeyCode::Home => {
-                self.editor.home();
-                Action::None
-            }
-            KeyCode::End => {
-                self.editor.end();
-                Action::None
-            }
             KeyCode::Up if self.editor.on_first_line() => {
                 self.editor.history_back();
                 Action::None
@@ -246,6 +205,26 @@ impl App {
             }
             _ => Action::None,
         }
+    }
+
+    /// The keys that only edit the input line (false for any other key).
+    fn edit(&mut self, code: KeyCode, ctrl: bool) -> bool {
+        let e = &mut self.editor;
+        match (code, ctrl) {
+            (KeyCode::Backspace, _) => e.backspace(),
+            (KeyCode::Delete, _) => e.delete(),
+            (KeyCode::Left, _) => e.left(),
+            (KeyCode::Right, _) => e.right(),
+            (KeyCode::Home, _) | (KeyCode::Char('a'), true) => e.home(),
+            (KeyCode::End, _) | (KeyCode::Char('e'), true) => e.end(),
+            (KeyCode::Char('w'), true) => e.delete_word(),
+            (KeyCode::Char('u'), true) => e.delete_to_start(),
+            (KeyCode::Char('j'), true) => {
+                e.insert("\n");
+            }
+            _ => return false,
+        }
+        true
     }
 
     /// A key while a launch waits for the person: the answer is a word and Enter, so keys
@@ -320,23 +299,17 @@ impl App {
             self.editor.clear();
             return Action::None;
         }
-        let text = self.editor.take();
+        let sent = slash::read(&self.editor.take());
         self.scroll = 0;
-        let trimmed = text.trim();
-        if trimmed.starts_with('/') && !trimmed.starts_with("//") {
-            return match slash::parse(trimmed) {
-                Ok(Slash::Quit) => Action::Quit,
-                Ok(command) => Action::Command(command),
-                Err(message) => {
-                    self.transcript.note(NoteKind::Warning, message);
-                    Action::None
-                }
-            };
-        }
-        // `//text` sends `/text` (a prompt that starts with a slash).
-        let text = text
-            .strip_prefix("//")
-            .map_or(text.clone(), |rest| format!("/{rest}"));
+        let text = match sent {
+            slash::Sent::Command(Ok(Slash::Quit)) => return Action::Quit,
+            slash::Sent::Command(Ok(command)) => return Action::Command(command),
+            slash::Sent::Command(Err(message)) => {
+                self.transcript.note(NoteKind::Warning, message);
+                return Action::None;
+            }
+            slash::Sent::Prompt(text) => text,
+        };
         match (self.busy, queue) {
             (false, _) => {
                 self.transcript.typed(&text);

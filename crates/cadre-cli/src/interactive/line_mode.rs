@@ -154,23 +154,22 @@ fn handle_line(
         say("stopped");
         return true;
     }
-    if text.starts_with('/') && !text.starts_with("//") {
-        match slash::parse(text) {
-            Ok(Slash::Quit) => return false,
-            Ok(command) => {
-                let env = live.env(cwd);
-                let tx = replies.clone();
-                tokio::spawn(async move {
-                    let _ = tx.send(commands::run(host, env, command).await);
-                });
-            }
-            Err(e) => say(&e),
+    let text = match slash::read(text) {
+        slash::Sent::Command(Ok(Slash::Quit)) => return false,
+        slash::Sent::Command(Ok(command)) => {
+            let env = live.env(cwd);
+            let tx = replies.clone();
+            tokio::spawn(async move {
+                let _ = tx.send(commands::run(host, env, command).await);
+            });
+            return true;
         }
-        return true;
-    }
-    let text = text
-        .strip_prefix("//")
-        .map_or(text.to_string(), |r| format!("/{r}"));
+        slash::Sent::Command(Err(e)) => {
+            say(&e);
+            return true;
+        }
+        slash::Sent::Prompt(text) => text,
+    };
     let content = UserContent::Text(text);
     if host.is_streaming() {
         report(host.steer(content));

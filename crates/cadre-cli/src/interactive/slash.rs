@@ -61,6 +61,25 @@ Esc stop the turn · Ctrl-C clear, twice to quit · Tab complete @file · Ctrl-J
 Ctrl-T show thinking · Ctrl-O expand tool output · PgUp/PgDn scroll · Up/Down history · \
 Ctrl-L redraw";
 
+/// What a sent line is: a command when it starts with `/` (after leading spaces), else a
+/// prompt — `//text` being the prompt `/text`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sent {
+    Command(Result<Slash, String>),
+    Prompt(String),
+}
+
+pub fn read(line: &str) -> Sent {
+    let trimmed = line.trim();
+    if trimmed.starts_with('/') && !trimmed.starts_with("//") {
+        return Sent::Command(parse(trimmed));
+    }
+    Sent::Prompt(
+        line.strip_prefix("//")
+            .map_or_else(|| line.to_string(), |rest| format!("/{rest}")),
+    )
+}
+
 /// Parse a line that starts with `/`. `Err` is what to tell the person.
 pub fn parse(line: &str) -> Result<Slash, String> {
     let line = line.trim();

@@ -68,10 +68,23 @@ pub async fn run(args: FakeServerArgs) -> Result<ExitCode> {
 /// A child's conversation starts with this marker, so routing never confuses it with the parent.
 const CHILD_MARK: &str = "[bench child]";
 
+/// A child's request (its conversation starts with [`CHILD_MARK`]).
+fn is_child() -> Match {
+    Match::first_user(CHILD_MARK)
+}
+
+/// A child's request after `turns` model turns.
+fn child(turns: usize) -> Match {
+    is_child().and(Match::AssistantTurns(turns))
+}
+
+/// The parent's request after `turns` model turns.
+fn parent(turns: usize) -> Match {
+    (!is_child()).and(Match::AssistantTurns(turns))
+}
+
 /// One Explore child that reads README.md, then the parent answers.
 fn script_delegate(server: &FakeServer) {
-    let child = |n: usize| Match::first_user(CHILD_MARK).and(Match::AssistantTurns(n));
-    let parent = |n: usize| (!Match::first_user(CHILD_MARK)).and(Match::AssistantTurns(n));
     server.script(Rule::new(parent(0)).reply(Reply::new().tool_call(
         "call_agent",
         "Agent",
@@ -79,17 +92,15 @@ fn script_delegate(server: &FakeServer) {
                "prompt": format!("{CHILD_MARK} Read README.md and report what it says.")}),
     )));
     server.script(Rule::new(parent(1)).reply(Reply::text("The child read the README.")));
-    script_child(server, child);
+    script_child(server);
 }
 
 /// The parent launches `n` children (in `Agent` calls of up to 8 tasks each, all in its first
 /// turn); each child makes two model turns and one `read`.
 fn script_fanout(server: &FakeServer, n: usize) {
-    let child = |k: usize| Match::first_user(CHILD_MARK).and(Match::AssistantTurns(k));
-    let parent = |k: usize| (!Match::first_user(CHILD_MARK)).and(Match::AssistantTurns(k));
     server.script(Rule::new(parent(0)).reply(launch_reply(n)));
     server.script(Rule::new(parent(1)).reply(Reply::text(format!("{n} children reported."))));
-    script_child(server, child);
+    script_child(server);
 }
 
 /// Turns each `live-N` child makes before its final answer.
@@ -103,13 +114,11 @@ const LIVE_LATENCY: Duration = Duration::from_secs(1);
 /// `LIVE_TURNS` slow turns with one `read` each, then answers. The parent answers its later
 /// turns (the launch's result, the children's completion notices) with short text.
 fn script_live(server: &FakeServer, n: usize) {
-    let is_child = || Match::first_user(CHILD_MARK);
-    let parent = |k: usize| (!Match::first_user(CHILD_MARK)).and(Match::AssistantTurns(k));
     server.script(Rule::new(parent(0)).reply(launch_reply(n)));
     server.script(Rule::new(parent(1)).reply(Reply::text(format!("{n} children launched."))));
     // The first matching rule answers: the last child turn before the catch-all for the others.
     server.script(
-        Rule::new(is_child().and(Match::AssistantTurns(LIVE_TURNS)))
+        Rule::new(child(LIVE_TURNS))
             .reply(Reply::text("README.md says hello.").latency(LIVE_LATENCY)),
     );
     server.script(
@@ -142,7 +151,7 @@ fn launch_reply(n: usize) -> Reply {
     reply
 }
 
-fn script_child(server: &FakeServer, child: impl Fn(usize) -> Match) {
+fn script_child(server: &FakeServer) {
     server.script(Rule::new(child(0)).reply(Reply::new().tool_call(
         "call_child_read",
         "read",

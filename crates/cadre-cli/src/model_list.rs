@@ -35,8 +35,18 @@ pub fn print(registry: &ModelRegistry, search: &str) {
     ));
 }
 
+/// The models a run can switch to (credentials, a supported api) that match `search`.
+pub(crate) fn usable_matching(registry: &ModelRegistry, search: &str) -> Vec<ModelInfo> {
+    registry
+        .list()
+        .into_iter()
+        .filter(|m| m.has_credentials && m.unsupported.is_none())
+        .filter(|m| matches(m, search))
+        .collect()
+}
+
 /// Whether every word of `search` is in the model's provider, id, full name or display name.
-pub(crate) fn matches(model: &ModelInfo, search: &str) -> bool {
+fn matches(model: &ModelInfo, search: &str) -> bool {
     let haystack =
         format!("{}\n{}\n{}", model.full_name, model.name, model.provider).to_lowercase();
     search

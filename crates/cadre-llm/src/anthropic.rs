@@ -627,10 +627,7 @@ impl AnthropicDecoder {
         set(&mut usage.output, u.output_tokens);
         set(&mut usage.cache_read, u.cache_read_input_tokens);
         set(&mut usage.cache_write, u.cache_creation_input_tokens);
-        // Counts come from the server: they saturate rather than overflow.
-        usage.total_tokens = [usage.output, usage.cache_read, usage.cache_write]
-            .into_iter()
-            .fold(usage.input, u64::saturating_add);
+        usage.total_tokens = usage.token_sum();
     }
 
     fn on_block_start(

@@ -17,10 +17,7 @@ pub fn apply_cost(model: &Model, usage: &mut Usage) {
     usage.cost.total =
         usage.cost.input + usage.cost.output + usage.cost.cache_read + usage.cost.cache_write;
     if usage.total_tokens == 0 {
-        // Counts come from the server: they saturate rather than overflow.
-        usage.total_tokens = [usage.output, usage.cache_read, usage.cache_write]
-            .into_iter()
-            .fold(usage.input, u64::saturating_add);
+        usage.total_tokens = usage.token_sum();
     }
 }
 

@@ -143,6 +143,14 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Input, output and cache tokens summed; counts come from a server, so the sum saturates
+    /// rather than overflows.
+    pub fn token_sum(&self) -> u64 {
+        [self.output, self.cache_read, self.cache_write]
+            .into_iter()
+            .fold(self.input, u64::saturating_add)
+    }
+
     /// Add another usage into this one (token counts and costs).
     pub fn add(&mut self, other: &Usage) {
         self.input += other.input;

@@ -29,6 +29,15 @@ fn item_id(prefix: &str, ctx: &RenderCtx, output_index: usize) -> String {
     item_id_of(prefix, ctx.seq, output_index)
 }
 
+/// The id prefix of the output item a reply part becomes (as OpenAI's: `rs_`, `msg_`, `fc_`).
+fn item_prefix(part: &Part) -> &'static str {
+    match part {
+        Part::Thinking { .. } => "rs",
+        Part::Text(_) => "msg",
+        Part::ToolCall { .. } => "fc",
+    }
+}
+
 fn item_id_of(prefix: &str, seq: u64, output_index: usize) -> String {
     format!("{prefix}_fake{seq:06}_{output_index:02}")
 }
@@ -40,16 +49,11 @@ pub(crate) fn reasoning_links(reply: &Reply, seq: u64) -> Vec<(String, String)> 
     let mut reasoning: Option<String> = None;
     let mut links = Vec::new();
     for (index, part) in reply.parts.iter().enumerate() {
-        let prefix = match part {
-            Part::Thinking { .. } => {
-                reasoning = Some(item_id_of("rs", seq, index));
-                continue;
-            }
-            Part::Text(_) => "msg",
-            Part::ToolCall { .. } => "fc",
-        };
-        if let Some(rs) = &reasoning {
-            links.push((item_id_of(prefix, seq, index), rs.clone()));
+        let id = item_id_of(item_prefix(part), seq, index);
+        if matches!(part, Part::Thinking { .. }) {
+            reasoning = Some(id);
+        } else if let Some(rs) = &reasoning {
+            links.push((id, rs.clone()));
         }
     }
     links
@@ -217,23 +221,17 @@ fn output_items(reply: &Reply, ctx: &RenderCtx, echo: &Echo<'_>) -> Vec<Value> {
         .parts
         .iter()
         .enumerate()
-        .map(|(index, part)| match part {
-            Part::Thinking { text, .. } => reasoning_item(
-                &item_id("rs", ctx, index),
-                text,
-                echo.wants_encrypted_reasoning(),
-                true,
-            ),
-            Part::Text(text) => message_item(
-                &item_id("msg", ctx, index),
-                vec![output_text_part(text)],
-                item_status,
-            ),
+        .map(|(index, part)| (item_id(item_prefix(part), ctx, index), part))
+        .map(|(item, part)| match part {
+            Part::Thinking { text, .. } => {
+                reasoning_item(&item, text, echo.wants_encrypted_reasoning(), true)
+            }
+            Part::Text(text) => message_item(&item, vec![output_text_part(text)], item_status),
             Part::ToolCall {
                 id,
                 name,
                 arguments,
-            } => function_call_item(&item_id("fc", ctx, index), id, name, arguments, "completed"),
+            } => function_call_item(&item, id, name, arguments, "completed"),
         })
         .collect()
 }

@@ -267,12 +267,7 @@ async fn stop(host: &Host, target: &str) -> Reply {
 fn models(host: &Host, search: &str) -> Reply {
     let registry = &host.context().registry;
     let current = host.state().model.full_name();
-    let usable: Vec<_> = registry
-        .list()
-        .into_iter()
-        .filter(|m| m.has_credentials && m.unsupported.is_none())
-        .filter(|m| crate::model_list::matches(m, search))
-        .collect();
+    let usable = crate::model_list::usable_matching(registry, search);
     if usable.is_empty() {
         return Reply::info(format!(
             "no model with credentials matches {search:?}; `cadre --list-models` lists them all"
@@ -299,11 +294,8 @@ async fn model(host: &Host, name: &str) -> Reply {
     let target = if registry.resolve(name).is_ok() {
         name.to_string()
     } else {
-        let matching: Vec<String> = registry
-            .list()
+        let matching: Vec<String> = crate::model_list::usable_matching(&registry, name)
             .into_iter()
-            .filter(|m| m.has_credentials && m.unsupported.is_none())
-            .filter(|m| crate::model_list::matches(m, name))
             .map(|m| m.full_name)
             .collect();
         match matching.as_slice() {

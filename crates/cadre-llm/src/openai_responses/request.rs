@@ -316,8 +316,9 @@ fn assistant_items<S: SerializeSeq>(
     let same_model =
         a.api == model.api.as_str() && a.provider == model.provider && a.model == model.id;
     let followed_until = a.content.iter().rposition(is_output_item);
-    // Whether the reasoning item before the current block was sent (`None`: there was none).
-    let mut reasoning_sent: Option<bool> = None;
+    // Whether the reasoning item before the current block was sent (only one of this model's
+    // can be).
+    let mut reasoning_sent = false;
     for (at, block) in a.content.iter().enumerate() {
         match block {
             ContentBlock::Thinking {
@@ -333,7 +334,7 @@ fn assistant_items<S: SerializeSeq>(
                 if let Some(item) = item {
                     out.serialize_element(item)?;
                 }
-                reasoning_sent = Some(item.is_some());
+                reasoning_sent = item.is_some();
             }
             ContentBlock::Text { text } if !text.is_empty() => {
                 out.serialize_element(&OutputMessage {
@@ -347,7 +348,7 @@ fn assistant_items<S: SerializeSeq>(
             }
             ContentBlock::ToolCall(call) => {
                 let (call_id, item_id) = split_call_id(&call.id);
-                let paired = same_model && reasoning_sent == Some(true);
+                let paired = reasoning_sent;
                 out.serialize_element(&FunctionCall {
                     kind: "function_call",
                     id: item_id.filter(|id| paired && id.starts_with("fc")),

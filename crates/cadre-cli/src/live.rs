@@ -75,18 +75,18 @@ impl Tree {
 /// One task's line:
 /// `  ▸ role "name"  description · status[ · phase] · turns, tool calls, tokens · elapsed`.
 fn line(t: &TaskRow, depth: usize, now: Instant) -> String {
-    let (mark, state, end) = match t.ended.map(|at| (t.status, at)) {
+    let (mark, state) = match t.ended {
         None if t.usage.turns == 0 || t.phase == TaskPhase::Starting => {
-            ("▸", "starting".to_string(), now)
+            ("▸", "starting".to_string())
         }
         None => {
             let turn = format!("turn {}", t.usage.turns + 1);
             match phase_note(t.phase) {
-                Some(note) => ("▸", format!("{turn} · {note}"), now),
-                None => ("▸", turn, now),
+                Some(note) => ("▸", format!("{turn} · {note}")),
+                None => ("▸", turn),
             }
         }
-        Some((status, at)) => (status_mark(status), status.as_str().to_string(), at),
+        Some(_) => (status_mark(t.status), t.status.as_str().to_string()),
     };
     let name = match t.name.as_deref().map(printable) {
         Some(name) if !name.trim().is_empty() => format!(" \"{name}\""),
@@ -102,7 +102,7 @@ fn line(t: &TaskRow, depth: usize, now: Instant) -> String {
         turns = t.usage.turns,
         tools = t.usage.tool_calls_requested,
         tokens = compact_count(tokens),
-        elapsed = elapsed_text(end.saturating_duration_since(t.started)),
+        elapsed = elapsed_text(t.elapsed(now)),
     )
 }
 
@@ -239,6 +239,12 @@ impl LiveView {
         if due {
             self.draw(now);
         }
+    }
+
+    /// Whether a frame is on screen: only then do ticks have anything to do (redraw the clock,
+    /// clear it once nothing runs). The first task's start draws without waiting for one.
+    pub fn is_drawn(&self) -> bool {
+        self.drawn > 0
     }
 
     /// How long until the next tick may draw.

@@ -191,7 +191,8 @@ async fn print_events(mut rx: mpsc::UnboundedReceiver<HostEvent>, mode: Mode) {
     loop {
         let event = tokio::select! {
             event = rx.recv() => event,
-            _ = ticks.tick(), if live.is_some() => {
+            // Only while a frame is up: a run without tasks is not woken ten times a second.
+            _ = ticks.tick(), if live.as_ref().is_some_and(crate::live::LiveView::is_drawn) => {
                 if let Some(live) = live.as_mut() {
                     live.tick(std::time::Instant::now());
                 }

@@ -453,6 +453,11 @@ async fn write_loop(target: Target, first: Vec<u8>, mut rx: mpsc::UnboundedRecei
             }
             buf.clear();
         }
+        // After a failure nothing is written: what is queued is dropped, so a file that could
+        // not be created neither grows memory nor keeps this loop from waiting.
+        if failed.is_some() {
+            buf.clear();
+        }
         if let Some(reply) = closing.take() {
             for w in waiters.drain(..) {
                 let _ = w.send(status(&failed));

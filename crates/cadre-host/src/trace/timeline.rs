@@ -81,7 +81,11 @@ pub fn rows(records: &[TaskRecord]) -> (Vec<Row>, Option<Axis>) {
     }
     let start_of = |i: usize| intervals[i].map_or(i64::MAX, |(s, _)| s);
     for list in children.values_mut() {
-        list.sort_by_key(|&i| (start_of(i), records[i].id.clone()));
+        list.sort_by(|&a, &b| {
+            start_of(a)
+                .cmp(&start_of(b))
+                .then_with(|| records[a].id.cmp(&records[b].id))
+        });
     }
     let mut out = Vec::with_capacity(records.len());
     let mut seen = HashSet::new();

@@ -141,7 +141,7 @@ pub fn printable(s: &str) -> String {
     s.chars()
         .filter_map(|c| match c {
             '\n' | '\r' | '\t' => Some(' '),
-            c if c.is_control() || cadre_protocol::display::is_bidi_control(c) => None,
+            c if cadre_protocol::display::is_unshowable(c) => None,
             c => Some(c),
         })
         .collect()

@@ -2,7 +2,7 @@
 //! configuration with expanded variables: a server's error message can hold escape sequences
 //! that rewrite the screen, fake lines, or megabytes; an expanded `${VAR}` can hold a token.
 
-use cadre_protocol::display::is_bidi_control;
+use cadre_protocol::display::is_unshowable;
 use cadre_protocol::redact::redact_str;
 
 /// The most characters kept of one server-provided string in a message.
@@ -21,7 +21,7 @@ pub fn one_line(text: &str, max: usize) -> String {
         }
         out.push(match c {
             '\n' | '\r' | '\t' => ' ',
-            c if c.is_control() || is_bidi_control(c) => '\u{fffd}',
+            c if is_unshowable(c) => '\u{fffd}',
             c => c,
         });
     }

@@ -7,6 +7,13 @@ pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
+/// Control characters and bidirectional controls: what text from a file, a model or a server
+/// could use to move a terminal's cursor or make a message read other than it is. Callers that
+/// keep line breaks or tabs test for those first.
+pub fn is_unshowable(c: char) -> bool {
+    c.is_control() || is_bidi_control(c)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

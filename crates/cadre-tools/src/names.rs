@@ -18,9 +18,7 @@ use crate::listing::Notice;
 /// DEL, C1, which includes NEL), the Unicode line and paragraph separators, and the
 /// bidirectional controls that reorder how the text around them is displayed.
 fn needs_quoting(c: char) -> bool {
-    c.is_control()
-        || cadre_protocol::display::is_bidi_control(c)
-        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{061C}')
+    cadre_protocol::display::is_unshowable(c) || matches!(c, '\u{2028}' | '\u{2029}' | '\u{061C}')
 }
 
 /// True when `name` prints as something other than itself.

@@ -59,10 +59,7 @@ pub fn candidates(root: &Path, partial: &str, limit: usize) -> Vec<String> {
             continue;
         };
         let Some(rel) = rel.to_str() else { continue };
-        if rel
-            .chars()
-            .any(|c| c.is_control() || cadre_protocol::display::is_bidi_control(c))
-        {
+        if rel.chars().any(cadre_protocol::display::is_unshowable) {
             continue;
         }
         if !seen.insert(rel.to_string()) {

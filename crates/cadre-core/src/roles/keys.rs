@@ -162,11 +162,7 @@ pub(crate) fn shown_key(key: &str) -> String {
         .collect()
 }
 
-/// Control characters and bidirectional overrides: what a file could use to make a message
-/// read other than it is.
-pub(crate) fn is_unshowable(c: char) -> bool {
-    c.is_control() || cadre_protocol::display::is_bidi_control(c)
-}
+pub(crate) use cadre_protocol::display::is_unshowable;
 
 /// A known key the unknown `key` is probably a misspelling of.
 pub(crate) fn nearest_known(key: &str, dialect: Dialect) -> Option<&'static str> {

@@ -35,11 +35,12 @@ use tokio::time::Instant;
 
 use crate::args::{ArgError, Args};
 use crate::full_output::{DEFAULT_FULL_OUTPUT_CAP, FullOutput};
+use crate::git::{harden_env, program_overrides};
 use crate::registry::{Tool, ToolContext, ToolOutput};
 use crate::sandbox::{
     SandboxConfig, SandboxStatus, ScratchCleanup, ensure_scratch_dir, landlock_status, sandbox_args,
 };
-use crate::shell_env::{ConfigScope, harden_for_inspect, process_shell_env, program_overrides};
+use crate::shell_env::process_shell_env;
 use crate::shell_policy::{CommandAllowlist, ShellPolicy, check_command};
 use crate::supervise::{Containment, process_supervisor, supervise_args};
 use crate::truncate::{
@@ -338,7 +339,7 @@ impl Tool for BashTool {
             };
             // Only a command that names git pays for listing the repository's configuration.
             let git_overrides = if self.policy == ShellPolicy::Inspect && command.contains("git") {
-                match program_overrides(&ctx.cwd, ConfigScope::AllButUser).await {
+                match program_overrides(&ctx.cwd).await {
                     Ok(overrides) => overrides,
                     // Fail closed: a configuration that cannot be checked is not run with.
                     Err(why) => {
@@ -465,7 +466,7 @@ fn spawn_shell(start: Start<'_>, shell: &str, command: &str, cwd: &Path) -> io::
     process_shell_env().apply(&mut cmd);
     if start.policy == ShellPolicy::Inspect {
         let inherited = std::env::vars_os().map(|(name, _)| name);
-        harden_for_inspect(&mut cmd, inherited, start.git_overrides);
+        harden_env(&mut cmd, inherited, start.git_overrides);
     }
     if let Launch::Sandboxed(config, _) = launch {
         cmd.env("TMPDIR", &config.scratch_dir);

@@ -14,6 +14,7 @@ pub mod find;
 mod fsutil;
 pub mod full_output;
 mod fuzzy;
+pub mod git;
 pub mod grep;
 mod listing;
 pub mod ls;

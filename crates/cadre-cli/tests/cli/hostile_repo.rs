@@ -1921,3 +1921,70 @@ fn fifos_and_devices_in_the_tree_hang_no_tool() {
         child.results[4].text
     );
 }
+
+/// cadre's own git (a worktree child's launch snapshot of the parent's tree, its end-of-task
+/// snapshot and diff) runs outside every sandbox. A repository that arrived with its `.git`
+/// names a clean filter in its worktree-scoped configuration (`config.worktree`, read once
+/// `extensions.worktreeConfig` is on, and missed by `git config --list --local`), attached to
+/// every file by the committed `.gitattributes`, and a textconv driver in a file the
+/// configuration includes. None of them may run.
+#[test]
+fn cadre_s_own_git_runs_no_program_any_config_scope_names() {
+    let w = World::new();
+    let payload = w.plant_payload();
+    std::fs::write(
+        w.project().join(".gitattributes"),
+        "* filter=evil diff=evil\n",
+    )
+    .unwrap();
+    w.commit();
+    git(
+        w.project(),
+        &["config", "extensions.worktreeConfig", "true"],
+    );
+    git(
+        w.project(),
+        &[
+            "config",
+            "--worktree",
+            "filter.evil.clean",
+            &format!("{payload} worktree-scope-filter"),
+        ],
+    );
+    let included = w.project().join(".git/included.cfg");
+    std::fs::write(
+        &included,
+        format!("[diff \"evil\"]\n\ttextconv = {payload} included-textconv\n"),
+    )
+    .unwrap();
+    git(
+        w.project(),
+        &["config", "include.path", included.to_str().unwrap()],
+    );
+    // An uncommitted change, so the launch snapshots the parent's tree with `git add`.
+    std::fs::write(w.project().join("notes.txt"), "changed by the user\n").unwrap();
+    // Control: a user's git in the same repository runs the payload.
+    assert!(
+        w.payload_fires_for(&["diff", "--stat"]),
+        "control: the worktree-scoped filter does not run for a plain git here"
+    );
+    let child = vec![step(
+        "write",
+        json!({"path": "added.txt", "content": "written by the child\n"}),
+    )];
+    let mut l = launch(1, "general-purpose", child);
+    l.extra = json!({"isolation": "worktree"});
+    let ran = w.run(&[], &[l], &[]);
+    ran.assert_finished();
+    let record = ran.children[0].record();
+    assert_eq!(record["status"], "completed", "{record:#}");
+    assert!(
+        record["worktree"]["kept"].as_bool().unwrap_or(false),
+        "the child's change is kept in its worktree: {record:#}"
+    );
+    assert!(
+        !w.outside.join("payload-ran").exists(),
+        "cadre's own git ran a program the repository's configuration names"
+    );
+    w.assert_no_traffic("the git payload");
+}

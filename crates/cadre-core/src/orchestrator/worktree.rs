@@ -24,12 +24,8 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use cadre_protocol::WorktreeInfo;
-use cadre_tools::shell_env::ConfigScope;
-use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
 
 /// The directory under the git common dir that holds cadre's worktrees.
 pub const WORKTREES_DIR: &str = "cadre-worktrees";
@@ -172,8 +168,6 @@ impl Worktree {
         let added = git_out(
             &repo_root,
             [
-                OsStr::new("-c"),
-                OsStr::new("core.hooksPath=/dev/null"),
                 OsStr::new("worktree"),
                 OsStr::new("add"),
                 OsStr::new("--quiet"),
@@ -620,8 +614,8 @@ fn describe<S: AsRef<OsStr>>(args: &[S]) -> String {
     rest.iter().take(2).cloned().collect::<Vec<_>>().join(" ")
 }
 
-/// Run git in `dir` with `extra_env`, feeding `stdin`. Variables that would point git at another
-/// repository (set when cadre itself runs under a git hook) are cleared.
+/// Run cadre's own hardened git in `dir` (`cadre_tools::git::own_git`) with `extra_env`,
+/// feeding `stdin`.
 async fn run_git<I, S>(
     dir: &Path,
     args: I,
@@ -632,60 +626,11 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    // Outside every sandbox: git runs none of the programs the repository's configuration
-    // names (fsmonitor, hooks, filters on `git add`, …); when those cannot be checked, git does
-    // not run at all.
-    let local = cadre_tools::shell_env::program_overrides(dir, ConfigScope::RepositoryOnly)
+    cadre_tools::git::own_git(dir, args, extra_env, stdin)
         .await
-        .map_err(|why| WorktreeError::Spawn {
-            source: std::io::Error::other(format!(
-                "the repository's git configuration could not be checked: {why}"
-            )),
-        })?;
-    let mut cmd = Command::new("git");
-    cadre_tools::shell_env::apply_git_overrides(&mut cmd, &local);
-    cmd.arg("-C").arg(dir).args(args);
-    for var in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_COMMON_DIR",
-        "GIT_OBJECT_DIRECTORY",
-        "GIT_PREFIX",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.env("GIT_TERMINAL_PROMPT", "0");
-    for (k, v) in extra_env {
-        cmd.env(k, v);
-    }
-    cmd.stdin(if stdin.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .kill_on_drop(true);
-    let mut child = cmd
-        .spawn()
-        .map_err(|source| WorktreeError::Spawn { source })?;
-    // Feed stdin from its own task so a large patch cannot deadlock against a full stdout pipe.
-    let feeder = match (stdin, child.stdin.take()) {
-        (Some(bytes), Some(mut pipe)) => Some(tokio::spawn(async move {
-            // A write error means git exited early; its status and stderr tell why.
-            let _ = pipe.write_all(&bytes).await;
-        })),
-        _ => None,
-    };
-    let output = child
-        .wait_with_output()
-        .await
-        .map_err(|source| WorktreeError::Spawn { source })?;
-    if let Some(feeder) = feeder {
-        let _ = feeder.await;
-    }
-    Ok(output)
+        .map_err(|e| WorktreeError::Spawn {
+            source: std::io::Error::other(e.to_string()),
+        })
 }
 
 #[cfg(test)]

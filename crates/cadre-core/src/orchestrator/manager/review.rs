@@ -292,24 +292,11 @@ async fn changes(cwd: &Path) -> (String, usize) {
     (stat, lines)
 }
 
-/// A git command's standard output in `cwd` (empty when it fails). Outside every sandbox, so
-/// git runs none of the programs the repository's configuration names (a writing child could
-/// have put one there): when those cannot be checked, git does not run.
+/// A git command's standard output in `cwd` (empty when it fails). cadre's own hardened git
+/// (`cadre_tools::git`): it runs none of the programs the repository's configuration names (a
+/// writing child could have put one there), and does not run when those cannot be checked.
 async fn git(cwd: &Path, args: &[&str]) -> String {
-    use cadre_tools::shell_env::{ConfigScope, apply_git_overrides, program_overrides};
-    let Ok(local) = program_overrides(cwd, ConfigScope::RepositoryOnly).await else {
-        return String::new();
-    };
-    let mut cmd = tokio::process::Command::new("git");
-    apply_git_overrides(&mut cmd, &local);
-    let out = cmd
-        .args(args)
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .await;
-    match out {
+    match cadre_tools::git::own_git(cwd, args, &[], None).await {
         Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
         _ => String::new(),
     }

@@ -38,11 +38,13 @@ use crate::full_output::{DEFAULT_FULL_OUTPUT_CAP, FullOutput};
 use crate::git::{harden_env, program_overrides};
 use crate::registry::{Tool, ToolContext, ToolOutput};
 use crate::sandbox::{
-    SandboxConfig, SandboxStatus, ScratchCleanup, ensure_scratch_dir, landlock_status, sandbox_args,
+    ProtectedState, SandboxConfig, SandboxStatus, ScratchCleanup, WriterBoundary,
+    ensure_scratch_dir, landlock_status, sandbox_args,
 };
 use crate::shell_env::process_shell_env;
 use crate::shell_policy::{CommandAllowlist, ShellPolicy, check_command};
 use crate::supervise::{Containment, process_supervisor, supervise_args};
+use crate::tree_fingerprint::Fingerprint;
 use crate::truncate::{
     DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Limits, TruncatedBy, Truncation, format_size,
     truncate_tail,
@@ -81,6 +83,9 @@ pub struct BashTool {
     /// Run every command through `__sandbox-exec --writer` (a writing child's bash): it cannot
     /// act on processes outside it. Needs a supervisor, which does the re-exec.
     contain: bool,
+    /// Where a contained command may write and what stays read-only ([`WriterBoundary`]);
+    /// `None`: anywhere but the kernel's files.
+    boundary: Option<WriterBoundary>,
     /// Removes the sandbox's scratch directory once the last clone of this tool is dropped.
     scratch_cleanup: Option<std::sync::Arc<ScratchCleanup>>,
 }
@@ -141,11 +146,28 @@ impl BashTool {
         self
     }
 
-    /// Remove the sandbox's scratch directory when this tool (and every clone) is dropped.
+    /// Hold a contained command to `boundary`: writes only beneath its writable directories,
+    /// its protected paths read-only (a mount where the kernel allows one; a protected name a
+    /// command creates is moved out after the call in any case).
+    pub fn within(mut self, boundary: WriterBoundary) -> Self {
+        self.boundary = Some(boundary);
+        self
+    }
+
+    pub fn boundary(&self) -> Option<&WriterBoundary> {
+        self.boundary.as_ref()
+    }
+
+    /// Remove the sandbox's (or the writer boundary's) scratch directory when this tool (and
+    /// every clone) is dropped.
     pub fn removing_scratch(mut self) -> Self {
-        if let Some(config) = &self.sandbox {
-            let cleanup = ScratchCleanup::new(config.scratch_dir.clone());
-            self.scratch_cleanup = Some(std::sync::Arc::new(cleanup));
+        let scratch = match (&self.sandbox, &self.boundary) {
+            (Some(config), _) => Some(config.scratch_dir.clone()),
+            (None, Some(boundary)) => boundary.scratch.clone(),
+            (None, None) => None,
+        };
+        if let Some(dir) = scratch {
+            self.scratch_cleanup = Some(std::sync::Arc::new(ScratchCleanup::new(dir)));
         }
         self
     }
@@ -201,6 +223,7 @@ struct Start<'a> {
     supervisor: Option<&'a Path>,
     reap: bool,
     contain: bool,
+    boundary: Option<&'a WriterBoundary>,
     policy: ShellPolicy,
     /// Under `inspect`: overrides for the program-valued keys of the repository's own config.
     git_overrides: &'a [(String, &'static str)],
@@ -353,17 +376,101 @@ impl Tool for BashTool {
             } else {
                 Vec::new()
             };
+            let contain = self.contain && launch_is_direct(launch);
+            let boundary = self.boundary.as_ref().filter(|_| contain);
             let start = Start {
                 launch,
                 supervisor: self.supervisor(),
                 reap: self.reap,
-                contain: self.contain && launch_is_direct(launch),
+                contain,
+                boundary,
                 policy: self.policy,
                 git_overrides: &git_overrides,
             };
-            run(&command, timeout, &ctx, start).await
+            if let Some(scratch) = boundary.and_then(|b| b.scratch.as_ref())
+                && let Err(e) = ensure_scratch_dir(scratch)
+            {
+                return ToolOutput::error(format!(
+                    "Command not run: its temporary directory {} could not be created: {e}",
+                    scratch.display()
+                ));
+            }
+            let before = boundary.map(ProtectedState::capture);
+            let root = boundary.and_then(|b| b.root.clone());
+            let tree_before = match &root {
+                Some(root) => Some(fingerprint(root.clone()).await),
+                None => None,
+            };
+            let out = run(&command, timeout, &ctx, start).await;
+            let out = match before {
+                Some(before) => undo_protected_creations(out, &before, &ctx),
+                None => out,
+            };
+            match (root, tree_before) {
+                (Some(root), Some(tree_before)) => {
+                    let tree_after = fingerprint(root).await;
+                    with_changed_files(out, &tree_before, &tree_after)
+                }
+                _ => out,
+            }
         })
     }
+}
+
+/// The project's fingerprint, taken off the runtime's threads (a large tree is many stats).
+async fn fingerprint(root: PathBuf) -> Fingerprint {
+    tokio::task::spawn_blocking(move || Fingerprint::take(&root))
+        .await
+        .unwrap_or_default()
+}
+
+/// Most changed paths a result's details name; the rest are counted.
+const MAX_CHANGED_LISTED: usize = 200;
+
+/// Record in the result's details which project files the command changed (`changedFiles`,
+/// relative to the project root, and `changedCount`): the receipt's ground truth for bash.
+fn with_changed_files(
+    mut out: ToolOutput,
+    before: &Fingerprint,
+    after: &Fingerprint,
+) -> ToolOutput {
+    let changed = before.changes(after);
+    if changed.is_empty() {
+        return out;
+    }
+    let listed: Vec<String> = changed
+        .iter()
+        .take(MAX_CHANGED_LISTED)
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let mut details = out.details.take().unwrap_or_else(|| json!({}));
+    if let Some(map) = details.as_object_mut() {
+        map.insert("changedFiles".into(), json!(listed));
+        map.insert("changedCount".into(), json!(changed.len()));
+    }
+    out.details = Some(details);
+    out
+}
+
+/// Move out the protected paths a writer's command created (they did not exist, so no mount
+/// kept them read-only) and tell the model, in the result and its details.
+fn undo_protected_creations(
+    mut out: ToolOutput,
+    before: &ProtectedState,
+    ctx: &ToolContext,
+) -> ToolOutput {
+    let notes = before.undo_creations(&ctx.artifacts_dir.join("quarantine"));
+    if notes.is_empty() {
+        return out;
+    }
+    let text = format!("\n\n[cadre: {}]", notes.join("; "));
+    out.content.push(ContentBlock::text(text));
+    let mut details = out.details.take().unwrap_or_else(|| json!({}));
+    if let Some(map) = details.as_object_mut() {
+        map.insert("protectedCreated".into(), json!(notes));
+    }
+    out.details = Some(details);
+    out
 }
 
 /// Kills the process group when dropped, unless disarmed: a call dropped mid-flight (its
@@ -458,7 +565,7 @@ fn spawn_shell(start: Start<'_>, shell: &str, command: &str, cwd: &Path) -> io::
                 reap: start.reap,
                 contain: start.contain,
             };
-            cmd.args(supervise_args(how, program, args))
+            cmd.args(supervise_args(how, start.boundary, program, args))
                 .stdin(Stdio::from(lifeline_read));
             (cmd, Some(OwnedFd::from(lifeline_write)))
         }
@@ -470,6 +577,9 @@ fn spawn_shell(start: Start<'_>, shell: &str, command: &str, cwd: &Path) -> io::
     }
     if let Launch::Sandboxed(config, _) = launch {
         cmd.env("TMPDIR", &config.scratch_dir);
+    }
+    if let Some(scratch) = start.boundary.and_then(|b| b.scratch.as_ref()) {
+        cmd.env("TMPDIR", scratch);
     }
     cmd.current_dir(cwd)
         .stdout(Stdio::from(writer))

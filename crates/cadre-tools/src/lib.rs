@@ -26,6 +26,7 @@ pub mod sandbox;
 pub mod shell_env;
 pub mod shell_policy;
 pub mod supervise;
+pub mod tree_fingerprint;
 pub mod truncate;
 mod unsearched;
 pub mod write;

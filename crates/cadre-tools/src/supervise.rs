@@ -34,6 +34,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::sync::OnceLock;
 
+use crate::sandbox::WriterBoundary;
+use crate::sandbox::writer::{PIN_ARG, PROTECT_ARG, WRITABLE_ARG};
+
 /// The first argument that routes the cadre binary here instead of to its CLI.
 pub const SUPERVISE_ARG: &str = "__supervise";
 
@@ -86,9 +89,11 @@ pub struct Containment {
 }
 
 /// The arguments for the supervisor binary that run `program args…` under supervision, held
-/// in as `how` says.
+/// in as `how` says; with `how.contain`, `boundary` is the writer's boundary handed on to
+/// `__sandbox-exec --writer`.
 pub fn supervise_args(
     how: Containment,
+    boundary: Option<&WriterBoundary>,
     program: impl AsRef<OsStr>,
     args: impl IntoIterator<Item = impl AsRef<OsStr>>,
 ) -> Vec<OsString> {
@@ -98,6 +103,9 @@ pub fn supervise_args(
     }
     if how.contain {
         out.push(OsString::from(CONTAIN_ARG));
+        if let Some(boundary) = boundary {
+            out.extend(boundary.to_args());
+        }
     }
     out.push(OsString::from("--"));
     out.push(program.as_ref().to_owned());
@@ -122,11 +130,13 @@ pub const CONTAIN_ARG: &str = "--contain";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SuperviseArgs {
     pub how: Containment,
+    /// The writer's boundary options (`--rw`/`--ro`/`--pin` pairs) after `--contain`.
+    pub writer_args: Vec<OsString>,
     pub program: OsString,
     pub args: Vec<OsString>,
 }
 
-/// Parse the arguments that follow [`SUPERVISE_ARG`]: `[--reap] [--contain]` `--`
+/// Parse the arguments that follow [`SUPERVISE_ARG`]: `[--reap] [--contain [boundary]]` `--`
 /// `<program>` `<args>`….
 pub fn parse_args(
     args: impl IntoIterator<Item = OsString>,
@@ -134,11 +144,21 @@ pub fn parse_args(
     let mut iter = args.into_iter().peekable();
     let reap = iter.next_if(|a| a == REAP_ARG).is_some();
     let contain = iter.next_if(|a| a == CONTAIN_ARG).is_some();
+    let mut writer_args = Vec::new();
+    while contain
+        && let Some(option) =
+            iter.next_if(|a| a == WRITABLE_ARG || a == PROTECT_ARG || a == PIN_ARG)
+    {
+        let value = iter.next().ok_or(SuperviseArgsError::MissingSeparator)?;
+        writer_args.push(option);
+        writer_args.push(value);
+    }
     if iter.next().is_none_or(|a| a != "--") {
         return Err(SuperviseArgsError::MissingSeparator);
     }
     let program = iter.next().ok_or(SuperviseArgsError::NoProgram)?;
     Ok(SuperviseArgs {
+        writer_args,
         how: Containment { reap, contain },
         program,
         args: iter.collect(),
@@ -162,7 +182,12 @@ fn fail(code: u8, message: std::fmt::Arguments<'_>) -> ExitCode {
 /// Run the hidden entry point with the arguments after [`SUPERVISE_ARG`]; stdin must be the
 /// lifeline. Returns the command's exit code (signals as 128 + n, like a shell).
 pub fn supervise_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
-    let SuperviseArgs { how, program, args } = match parse_args(args) {
+    let SuperviseArgs {
+        how,
+        writer_args,
+        program,
+        args,
+    } = match parse_args(args) {
         Ok(parsed) => parsed,
         Err(e) => {
             return fail(
@@ -209,7 +234,8 @@ pub fn supervise_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             }
         };
         let mut c = Command::new(exe);
-        c.args([crate::sandbox::EXEC_ARG, crate::sandbox::WRITER_ARG, "--"]);
+        c.args([crate::sandbox::EXEC_ARG, crate::sandbox::WRITER_ARG]);
+        c.args(&writer_args).arg("--");
         c.arg(&program);
         c
     } else {
@@ -412,6 +438,7 @@ mod tests {
     fn built_arguments_parse_back() {
         let args = supervise_args(
             Containment::default(),
+            None,
             "bash",
             ["-c", "echo -- __supervise"],
         );
@@ -427,10 +454,25 @@ mod tests {
             reap: true,
             contain: true,
         };
-        let args = supervise_args(both, "bash", ["--reap"]);
+        let args = supervise_args(both, None, "bash", ["--reap"]);
         let parsed = parse_args(args.into_iter().skip(1)).unwrap();
         assert_eq!(parsed.how, both);
         assert_eq!(parsed.args, os(&["--reap"]));
+        let boundary = WriterBoundary {
+            root: None,
+            writable: vec![PathBuf::from("/p")],
+            protected: vec![PathBuf::from("/p/.mcp.json")],
+            pinned: vec![],
+            scratch: None,
+        };
+        let args = supervise_args(both, Some(&boundary), "bash", ["--ro"]);
+        let parsed = parse_args(args.into_iter().skip(1)).unwrap();
+        assert_eq!(
+            parsed.writer_args,
+            os(&["--rw", "/p", "--ro", "/p/.mcp.json"])
+        );
+        assert_eq!(parsed.program, "bash");
+        assert_eq!(parsed.args, os(&["--ro"]));
     }
 
     #[test]

@@ -1988,3 +1988,163 @@ fn cadre_s_own_git_runs_no_program_any_config_scope_names() {
     );
     w.assert_no_traffic("the git payload");
 }
+
+/// A writing child writes its project and nothing that decides what runs next: not cadre's
+/// home (settings, trust, task records), not outside the project, not git's configuration,
+/// hooks or `.git` itself (renamed away and rebuilt), not a host's settings in the project —
+/// through bash (the kernel: Landlock and read-only mounts) or `write` (dispatch). A protected
+/// name that did not exist is moved out after the call. Device nodes and packet sockets are
+/// refused even to root. The control: the root agent's own bash, which is not contained,
+/// writes outside.
+#[test]
+fn a_writing_child_writes_its_project_but_no_policy_file() {
+    let w = World::new();
+    let home_settings = w.f.home.join("settings.json");
+    std::fs::write(&home_settings, "{}").unwrap();
+    let outside = w.outside.display().to_string();
+    let home = w.f.home.display().to_string();
+    let child = vec![
+        bash("echo kept > inside.txt && echo INSIDE-OK"),
+        bash("git config core.fsmonitor 'touch /tmp/pwned' && echo CONFIG-WRITTEN"),
+        bash(
+            "mkdir -p .git/hooks && echo 'touch /tmp/pwned' > .git/hooks/pre-commit && echo HOOK-WRITTEN",
+        ),
+        bash("mv .git .git-aside && echo GIT-MOVED"),
+        bash("echo '{\"mcpServers\":{}}' > .mcp.json && echo MCP-WRITTEN"),
+        bash(format!(
+            "echo '{{\"x\":1}}' > {home}/settings.json && echo HOME-WRITTEN"
+        )),
+        bash(format!(
+            "echo w > {outside}/child-wrote.txt && echo OUTSIDE-WRITTEN"
+        )),
+        bash("mknod devnode c 1 3 && echo MKNOD-OK"),
+        bash(
+            "python3 -c 'import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)' && echo PACKET-OK",
+        ),
+        step(
+            "write",
+            json!({"path": ".git/hooks/post-checkout", "content": "#!/bin/sh\n"}),
+        ),
+        step(
+            "write",
+            json!({"path": format!("{outside}/via-write.txt"), "content": "x\n"}),
+        ),
+        step(
+            "write",
+            json!({"path": ".claude/settings.json", "content": "{}\n"}),
+        ),
+        step(
+            "write",
+            json!({"path": "src/new.rs", "content": "// new\n"}),
+        ),
+    ];
+    let root = vec![bash(format!("echo r > {outside}/root-wrote.txt"))];
+    let ran = w.run(&root, &[launch(1, "general-purpose", child)], &[]);
+    ran.assert_finished();
+    assert!(
+        w.outside.join("root-wrote.txt").exists(),
+        "control: the root agent's uncontained bash writes outside"
+    );
+    let c = &ran.children[0];
+    let texts: Vec<&str> = c.results.iter().map(|r| r.text.as_str()).collect();
+    assert!(texts[0].contains("INSIDE-OK"), "{}", texts[0]);
+    assert!(w.project().join("inside.txt").exists());
+    for (i, marker) in [
+        (1, "CONFIG-WRITTEN"),
+        (2, "HOOK-WRITTEN"),
+        (3, "GIT-MOVED"),
+        (5, "HOME-WRITTEN"),
+        (6, "OUTSIDE-WRITTEN"),
+        (7, "MKNOD-OK"),
+        (8, "PACKET-OK"),
+    ] {
+        assert!(!texts[i].contains(marker), "step {i}: {}", texts[i]);
+    }
+    assert!(
+        texts[4].contains("read-only to a subagent"),
+        "the created .mcp.json is reported: {}",
+        texts[4]
+    );
+    assert!(!w.project().join(".mcp.json").exists());
+    let config = std::fs::read_to_string(w.project().join(".git/config")).unwrap();
+    assert!(!config.contains("fsmonitor"), "{config}");
+    assert!(!w.project().join(".git/hooks/pre-commit").exists());
+    assert!(!w.project().join(".git/hooks/post-checkout").exists());
+    assert!(
+        w.project().join(".git/HEAD").exists(),
+        ".git was moved away"
+    );
+    assert_eq!(std::fs::read_to_string(&home_settings).unwrap(), "{}");
+    assert!(!w.outside.join("child-wrote.txt").exists());
+    assert!(!w.outside.join("via-write.txt").exists());
+    assert!(!w.project().join("devnode").exists());
+    assert!(!w.project().join(".claude/settings.json").exists());
+    for i in [9, 10, 11] {
+        assert!(
+            c.results[i].is_error && texts[i].contains("refused"),
+            "write step {i}: {}",
+            texts[i]
+        );
+    }
+    assert!(!c.results[12].is_error, "{}", texts[12]);
+    assert!(w.project().join("src/new.rs").exists());
+    assert!(c.blocked() >= 3, "{:#}", c.record());
+}
+
+/// The receipt is ground truth: files a writing child's bash changes are "Files modified",
+/// and a change by any means after the last passing check leaves the work UNVERIFIED. Three
+/// children: (1) edit, `make test` (passes), then `sed -i` that breaks the build — the seed
+/// protocol certifies this PASS; (2) a bash-only change, then `make test` — PASS, naming the
+/// file; (3) a change, then only `make -n test`, a dry run that checks nothing.
+#[test]
+fn a_writing_child_s_receipt_sees_changes_made_through_bash() {
+    let w = World::new();
+    std::fs::write(
+        w.project().join("Makefile"),
+        "test:\n\tgrep -q 'pub fn' src/lib.rs\n",
+    )
+    .unwrap();
+    w.commit();
+    let broke = vec![
+        step(
+            "edit",
+            json!({"path": "src/lib.rs", "edits": [{"oldText": "92", "newText": "93"}]}),
+        ),
+        bash("make test"),
+        bash("sed -i 's/i64/u64/' src/lib.rs"),
+    ];
+    let bash_only = vec![bash("echo '// note' >> src/lib.rs"), bash("make test")];
+    let dry_run = vec![bash("echo '// again' >> src/lib.rs"), bash("make -n test")];
+    let launches = [
+        launch(1, "general-purpose", broke),
+        launch(2, "general-purpose", bash_only),
+        launch(3, "general-purpose", dry_run),
+    ];
+    let ran = w.run(&[], &launches, &[]);
+    ran.assert_finished();
+    for c in &ran.children {
+        c.assert_ran_every_step();
+    }
+    let receipt = |n: usize| {
+        let text = &ran.agent_result(0, n).text;
+        let start = text.find("<execution-receipt>").unwrap_or(0);
+        text[start..].to_string()
+    };
+    let first = receipt(0);
+    assert!(
+        first.contains("Verification: UNVERIFIED"),
+        "a change after the passing test is not verified: {first}"
+    );
+    assert!(first.contains("src/lib.rs"), "{first}");
+    let second = receipt(1);
+    assert!(second.contains("Verification: PASS"), "{second}");
+    assert!(
+        second.contains("Files modified: src/lib.rs"),
+        "a bash-only change is a modified file: {second}"
+    );
+    let third = receipt(2);
+    assert!(
+        third.contains("Verification: UNVERIFIED"),
+        "`make -n test` is no check: {third}"
+    );
+}

@@ -420,9 +420,35 @@ fn positionals<'w>(args: &'w [String], with_value: &[&str]) -> Vec<&'w str> {
 fn verifier(kind: CheckKind, args: &[String]) -> Simple {
     if args.iter().any(|a| is_mutating_flag(a)) {
         Simple::Mutating
+    } else if args.iter().any(|a| runs_nothing(a)) {
+        Simple::Neutral
     } else {
         Simple::Verifier(kind)
     }
+}
+
+/// Flags that make a verifier print what it would do, list its tests, or describe itself
+/// instead of checking anything (`--dry-run`, `pytest --collect-only`, `cargo test -- --list`,
+/// `--help`, `--version`): such a run passes whatever the code does, so it is no check.
+fn runs_nothing(arg: &str) -> bool {
+    const FLAGS: [&str; 15] = [
+        "--dry-run",
+        "--dryrun",
+        "--collect-only",
+        "--co",
+        "--list",
+        "--list-tests",
+        "--listTests",
+        "--help",
+        "-h",
+        "--version",
+        "-V",
+        "--no-run",
+        "--showConfig",
+        "--print-config",
+        "--explain",
+    ];
+    FLAGS.contains(&arg) || arg.starts_with("--dry-run=")
 }
 
 fn classify_simple(words: &[String]) -> Simple {
@@ -706,6 +732,36 @@ fn gradle(args: &[String]) -> Simple {
 
 /// `make [options] target…`: every target must be a check target.
 fn make(args: &[String]) -> Simple {
+    // make's own forms that run no recipe: print them (`-n`), ask whether they are up to date
+    // (`-q`), touch the targets (`-t`), print the database (`-p`).
+    const NO_RECIPES: [&str; 10] = [
+        "-n",
+        "--just-print",
+        "--recon",
+        "-q",
+        "--question",
+        "-t",
+        "--touch",
+        "-p",
+        "--print-data-base",
+        "--dry-run",
+    ];
+    // `-kn`: a cluster of flags that take no value.
+    let short_cluster_has = |a: &str, c: char| {
+        a.len() > 2
+            && a.starts_with('-')
+            && !a.starts_with("--")
+            && a[1..].chars().all(|f| "nqtpksSiBeErRwv".contains(f))
+            && a[1..].contains(c)
+    };
+    if args.iter().any(|a| {
+        NO_RECIPES.contains(&a.as_str())
+            || ['n', 'q', 't', 'p']
+                .iter()
+                .any(|&c| short_cluster_has(a, c))
+    }) {
+        return Simple::Neutral;
+    }
     let mut targets = Vec::new();
     let mut i = 0;
     while let Some(a) = args.get(i) {

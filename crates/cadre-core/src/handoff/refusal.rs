@@ -26,6 +26,9 @@ pub enum RefusalReason {
     SandboxUnavailable,
     /// The command matched none of the role's `Bash(…)` command patterns.
     CommandAllowlist,
+    /// A writing child's `write`/`edit` named a path outside its writable directories or a
+    /// protected one (git's configuration, a host's settings, cadre's home).
+    WriteBoundary,
 }
 
 impl RefusalReason {
@@ -40,6 +43,7 @@ impl RefusalReason {
             RefusalReason::ShellPolicy => "shell policy",
             RefusalReason::SandboxUnavailable => "no sandbox",
             RefusalReason::CommandAllowlist => "not an allowed command",
+            RefusalReason::WriteBoundary => "outside its writable boundary",
         }
     }
 

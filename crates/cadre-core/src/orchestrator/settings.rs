@@ -64,6 +64,9 @@ pub struct SubagentSettings {
     pub bash_timeout_ms: Option<u64>,
     /// Keep a read-only task's scratch directory after it ends (`keepScratch`, for debugging).
     pub keep_scratch: bool,
+    /// Directories a writing child's commands may write besides its project and the temporary
+    /// directory (`writableRoots`, absolute; e.g. a build cache such as `~/.cargo`).
+    pub writable_roots: Vec<std::path::PathBuf>,
     pub enable_background: bool,
     pub enable_fork: bool,
     pub enable_worktrees: bool,
@@ -107,6 +110,7 @@ impl Default for SubagentSettings {
             default_timeout_ms: None,
             bash_timeout_ms: Some(DEFAULT_BASH_TIMEOUT_MS),
             keep_scratch: false,
+            writable_roots: Vec::new(),
             enable_background: true,
             enable_fork: true,
             enable_worktrees: true,
@@ -143,6 +147,7 @@ pub struct ParsedSubagentSettings {
 }
 
 const KNOWN_KEYS: &[&str] = &[
+    "writableRoots",
     "maxConcurrentTasks",
     "maxTasksPerLaunch",
     "maxAgentDepth",
@@ -236,6 +241,7 @@ impl SubagentSettings {
             None => d.bash_timeout_ms,
         };
         s.keep_scratch = r.bool("keepScratch")?.unwrap_or(d.keep_scratch);
+        s.writable_roots = r.absolute_paths("writableRoots")?;
         if let (Some(soft), Some(max)) = (s.default_soft_tool_calls, s.default_max_tool_calls)
             && soft > max
         {
@@ -414,6 +420,32 @@ impl<'a> Reader<'a> {
     }
 
     /// A tool list: an array of names or one comma-separated string, as in role files.
+    /// A list of absolute paths (`~/` is the home directory).
+    fn absolute_paths(&self, key: &str) -> Result<Vec<std::path::PathBuf>, SubagentSettingsError> {
+        let Some(v) = self.get(key) else {
+            return Ok(Vec::new());
+        };
+        let Value::Array(items) = v else {
+            return Self::err(key, format!("expected a list of paths, found {}", kind(v)));
+        };
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            let Some(text) = item.as_str() else {
+                return Self::err(key, format!("expected a path, found {}", kind(item)));
+            };
+            let path = match (text.strip_prefix("~/"), &home) {
+                (Some(rest), Some(home)) => home.join(rest),
+                _ => std::path::PathBuf::from(text),
+            };
+            if !path.is_absolute() {
+                return Self::err(key, format!("`{text}` is not an absolute path"));
+            }
+            out.push(path);
+        }
+        Ok(out)
+    }
+
     fn tool_list(&self, key: &str) -> Result<Option<Vec<String>>, SubagentSettingsError> {
         let Some(v) = self.get(key) else {
             return Ok(None);

@@ -107,11 +107,14 @@ pub fn drop_all() -> io::Result<()> {
 
 /// Capabilities a writing child's command loses even as root: they reach the kernel itself —
 /// modules, BPF programs and probes, raw I/O, mounts and namespaces, the clock, reboot,
-/// auditing and MAC policy, limits and priorities beyond its own, ptrace of any process — and
-/// none is needed to edit a project. Everything else (owning and writing files) stays.
-const KERNEL_CAPS: [libc::c_ulong; 20] = [
+/// auditing and MAC policy, limits and priorities beyond its own, ptrace of any process, raw
+/// and packet sockets, device nodes, file capabilities — and none is needed to edit a project. Everything else (owning and writing files) stays.
+const KERNEL_CAPS: [libc::c_ulong; 23] = [
     9,  // LINUX_IMMUTABLE
     12, // NET_ADMIN
+    13, // NET_RAW: packet sockets read every interface's traffic, a sibling's headers too
+    27, // MKNOD: a device node made in the project opens the device it names
+    31, // SETFCAP: file capabilities set on a project binary the user later runs
     16, // SYS_MODULE
     17, // SYS_RAWIO
     19, // SYS_PTRACE

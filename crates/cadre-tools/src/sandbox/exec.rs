@@ -5,12 +5,15 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::writer::{PIN_ARG, PROTECT_ARG};
+
 /// The first argument that routes the cadre binary here instead of to its CLI.
 pub const EXEC_ARG: &str = "__sandbox-exec";
 
-/// The option of a writing child's containment: no Landlock filesystem rules, only the
-/// scoping (no signals or ptrace outside, ABI ≥ 6) and the process part of the system-call
-/// filter, applied where the kernel offers them — an extra layer, not the boundary of a role.
+/// The option of a writing child's containment: writes only beneath its `--rw` directories
+/// (none given: anywhere but the kernel's files), its `--ro` paths read-only in a mount
+/// namespace of its own, the kernel-reaching capabilities dropped, scoping (no signals or
+/// ptrace outside, ABI ≥ 6) and the writer's system-call filter (see [`super::writer`]).
 pub const WRITER_ARG: &str = "--writer";
 
 /// Exit code when the sandbox could not be set up and the command did not run.
@@ -22,9 +25,12 @@ pub struct ExecArgs {
     pub writable: Vec<PathBuf>,
     /// `--net`: the command may open sockets (the `research` role); otherwise it has none.
     pub network: bool,
-    /// `--writer`: a writing child's command, which keeps the filesystem, the network and its
-    /// capabilities but cannot act on processes outside it ([`WRITER_ARG`]).
+    /// `--writer`: a writing child's command ([`WRITER_ARG`]).
     pub writer: bool,
+    /// `--ro <path>` (writers only): kept read-only by a mount ([`super::writer`]).
+    pub protected: Vec<PathBuf>,
+    /// `--pin <dir>` (writers only): made a mount point so it cannot be renamed away.
+    pub pinned: Vec<PathBuf>,
     pub program: OsString,
     pub args: Vec<OsString>,
 }
@@ -39,8 +45,10 @@ pub enum ExecArgsError {
     NoProgram,
     #[error("writable directory {0} is not an existing directory")]
     NotADir(PathBuf),
-    #[error("`--writer` takes neither `--rw` nor `--net`")]
+    #[error("`--writer` does not take `--net` (a writer keeps the network)")]
     WriterWithRules,
+    #[error("`--ro` and `--pin` go with `--writer` only")]
+    ProtectWithoutWriter,
 }
 
 impl ExecArgs {
@@ -50,27 +58,44 @@ impl ExecArgs {
         let mut writable = Vec::new();
         let mut network = false;
         let mut writer = false;
+        let mut protected = Vec::new();
+        let mut pinned = Vec::new();
         loop {
             match iter.next() {
                 Some(a) if a == "--net" => network = true,
                 Some(a) if a == WRITER_ARG => writer = true,
-                Some(a) if a == "--rw" => match iter.next() {
-                    Some(dir) if !dir.is_empty() => writable.push(PathBuf::from(dir)),
-                    _ => return Err(ExecArgsError::MissingDir),
-                },
+                Some(a) if a == "--rw" || a == PROTECT_ARG || a == PIN_ARG => {
+                    let list = if a == "--rw" {
+                        &mut writable
+                    } else if a == PROTECT_ARG {
+                        &mut protected
+                    } else {
+                        &mut pinned
+                    };
+                    match iter.next() {
+                        Some(path) if !path.is_empty() => list.push(PathBuf::from(path)),
+                        _ => return Err(ExecArgsError::MissingDir),
+                    }
+                }
                 Some(a) if a == "--" => break,
                 Some(a) => return Err(ExecArgsError::Unexpected(a.to_string_lossy().into())),
                 None => return Err(ExecArgsError::NoProgram),
             }
         }
         let program = iter.next().ok_or(ExecArgsError::NoProgram)?;
-        if writer && (network || !writable.is_empty()) {
+        if writer && network {
             return Err(ExecArgsError::WriterWithRules);
+        }
+        let protects = !protected.is_empty() || !pinned.is_empty();
+        if protects && !writer {
+            return Err(ExecArgsError::ProtectWithoutWriter);
         }
         Ok(ExecArgs {
             writable,
             network,
             writer,
+            protected,
+            pinned,
             program,
             args: iter.collect(),
         })
@@ -190,10 +215,19 @@ fn become_program(exec: &ExecArgs) -> ExitCode {
     )
 }
 
-/// A writing child's command: scoped by Landlock where ABI ≥ 6 and filtered for calls on other
-/// processes where seccomp exists; where neither is there it runs as it would have anyway.
+/// A writing child's command: its protected paths mounted read-only (where the kernel allows a
+/// mount namespace; elsewhere the bash tool's check after the call remains), the
+/// kernel-reaching capabilities dropped, Landlock (writes beneath its writable directories
+/// only, no device nodes, scoped from ABI 6) and the writer's system-call filter. Where Landlock
+/// or seccomp is missing, the command runs without that layer, as writers always could.
 #[cfg(target_os = "linux")]
 fn run_writer(exec: ExecArgs) -> ExitCode {
+    if let Err(e) = super::writer::mount_read_only(&exec.protected, &exec.pinned) {
+        return fail(
+            SANDBOX_FAILURE_EXIT,
+            format_args!("the read-only paths could not be mounted ({e}); the command was not run"),
+        );
+    }
     if let Err(e) = super::caps::drop_kernel_caps() {
         return fail(
             SANDBOX_FAILURE_EXIT,
@@ -203,7 +237,9 @@ fn run_writer(exec: ExecArgs) -> ExitCode {
     // ABI ≥ 3 (Landlock is "enforced"): the kernel's files off limits, and scoped from ABI 6;
     // below that, scoping alone where it exists.
     let restricted = match super::landlock_status() {
-        super::SandboxStatus::Enforced { abi } => super::landlock::restrict_writer(abi),
+        super::SandboxStatus::Enforced { abi } => {
+            super::landlock::restrict_writer(abi, &exec.writable)
+        }
         super::SandboxStatus::Unavailable { .. } => Ok(()),
     };
     if let Err(e) = restricted {
@@ -255,10 +291,21 @@ mod tests {
         assert!(a.args.is_empty());
         let a = ExecArgs::parse(os(&["--writer", "--", "bash"])).unwrap();
         assert!(a.writer && a.writable.is_empty());
-        assert_eq!(
-            ExecArgs::parse(os(&["--writer", "--rw", "/a", "--", "x"])),
-            Err(ExecArgsError::WriterWithRules)
-        );
+        let a = ExecArgs::parse(os(&[
+            "--writer",
+            "--rw",
+            "/a",
+            "--ro",
+            "/a/.git/config",
+            "--pin",
+            "/a/.git",
+            "--",
+            "x",
+        ]))
+        .unwrap();
+        assert_eq!(a.writable, [PathBuf::from("/a")]);
+        assert_eq!(a.protected, [PathBuf::from("/a/.git/config")]);
+        assert_eq!(a.pinned, [PathBuf::from("/a/.git")]);
         assert_eq!(
             ExecArgs::parse(os(&["--writer", "--net", "--", "x"])),
             Err(ExecArgsError::WriterWithRules)
@@ -279,7 +326,7 @@ mod tests {
         );
         assert_eq!(
             err(&["--ro", "/a", "--", "x"]),
-            ExecArgsError::Unexpected("--ro".into())
+            ExecArgsError::ProtectWithoutWriter
         );
     }
 
@@ -292,6 +339,8 @@ mod tests {
             writable: vec![p],
             network: false,
             writer: false,
+            protected: vec![],
+            pinned: vec![],
             program: "true".into(),
             args: vec![],
         };

@@ -211,21 +211,34 @@ const WRITER_DEVICES: [&str; 5] = [
     "/dev/urandom",
 ];
 
-/// Restrict a writing child's command (ABI ≥ 3): it keeps every file the user may write but
-/// `/proc`, `/sys` and `/dev` (kernel settings such as `core_pattern`, cgroups that would
-/// freeze or kill cadre, other processes' `/proc` files, the user's terminals), which stay
-/// readable (in `/dev` only the data devices); `/dev/shm` and the data devices stay writable.
-/// With ABI ≥ 6 it is also scoped. Sets `no_new_privs`.
-pub fn restrict_writer(kernel_abi: i32) -> Result<(), RestrictError> {
+/// Restrict a writing child's command (ABI ≥ 3). With `writable` empty it keeps every file the
+/// user may write but `/proc`, `/sys` and `/dev`; otherwise it may write only beneath
+/// `writable` (opened without following links, as the read-only sandbox's directories are).
+/// Everything stays readable but the devices outside a short list; `/dev/shm` and the data
+/// devices stay writable; no device node may be made anywhere. With ABI ≥ 6 it is also
+/// scoped. Sets `no_new_privs`.
+pub fn restrict_writer(kernel_abi: i32, writable: &[PathBuf]) -> Result<(), RestrictError> {
     let read: BitFlags<AccessFs> = AccessFs::from_read(ABI_USED);
     let all: BitFlags<AccessFs> = AccessFs::from_all(ABI_USED);
+    // A device node made in the project would open the device it names (`/dev/kvm`, a tty).
+    let files = all & !(AccessFs::MakeChar | AccessFs::MakeBlock);
     let ruleset = base_ruleset(kernel_abi)?;
     let kernel = |p: &Path| p == Path::new("/proc") || p == Path::new("/sys");
     let ruleset = ruleset.create()?.no_new_privs(true);
-    let mut ruleset = read_all_but_devices(ruleset, read, |p| if kernel(p) { read } else { all })?;
+    let top = |p: &Path| {
+        if kernel(p) || !writable.is_empty() {
+            read
+        } else {
+            files
+        }
+    };
+    let mut ruleset = read_all_but_devices(ruleset, read, top)?;
+    for dir in writable {
+        ruleset = ruleset.add_rule(PathBeneath::new(open_no_links(dir)?, files))?;
+    }
     let shm = Path::new("/dev/shm");
     if shm.is_dir() {
-        ruleset = ruleset.add_rule(PathBeneath::new(open(shm)?, all))?;
+        ruleset = ruleset.add_rule(PathBeneath::new(open(shm)?, files))?;
     }
     for device in WRITER_DEVICES {
         let path = Path::new(device);

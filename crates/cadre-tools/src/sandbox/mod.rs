@@ -35,6 +35,7 @@ mod mechanisms;
 #[cfg(target_os = "linux")]
 pub mod seccomp;
 mod status;
+pub mod writer;
 
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
@@ -45,6 +46,7 @@ pub use exec::{
 };
 pub use mechanisms::{Mechanism, mechanisms};
 pub use status::{MIN_LANDLOCK_ABI, SandboxStatus, landlock_status};
+pub use writer::{ProtectedState, WriterBoundary};
 
 use crate::shell_policy::ShellPolicy;
 

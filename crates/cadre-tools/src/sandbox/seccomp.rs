@@ -152,6 +152,14 @@ fn always_denied() -> Vec<i64> {
 // uses the generic table (x86_64 included).
 const SYS_SETXATTRAT: i64 = 463;
 const SYS_REMOVEXATTRAT: i64 = 466;
+// The new mount API (Linux 5.2+; `mount_setattr` 5.12), generic table numbers.
+const SYS_OPEN_TREE: i64 = 428;
+const SYS_MOVE_MOUNT: i64 = 429;
+const SYS_FSOPEN: i64 = 430;
+const SYS_FSCONFIG: i64 = 431;
+const SYS_FSMOUNT: i64 = 432;
+const SYS_FSPICK: i64 = 433;
+const SYS_MOUNT_SETATTR: i64 = 442;
 /// Linux 6.17: sets inode flags (immutable, append-only) and project ids by path.
 const SYS_FILE_SETATTR: i64 = 469;
 
@@ -246,10 +254,54 @@ fn arch() -> Result<TargetArch, FilterError> {
         .map_err(|_| FilterError::Arch(std::env::consts::ARCH))
 }
 
-/// The filter of a writing child (see `WRITER_ARG`): [`process_rules`] and the
-/// terminal-injection ioctls; other ioctls stay (a writer owns its files and devices).
+/// The filter of a writing child (see `WRITER_ARG`): [`process_rules`], the
+/// terminal-injection ioctls, packet and raw sockets (they read other processes' traffic:
+/// a sibling's `Authorization` header to a plain-HTTP provider), device nodes, and mounts (its
+/// read-only paths are mounts; an unmount would lift them). Other ioctls stay (a writer owns
+/// its files).
 fn writer_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, FilterError> {
     let mut map = process_rules()?;
+    map.insert(
+        libc::SYS_socket,
+        vec![
+            rule(vec![cond(0, SeccompCmpOp::Eq, libc::AF_PACKET as u64)?])?,
+            rule(vec![cond(
+                1,
+                SeccompCmpOp::MaskedEq(0xf),
+                libc::SOCK_RAW as u64,
+            )?])?,
+        ],
+    );
+    // Device nodes only: FIFOs and sockets in the project stay possible (`mkfifo` in a test).
+    let devices = |arg: u8| -> Result<Vec<SeccompRule>, FilterError> {
+        [libc::S_IFCHR, libc::S_IFBLK]
+            .iter()
+            .map(|&kind| {
+                rule(vec![cond(
+                    arg,
+                    SeccompCmpOp::MaskedEq(libc::S_IFMT as u64),
+                    kind as u64,
+                )?])
+            })
+            .collect()
+    };
+    map.insert(libc::SYS_mknodat, devices(2)?);
+    #[cfg(target_arch = "x86_64")]
+    map.insert(libc::SYS_mknod, devices(1)?);
+    for call in [
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        SYS_OPEN_TREE,
+        SYS_MOVE_MOUNT,
+        SYS_FSOPEN,
+        SYS_FSCONFIG,
+        SYS_FSMOUNT,
+        SYS_FSPICK,
+        SYS_MOUNT_SETATTR,
+    ] {
+        map.insert(call, Vec::new());
+    }
     let ioctls = [TIOCSTI, TIOCLINUX]
         .iter()
         .map(|&request| rule(vec![cond(1, SeccompCmpOp::Eq, request)?]))
@@ -383,7 +435,10 @@ mod tests {
         assert!(map.contains_key(&libc::SYS_prlimit64));
         assert!(map.contains_key(&libc::SYS_setpriority));
         assert!(!map.contains_key(&libc::SYS_fchmodat));
-        assert!(!map.contains_key(&libc::SYS_socket));
+        // Sockets stay, but for packet and raw ones; mknod only for device nodes; no mounts.
+        assert_eq!(map[&libc::SYS_socket].len(), 2);
+        assert_eq!(map[&libc::SYS_mknodat].len(), 2);
+        assert!(map[&libc::SYS_umount2].is_empty());
         assert_eq!(map[&libc::SYS_ioctl].len(), 2);
         assert!(compile(map, libc::EPERM).is_ok());
     }

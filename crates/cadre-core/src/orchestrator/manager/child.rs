@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use cadre_llm::Model;
 use cadre_protocol::{Message, ThinkingLevel};
-use cadre_tools::sandbox::{SandboxConfig, scratch_dir_path};
+use cadre_tools::sandbox::{SandboxConfig, WriterBoundary, scratch_dir_path};
 use cadre_tools::shell_policy::CommandAllowlist;
 use cadre_tools::{BashTool, ToolRegistry};
 use tokio::sync::mpsc;
@@ -190,13 +190,6 @@ fn child_bash(
     let allowlist = CommandAllowlist::parse(b.bash_allow).map_err(|e| {
         LaunchError::NotAllowed(format!("the role's Bash(…) command patterns: {e}"))
     })?;
-    if !b.readonly {
-        let bash = BashTool::new()
-            .with_policy(policy)
-            .with_allowlist(allowlist)
-            .contained();
-        return Ok(Arc::new(bash.with_reaping().with_timeout_limit(timeout)));
-    }
     let refused = |what: &str, e: String| {
         LaunchError::NotAllowed(format!("cannot prepare the read-only sandbox: {what}: {e}"))
     };
@@ -211,6 +204,22 @@ fn child_bash(
         }
     };
     let scratch = scratch_dir_path(&scratch_parent);
+    if !b.readonly {
+        let boundary = writer_boundary(inner, &b.cwd, Some(scratch));
+        let bash = BashTool::new()
+            .with_policy(policy)
+            .with_allowlist(allowlist)
+            .contained()
+            .within(boundary)
+            .with_reaping()
+            .with_timeout_limit(timeout);
+        let bash = if inner.settings.keep_scratch {
+            bash
+        } else {
+            bash.removing_scratch()
+        };
+        return Ok(Arc::new(bash));
+    }
     let mut extra_writable = Vec::new();
     if b.role.allow_plan_files {
         let root = crate::config::project_root(&b.cwd);
@@ -234,6 +243,24 @@ fn child_bash(
         bash.removing_scratch()
     };
     Ok(Arc::new(bash))
+}
+
+/// Where a writing child's commands may write: its project (or worktree), its private
+/// temporary directory `scratch` (its `TMPDIR`) and the `writableRoots` the user configured;
+/// git's configuration and hooks, the hosts' settings in the project and cadre's home stay
+/// read-only (`cadre_tools::sandbox::writer`).
+pub(crate) fn writer_boundary(
+    inner: &Inner,
+    cwd: &std::path::Path,
+    scratch: Option<std::path::PathBuf>,
+) -> WriterBoundary {
+    let root = crate::config::project_root(cwd);
+    WriterBoundary::for_project(
+        &root,
+        scratch,
+        &inner.settings.writable_roots,
+        std::slice::from_ref(&inner.cadre_home),
+    )
 }
 
 /// A shell policy as persisted in a task record; an unknown value is the strictest.

@@ -74,6 +74,10 @@ pub(crate) struct TaskHandle {
     pub receipt: Mutex<String>,
     /// A scoped probe's paths and read budget (S4); `None` for other tasks.
     pub scope: Mutex<Option<ProbeScope>>,
+    /// A writing child's writable directories and protected paths, checked for `write` and
+    /// `edit` at dispatch (its bash is held to the same boundary by the kernel); `None` for
+    /// read-only tasks, whose write tools are not in their set.
+    pub write_boundary: Mutex<Option<WriteGate>>,
     /// Where a task with `output_schema` keeps its accepted structured output (V8).
     pub structured: Mutex<Option<StructuredSlot>>,
     pub started: Instant,
@@ -110,6 +114,7 @@ impl TaskHandle {
             refusals: Mutex::new(Refusals::default()),
             receipt: Mutex::new(String::new()),
             scope: Mutex::new(None),
+            write_boundary: Mutex::new(None),
             structured: Mutex::new(None),
             started: Instant::now(),
             live_tokens: Mutex::new(cadre_protocol::Usage::default()),
@@ -272,12 +277,22 @@ impl TaskHandle {
             .and_then(|c| serde_json::from_value::<Vec<ContentBlock>>(c).ok())
             .map(|blocks| join_text(&blocks))
             .unwrap_or_default();
+        // Files the call changed as cadre saw them from outside (a writer's bash): the
+        // receipt's ground truth, whatever the call's arguments say.
+        let changed: Vec<String> = result
+            .get("details")
+            .and_then(|d| d.get("changedFiles"))
+            .and_then(Value::as_array)
+            .map(|files| {
+                files
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
         lock(&self.tool_events).push(ToolEvent::from_result(
-            &tool,
-            args,
-            is_error,
-            &text,
-            Vec::new(),
+            &tool, args, is_error, &text, changed,
         ));
     }
 
@@ -308,8 +323,35 @@ fn receipt_args(args: &Value) -> Value {
     Value::Object(kept)
 }
 
+/// A writing child's boundary for the tools that write in cadre's own process.
+pub(crate) struct WriteGate {
+    pub cwd: std::path::PathBuf,
+    pub boundary: cadre_tools::sandbox::WriterBoundary,
+}
+
+/// The tools whose `path` is written by cadre itself, outside every sandbox.
+const WRITING_TOOLS: [&str; 2] = ["write", "edit"];
+
+impl WriteGate {
+    /// Check one call, given the arguments its tool will run with.
+    pub(crate) fn check(&self, tool: &str, args: &Value) -> Result<(), String> {
+        if !WRITING_TOOLS.contains(&tool) {
+            return Ok(());
+        }
+        let args = cadre_tools::args::Args::parse(args.clone())
+            .map_err(|e| format!("Invalid arguments for {tool}: {e}"))?;
+        let raw = args
+            .required_str("path")
+            .map_err(|e| format!("Invalid arguments for {tool}: {e}"))?;
+        let target = cadre_tools::paths::resolve(&raw, &self.cwd);
+        self.boundary
+            .allows_write(&target)
+            .map_err(|why| format!("refused: {why}. Write inside the project instead."))
+    }
+}
+
 /// The dispatch-time check of a child's calls: the capability set (S1) first, then a scoped
-/// probe's scope (S4), then the lifecycle's tool budget (L3). It sees the arguments the tool
+/// probe's scope (S4), a writer's boundary, then the lifecycle's tool budget (L3). It sees the arguments the tool
 /// will run with (normalised by the agent loop). Refusals are counted as blocked, and only the
 /// budget's count against the budget.
 pub(crate) struct ChildGate {
@@ -329,6 +371,13 @@ impl ToolGate for ChildGate {
         if let Some(refusal) = refused {
             h.refuse(&call.name, refusal.reason);
             return Some(refusal.message);
+        }
+        let outside = lock(&h.write_boundary)
+            .as_ref()
+            .and_then(|gate| gate.check(&call.name, &call.arguments).err());
+        if let Some(message) = outside {
+            h.refuse(&call.name, RefusalReason::WriteBoundary);
+            return Some(message);
         }
         let decision = lock(&h.lifecycle).on_tool_call(&call.name);
         match decision {

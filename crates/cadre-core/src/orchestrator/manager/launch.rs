@@ -428,6 +428,12 @@ pub(crate) async fn start(
         handle: Arc::clone(&handle),
     }));
     *lock(&handle.scope) = ProbeScope::new(&retry_cwd, &p.spec.scope);
+    if !p.role.readonly {
+        *lock(&handle.write_boundary) = Some(super::handle::WriteGate {
+            boundary: super::child::writer_boundary(inner, &retry_cwd, None),
+            cwd: retry_cwd.clone(),
+        });
+    }
     *lock(&handle.structured) = structured.as_ref().map(|(_, slot)| Arc::clone(slot));
 
     let retry = p.retry_model.clone().map(|model| Retry {

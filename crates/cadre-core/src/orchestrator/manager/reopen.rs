@@ -169,6 +169,7 @@ async fn reopen_with(
         .unwrap_or_else(|| inner.root_notices.clone());
     // The boundary persisted in the record, whatever the role file says now (O2).
     let scope = ProbeScope::new(&cwd, &record.scope);
+    let gate_cwd = cwd.clone();
     let (mut agent, events) = build_child_agent(
         inner,
         ChildBuild {
@@ -216,6 +217,12 @@ async fn reopen_with(
     }));
     // The probe's scope holds across continuations; its read budget starts afresh.
     *lock(&handle.scope) = scope;
+    if !lock(&handle.record).readonly {
+        *lock(&handle.write_boundary) = Some(super::handle::WriteGate {
+            boundary: super::child::writer_boundary(inner, &gate_cwd, None),
+            cwd: gate_cwd.clone(),
+        });
+    }
     lock(&inner.runs).insert(
         id.to_string(),
         RunInfo {

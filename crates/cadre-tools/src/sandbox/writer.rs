@@ -1,0 +1,522 @@
+//! A writing child's boundary: where its commands may write, and which files inside that stay
+//! read-only because they carry policy or name programs.
+//!
+//! A writing child edits the project; it must not edit what decides what runs next or with
+//! which rights: cadre's home (settings that start MCP servers with the key, `trust.json`,
+//! other tasks' records), the user's dotfiles, other projects — and, inside the project, git's
+//! configuration and hooks (which the user's next `git status` runs outside every sandbox),
+//! and the host settings a trusted project loads (`.cadre/`, `.pi/`, `.claude/`, `.mcp.json`).
+//!
+//! Two layers enforce it in `__sandbox-exec --writer`:
+//! - Landlock: writes, creations, removals and renames only beneath [`WriterBoundary::writable`]
+//!   (the project or worktree, the task's temporary directory, and git's common directory for
+//!   a worktree, whose objects and refs a commit writes); device nodes nowhere.
+//! - A private mount namespace in which each existing [`WriterBoundary::protected`] path is
+//!   bind-mounted read-only over itself (a user namespace first where the process is not
+//!   root; where the kernel allows neither, this layer is missing and the bash tool's check
+//!   after every call is what remains — see [`ProtectedState`]).
+//!
+//! A protected name that does not exist yet cannot be mounted over; the bash tool notices one
+//! created by a command and moves it out of the project ([`ProtectedState::undo_creations`]).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// Names at a project's root that carry policy or name programs: kept read-only for writers.
+pub const PROTECTED_AT_ROOT: [&str; 4] = [".cadre", ".pi", ".claude", ".mcp.json"];
+/// Entries of a git directory that name programs or policy (hooks, configuration, attributes
+/// and excludes): kept read-only; objects, refs and the index stay writable, so commits work.
+pub const PROTECTED_IN_GIT_DIR: [&str; 4] = ["config", "config.worktree", "hooks", "info"];
+
+/// The option of `__sandbox-exec --writer` that names a path kept read-only.
+pub const PROTECT_ARG: &str = "--ro";
+/// The option that names a directory the command may write beneath.
+pub const WRITABLE_ARG: &str = "--rw";
+/// The option that names a writable directory made a mount point of its own, so it cannot be
+/// renamed away and replaced (a `.git` moved aside and rebuilt with a configuration of the
+/// command's choosing).
+pub const PIN_ARG: &str = "--pin";
+
+/// Where a writing child's commands may write, and what inside stays read-only. An empty
+/// `writable` means the whole filesystem but the kernel's (the containment of earlier
+/// versions, kept for callers that give no boundary).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriterBoundary {
+    /// The project (or worktree) root, canonical: whose files a call's receipt compares.
+    pub root: Option<PathBuf>,
+    /// Canonical directories the command may write beneath.
+    pub writable: Vec<PathBuf>,
+    /// Canonical paths (existing or not) that stay read-only; existing ones are mounted
+    /// read-only, missing ones are watched for by the bash tool.
+    pub protected: Vec<PathBuf>,
+    /// Writable directories that hold protected paths (a `.git` directory): bind-mounted over
+    /// themselves, writable, so that they cannot be renamed away.
+    pub pinned: Vec<PathBuf>,
+    /// The task's private temporary directory (its `TMPDIR`), only named: the bash tool
+    /// creates it before the first command. Writable, and writable even beneath a protected
+    /// path (cadre's home holds it).
+    pub scratch: Option<PathBuf>,
+}
+
+impl WriterBoundary {
+    /// The boundary of a writing child working in `root` (the project, or its worktree):
+    /// `root`, its `scratch`, the `extra` directories and, for a worktree, the repository's
+    /// common git directory writable;
+    /// the protected names at `root`, in its git directory and in the common one, read-only.
+    /// `read_only` (cadre's home) stays read-only wherever it lies — a home under the temporary
+    /// directory, or a project that contains it, would otherwise be writable. Paths are
+    /// canonicalised; a writable one that does not exist is left out.
+    pub fn for_project(
+        root: &Path,
+        scratch: Option<PathBuf>,
+        extra: &[PathBuf],
+        read_only: &[PathBuf],
+    ) -> WriterBoundary {
+        let root = real(root);
+        let mut writable = vec![root.clone()];
+        let mut protected: Vec<PathBuf> = PROTECTED_AT_ROOT.iter().map(|n| root.join(n)).collect();
+        let dot_git = root.join(".git");
+        protected.push(dot_git.clone());
+        let git_dirs = git_dirs(&dot_git);
+        for dir in &git_dirs {
+            protected.extend(PROTECTED_IN_GIT_DIR.iter().map(|n| dir.join(n)));
+            if !dir.starts_with(&root) {
+                writable.push(dir.clone());
+            }
+        }
+        // The `.git` entry itself is protected only when it is a file (a worktree's pointer
+        // to its git directory); a `.git` directory holds objects and refs a commit writes.
+        let mut pinned = Vec::new();
+        if dot_git.is_dir() {
+            protected.retain(|p| p != &dot_git);
+            pinned.push(real(&dot_git));
+        }
+        for dir in extra {
+            let dir = real(dir);
+            if dir.is_dir() && !writable.iter().any(|w| dir.starts_with(w)) {
+                writable.push(dir);
+            }
+        }
+        writable.sort();
+        writable.dedup();
+        for path in read_only {
+            let path = real(path);
+            if writable.iter().any(|w| path.starts_with(w)) {
+                protected.push(path);
+            }
+        }
+        protected.sort();
+        protected.dedup();
+        WriterBoundary {
+            root: Some(root),
+            writable,
+            protected,
+            pinned,
+            scratch,
+        }
+    }
+
+    /// The `--rw`/`--ro` options that hand this boundary to `__sandbox-exec --writer`.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut out = Vec::new();
+        for dir in &self.writable {
+            out.push(OsString::from(WRITABLE_ARG));
+            out.push(dir.as_os_str().to_owned());
+        }
+        for path in &self.protected {
+            out.push(OsString::from(PROTECT_ARG));
+            out.push(path.as_os_str().to_owned());
+        }
+        for path in &self.pinned {
+            out.push(OsString::from(PIN_ARG));
+            out.push(path.as_os_str().to_owned());
+        }
+        if let Some(scratch) = &self.scratch {
+            for option in [WRITABLE_ARG, PIN_ARG] {
+                out.push(OsString::from(option));
+                out.push(scratch.as_os_str().to_owned());
+            }
+        }
+        out
+    }
+
+    /// Whether a write to `path` (resolved as far as it exists) is inside the boundary: beneath
+    /// a writable directory and not at or beneath a protected path. For the dispatch check of
+    /// `write` and `edit`, which run in cadre's own process.
+    pub fn allows_write(&self, path: &Path) -> Result<(), String> {
+        let target = real_prefix(path);
+        let in_scratch = self.scratch.as_ref().is_some_and(|s| target.starts_with(s));
+        if in_scratch {
+            return Ok(());
+        }
+        if !self.writable.is_empty() && !self.writable.iter().any(|w| target.starts_with(w)) {
+            return Err(format!(
+                "{} is outside this task's writable directories ({})",
+                path.display(),
+                self.writable
+                    .iter()
+                    .map(|w| w.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if let Some(p) = self.protected.iter().find(|p| target.starts_with(p)) {
+            return Err(format!(
+                "{} is read-only to a subagent: {} carries git's or a host's configuration",
+                path.display(),
+                p.display()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The git directories of a `.git` entry: itself when a directory; for a worktree's `.git`
+/// file, the directory it points to and that directory's common directory.
+fn git_dirs(dot_git: &Path) -> Vec<PathBuf> {
+    let Ok(meta) = std::fs::symlink_metadata(dot_git) else {
+        return Vec::new();
+    };
+    if meta.is_dir() {
+        return vec![real(dot_git)];
+    }
+    if !meta.is_file() || meta.len() > 4096 {
+        return Vec::new();
+    }
+    let Ok(text) = std::fs::read_to_string(dot_git) else {
+        return Vec::new();
+    };
+    let Some(pointed) = text.trim().strip_prefix("gitdir:").map(str::trim) else {
+        return Vec::new();
+    };
+    let base = dot_git.parent().unwrap_or(Path::new("/"));
+    let gitdir = real(&base.join(pointed));
+    let mut dirs = vec![gitdir.clone()];
+    let common = std::fs::read_to_string(gitdir.join("commondir"))
+        .ok()
+        .map(|c| real(&gitdir.join(c.trim())));
+    if let Some(common) = common.filter(|c| c.is_dir()) {
+        dirs.push(common);
+    }
+    dirs
+}
+
+/// The canonical path, or the path as given when it does not exist.
+fn real(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The path with its longest existing ancestor canonicalised (links in it followed) and the
+/// rest appended: where a write to a path that does not exist yet would land.
+fn real_prefix(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut current = path.to_path_buf();
+    loop {
+        if let Ok(canonical) = std::fs::canonicalize(&current) {
+            let mut out = canonical;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (current.file_name(), current.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_owned());
+                current = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// What the protected paths were before a command: which existed. After the command, a
+/// protected path that appeared is moved out of the project (the kernel layer cannot mount
+/// over a name that does not exist yet).
+#[derive(Debug, Clone, Default)]
+pub struct ProtectedState {
+    existed: Vec<(PathBuf, bool)>,
+}
+
+impl ProtectedState {
+    pub fn capture(boundary: &WriterBoundary) -> ProtectedState {
+        ProtectedState {
+            existed: boundary
+                .protected
+                .iter()
+                .map(|p| (p.clone(), std::fs::symlink_metadata(p).is_ok()))
+                .collect(),
+        }
+    }
+
+    /// Move every protected path that did not exist before and does now into `quarantine`
+    /// (created as needed); returns what was moved where (or could not be, with why).
+    pub fn undo_creations(&self, quarantine: &Path) -> Vec<String> {
+        let mut notes = Vec::new();
+        for (path, existed) in &self.existed {
+            if *existed || std::fs::symlink_metadata(path).is_err() {
+                continue;
+            }
+            let name = path
+                .to_string_lossy()
+                .trim_start_matches('/')
+                .replace('/', "%");
+            let target = quarantine.join(format!("{}-{name}", uuid::Uuid::now_v7().simple()));
+            let moved = std::fs::create_dir_all(quarantine)
+                .and_then(|()| std::fs::rename(path, &target))
+                .or_else(|_| remove_any(path));
+            notes.push(match moved {
+                Ok(()) if target.exists() => format!(
+                    "{} was created by the command and is read-only to a subagent; it was \
+                     moved to {}",
+                    path.display(),
+                    target.display()
+                ),
+                Ok(()) => format!(
+                    "{} was created by the command and is read-only to a subagent; it was \
+                     removed",
+                    path.display()
+                ),
+                Err(e) => format!(
+                    "{} was created by the command and is read-only to a subagent, but could \
+                     not be removed: {e}",
+                    path.display()
+                ),
+            });
+        }
+        notes
+    }
+}
+
+fn remove_any(path: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(e) => Err(e),
+    }
+}
+
+/// Mount each existing path of `protected` read-only over itself in a new, private mount
+/// namespace (after a new user namespace where a plain one is not allowed). Must run while the
+/// process is single-threaded, before capabilities are dropped. `Ok(false)`: the kernel
+/// allows no namespace here, nothing was changed.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+pub(super) fn mount_read_only(protected: &[PathBuf], pinned: &[PathBuf]) -> std::io::Result<bool> {
+    use std::ffi::CString;
+    use std::io::Error;
+    use std::os::unix::ffi::OsStrExt;
+
+    let exists =
+        |p: &&PathBuf| std::fs::symlink_metadata(p).is_ok_and(|m| !m.file_type().is_symlink());
+    let existing: Vec<&PathBuf> = protected.iter().filter(exists).collect();
+    let pinned: Vec<&PathBuf> = pinned.iter().filter(exists).collect();
+    // Pins only keep protected paths in place: without any, nothing needs a namespace.
+    if existing.is_empty() {
+        return Ok(true);
+    }
+    // SAFETY: getuid/getgid only read this process's credentials.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    // SAFETY: unshare changes only this (single-threaded) process's namespaces.
+    if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+        let first = Error::last_os_error();
+        if first.raw_os_error() != Some(libc::EPERM) {
+            return Err(first);
+        }
+        // SAFETY: as above.
+        if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } != 0 {
+            let e = Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EPERM) | Some(libc::EINVAL) | Some(libc::ENOSPC) => Ok(false),
+                _ => Err(e),
+            };
+        }
+        // The same ids inside as outside: files keep their owners as the command sees them.
+        std::fs::write("/proc/self/setgroups", "deny")?;
+        std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+        std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+    }
+    let c = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes())
+            .map_err(|e| Error::new(std::io::ErrorKind::InvalidInput, e))
+    };
+    let root = c(Path::new("/"))?;
+    // SAFETY: mount with NUL-terminated strings that live across the call; changes only this
+    // process's (new) mount namespace: nothing propagates back to the user's.
+    if unsafe {
+        libc::mount(
+            std::ptr::null(),
+            root.as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        )
+    } != 0
+    {
+        return Err(Error::last_os_error());
+    }
+    let bind = |p: &CString| {
+        // SAFETY: as above; a bind mount of the path over itself.
+        if unsafe {
+            libc::mount(
+                p.as_ptr(),
+                p.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            )
+        } != 0
+        {
+            return Err(Error::last_os_error());
+        }
+        Ok(())
+    };
+    // Pins first where they hold protected paths (`.git`): the read-only mounts then stand on
+    // them. A pin beneath a protected path (the scratch directory in cadre's home) comes after
+    // the read-only mount above it, as a writable mount of its own.
+    let (under, over): (Vec<&PathBuf>, Vec<&PathBuf>) = pinned
+        .into_iter()
+        .partition(|pin| existing.iter().any(|p| pin.starts_with(p) && *pin != *p));
+    for path in over {
+        bind(&c(path)?)?;
+    }
+    for path in existing {
+        let p = c(path)?;
+        bind(&p)?;
+        // A remount in a user namespace must keep the flags the outer mount locked.
+        // SAFETY: statvfs writes into a zeroed struct of its own type.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `p` is NUL-terminated and `st` is a valid out-pointer.
+        if unsafe { libc::statvfs(p.as_ptr(), &mut st) } != 0 {
+            return Err(Error::last_os_error());
+        }
+        let mut flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY;
+        for (st_flag, ms_flag) in [
+            (libc::ST_NOSUID, libc::MS_NOSUID),
+            (libc::ST_NODEV, libc::MS_NODEV),
+            (libc::ST_NOEXEC, libc::MS_NOEXEC),
+            (libc::ST_NOATIME, libc::MS_NOATIME),
+            (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+            (libc::ST_RELATIME, libc::MS_RELATIME),
+        ] {
+            if st.f_flag & st_flag != 0 {
+                flags |= ms_flag;
+            }
+        }
+        // SAFETY: as above; makes the bind mount read-only.
+        if unsafe {
+            libc::mount(
+                std::ptr::null(),
+                p.as_ptr(),
+                std::ptr::null(),
+                flags,
+                std::ptr::null(),
+            )
+        } != 0
+        {
+            return Err(Error::last_os_error());
+        }
+    }
+    for path in under {
+        bind(&c(path)?)?;
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_project_s_policy_files_are_protected_and_its_tree_writable() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/config"), "").unwrap();
+        let temp = tmp.path().join("tmp");
+        std::fs::create_dir_all(&temp).unwrap();
+        let home = temp.join("cadre-home");
+        std::fs::create_dir_all(&home).unwrap();
+        let b = WriterBoundary::for_project(
+            &root,
+            None,
+            std::slice::from_ref(&temp),
+            std::slice::from_ref(&home),
+        );
+        assert!(b.protected.contains(&real(&home)), "{b:?}");
+        assert!(b.allows_write(&home.join("settings.json")).is_err());
+        let root = real(&root);
+        assert_eq!(b.writable, vec![root.clone(), real(&temp)]);
+        for name in [
+            ".cadre",
+            ".mcp.json",
+            ".git/config",
+            ".git/hooks",
+            ".git/info",
+        ] {
+            assert!(b.protected.contains(&root.join(name)), "{name}: {b:?}");
+        }
+        assert!(!b.protected.contains(&root.join(".git")));
+        assert!(b.allows_write(&root.join("src/new.rs")).is_ok());
+        assert!(b.allows_write(&root.join(".git/objects/ab")).is_ok());
+        assert!(b.allows_write(&root.join(".git/hooks/pre-commit")).is_err());
+        assert!(b.allows_write(&root.join(".mcp.json")).is_err());
+        assert!(b.allows_write(&root.join(".claude/settings.json")).is_err());
+        assert!(b.allows_write(&tmp.path().join("elsewhere/x")).is_err());
+        // A link inside the project that leads out is judged by where it leads.
+        std::os::unix::fs::symlink(tmp.path(), root.join("out")).unwrap();
+        assert!(b.allows_write(&root.join("out/secret")).is_err());
+    }
+
+    #[test]
+    fn a_worktree_s_git_dirs_are_found_through_its_git_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let main_git = tmp.path().join("main/.git");
+        let wt_git = main_git.join("worktrees/w1");
+        std::fs::create_dir_all(&wt_git).unwrap();
+        std::fs::write(wt_git.join("commondir"), "../..\n").unwrap();
+        let wt = tmp.path().join("wt");
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(wt.join(".git"), format!("gitdir: {}\n", wt_git.display())).unwrap();
+        let b = WriterBoundary::for_project(&wt, None, &[], &[]);
+        assert!(b.writable.contains(&real(&main_git)), "{b:?}");
+        assert!(b.protected.contains(&real(&main_git).join("config")));
+        assert!(b.protected.contains(&real(&wt_git).join("config.worktree")));
+        assert!(b.protected.contains(&real(&wt).join(".git")));
+    }
+
+    #[test]
+    fn protected_names_a_command_created_are_moved_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        std::fs::create_dir_all(root.join(".claude")).unwrap();
+        let b = WriterBoundary::for_project(&root, None, &[], &[]);
+        let before = ProtectedState::capture(&b);
+        std::fs::write(root.join(".mcp.json"), "{}").unwrap();
+        std::fs::write(root.join(".claude/settings.json"), "{}").unwrap();
+        let q = tmp.path().join("quarantine");
+        let notes = before.undo_creations(&q);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(!root.join(".mcp.json").exists());
+        assert_eq!(std::fs::read_dir(&q).unwrap().count(), 1);
+        // An existing protected directory is the kernel layer's to keep read-only.
+        assert!(root.join(".claude/settings.json").exists());
+    }
+
+    #[test]
+    fn the_boundary_goes_to_sandbox_exec_as_options() {
+        let b = WriterBoundary {
+            root: None,
+            writable: vec![PathBuf::from("/p")],
+            protected: vec![PathBuf::from("/p/.git/config")],
+            pinned: vec![PathBuf::from("/p/.git")],
+            scratch: None,
+        };
+        assert_eq!(
+            b.to_args(),
+            ["--rw", "/p", "--ro", "/p/.git/config", "--pin", "/p/.git"]
+                .map(OsString::from)
+                .to_vec()
+        );
+    }
+}

@@ -260,6 +260,10 @@ pub struct AcpArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ToolArgs {
+    /// Run `bash` as a writing child's bash runs: contained within the current directory's
+    /// project (its writer boundary, private TMPDIR and tree fingerprint), reaping its processes.
+    #[arg(long)]
+    pub writer: bool,
     /// Tool name (read, bash, edit, write, grep, find, ls).
     pub name: String,
     /// Arguments as a JSON object.

@@ -9,7 +9,19 @@ use tokio_util::sync::CancellationToken;
 use crate::args::ToolArgs;
 
 pub async fn run(args: ToolArgs) -> Result<ExitCode> {
-    let tools = cadre_tools::builtin_tools();
+    let mut tools = cadre_tools::builtin_tools();
+    if args.writer {
+        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        let scratch = std::env::temp_dir().join(format!("cadre-tool-{}", std::process::id()));
+        let boundary =
+            cadre_tools::sandbox::WriterBoundary::for_project(&cwd, Some(scratch), &[], &[]);
+        let bash = cadre_tools::BashTool::new()
+            .contained()
+            .within(boundary)
+            .with_reaping()
+            .removing_scratch();
+        tools.register(std::sync::Arc::new(bash));
+    }
     let tool = tools.get(&args.name).ok_or_else(|| {
         anyhow!(
             "unknown tool {:?}; available: {}",

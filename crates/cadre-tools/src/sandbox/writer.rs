@@ -80,6 +80,7 @@ impl WriterBoundary {
         let git_dirs = git_dirs(&dot_git);
         for dir in &git_dirs {
             protected.extend(PROTECTED_IN_GIT_DIR.iter().map(|n| dir.join(n)));
+            protected.extend(hooks_paths(&dir.join("config"), &root));
             if !dir.starts_with(&root) {
                 writable.push(dir.clone());
             }
@@ -105,6 +106,13 @@ impl WriterBoundary {
                 protected.push(path);
             }
         }
+        // A protected name that is a link protects where it leads, too (`write` resolves it).
+        let targets: Vec<PathBuf> = protected
+            .iter()
+            .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()))
+            .filter_map(|p| std::fs::canonicalize(p).ok())
+            .collect();
+        protected.extend(targets);
         protected.sort();
         protected.dedup();
         WriterBoundary {
@@ -201,6 +209,35 @@ fn git_dirs(dot_git: &Path) -> Vec<PathBuf> {
     dirs
 }
 
+/// The hook directories a git configuration file names (`core.hooksPath`, e.g. `.husky`):
+/// git runs what is there as it runs `.git/hooks`. Read conservatively — every `hooksPath`
+/// line of the file, in any section — relative paths taken from the project root.
+fn hooks_paths(config: &Path, root: &Path) -> Vec<PathBuf> {
+    let Ok(meta) = std::fs::metadata(config) else {
+        return Vec::new();
+    };
+    if !meta.is_file() || meta.len() > 1 << 20 {
+        return Vec::new();
+    }
+    let Ok(text) = std::fs::read_to_string(config) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| {
+            let (key, value) = line.split_once('=')?;
+            if !key.trim().eq_ignore_ascii_case("hookspath") {
+                return None;
+            }
+            let value = value.trim().trim_matches('"');
+            let path = match value.strip_prefix("~/") {
+                Some(rest) => PathBuf::from(std::env::var_os("HOME")?).join(rest),
+                None => root.join(value),
+            };
+            (!value.is_empty()).then(|| real(&path))
+        })
+        .collect()
+}
+
 /// The canonical path, or the path as given when it does not exist.
 fn real(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
@@ -243,7 +280,7 @@ impl ProtectedState {
             existed: boundary
                 .protected
                 .iter()
-                .map(|p| (p.clone(), std::fs::symlink_metadata(p).is_ok()))
+                .map(|p| (p.clone(), present(p)))
                 .collect(),
         }
     }
@@ -253,9 +290,18 @@ impl ProtectedState {
     pub fn undo_creations(&self, quarantine: &Path) -> Vec<String> {
         let mut notes = Vec::new();
         for (path, existed) in &self.existed {
-            if *existed || std::fs::symlink_metadata(path).is_err() {
+            if *existed || !present(path) {
                 continue;
             }
+            // A committed link (`.mcp.json -> cfg.json`) whose target the command created: the
+            // target is what took effect, so the target is moved out.
+            let path = &match std::fs::symlink_metadata(path) {
+                Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(path) {
+                    Ok(target) => target,
+                    Err(_) => continue,
+                },
+                _ => path.clone(),
+            };
             let name = path
                 .to_string_lossy()
                 .trim_start_matches('/')
@@ -285,6 +331,12 @@ impl ProtectedState {
         }
         notes
     }
+}
+
+/// Whether a protected path is there: the entry itself, and through a link its target (a
+/// dangling link to a name the command may create is not there yet).
+fn present(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok()
 }
 
 fn remove_any(path: &Path) -> std::io::Result<()> {
@@ -466,6 +518,33 @@ mod tests {
         // A link inside the project that leads out is judged by where it leads.
         std::os::unix::fs::symlink(tmp.path(), root.join("out")).unwrap();
         assert!(b.allows_write(&root.join("out/secret")).is_err());
+    }
+
+    #[test]
+    fn hook_directories_the_configuration_names_and_linked_policy_files_are_protected() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join(".husky")).unwrap();
+        std::fs::write(
+            root.join(".git/config"),
+            "[core]\n\thooksPath = .husky\n\tbare = false\n",
+        )
+        .unwrap();
+        let b = WriterBoundary::for_project(&root, None, &[], &[]);
+        let root = real(&root);
+        assert!(b.protected.contains(&root.join(".husky")), "{b:?}");
+        assert!(b.allows_write(&root.join(".husky/pre-commit")).is_err());
+        // A committed link whose target the command creates: the target is moved out.
+        std::os::unix::fs::symlink(".husky", root.join(".claude")).unwrap();
+        let b2 = WriterBoundary::for_project(&root, None, &[], &[]);
+        assert!(b2.allows_write(&root.join(".claude/x")).is_err());
+        std::os::unix::fs::symlink("cfg.json", root.join(".mcp.json")).unwrap();
+        let before = ProtectedState::capture(&b);
+        std::fs::write(root.join("cfg.json"), "{}").unwrap();
+        let notes = before.undo_creations(&tmp.path().join("q"));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(!root.join("cfg.json").exists());
     }
 
     #[test]

@@ -204,39 +204,31 @@ fn child_bash(
         }
     };
     let scratch = scratch_dir_path(&scratch_parent);
-    if !b.readonly {
-        let boundary = writer_boundary(inner, &b.cwd, Some(scratch));
-        let bash = BashTool::new()
+    let bash = if b.readonly {
+        let mut extra_writable = Vec::new();
+        if b.role.allow_plan_files {
+            let root = crate::config::project_root(&b.cwd);
+            let plans = sandbox_dirs::plans_dir(&root, inner.trusted)
+                .map_err(|e| refused("plans directory", e))?;
+            extra_writable.extend(plans);
+        }
+        BashTool::sandboxed(SandboxConfig {
+            exe: inner.sandbox_exe.clone(),
+            scratch_dir: scratch,
+            extra_writable,
+            policy,
+            network: b.role.network,
+        })
+    } else {
+        BashTool::new()
             .with_policy(policy)
-            .with_allowlist(allowlist)
             .contained()
-            .within(boundary)
-            .with_reaping()
-            .with_timeout_limit(timeout);
-        let bash = if inner.settings.keep_scratch {
-            bash
-        } else {
-            bash.removing_scratch()
-        };
-        return Ok(Arc::new(bash));
-    }
-    let mut extra_writable = Vec::new();
-    if b.role.allow_plan_files {
-        let root = crate::config::project_root(&b.cwd);
-        let plans = sandbox_dirs::plans_dir(&root, inner.trusted)
-            .map_err(|e| refused("plans directory", e))?;
-        extra_writable.extend(plans);
-    }
-    let bash = BashTool::sandboxed(SandboxConfig {
-        exe: inner.sandbox_exe.clone(),
-        scratch_dir: scratch,
-        extra_writable,
-        policy,
-        network: b.role.network,
-    })
-    .with_allowlist(allowlist)
-    .with_reaping()
-    .with_timeout_limit(timeout);
+            .within(writer_boundary(inner, &b.cwd, Some(scratch)))
+    };
+    let bash = bash
+        .with_allowlist(allowlist)
+        .with_reaping()
+        .with_timeout_limit(timeout);
     let bash = if inner.settings.keep_scratch {
         bash
     } else {

@@ -61,7 +61,7 @@ pub fn mechanisms(status: &SandboxStatus) -> Vec<Mechanism> {
         layer(
             "writing children",
             abi >= 6 && seccomp_available(),
-            "their bash cannot signal, trace, limit or renice processes outside it (cadre included)",
+            "their bash writes only the project, its TMPDIR and subagents.writableRoots (git's config and hooks, .cadre/.pi/.claude/.mcp.json read-only), and cannot signal, trace, limit or renice processes outside it (cadre included)",
             "Landlock below ABI 6: writing children's bash can signal the user's processes; limits and priority of others are still refused by the filter",
         ),
         layer(

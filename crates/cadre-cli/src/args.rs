@@ -76,6 +76,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "KEY")]
     pub api_key: Option<Secret>,
 
+    /// --api-key read from a file (one line): other processes can read a command line
+    /// before cadre hides the key in it, but not a file only you can read.
+    #[arg(long, value_name = "PATH", conflicts_with = "api_key")]
+    pub api_key_file: Option<PathBuf>,
+
     /// Thinking level: off, minimal, low, medium, high, xhigh, max.
     #[arg(long)]
     pub thinking: Option<String>,
@@ -150,11 +155,15 @@ pub struct RunArgs {
     pub messages: Vec<String>,
 }
 
-/// A flag value that must not appear in `Debug` output (`--api-key`).
+/// A flag value that must not appear in `Debug` output (`--api-key`, `--api-key-file`'s key).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
 
 impl Secret {
+    pub fn new(value: String) -> Secret {
+        Secret(value)
+    }
+
     /// The value itself, for the one place that needs it.
     pub fn expose(&self) -> &str {
         &self.0
@@ -224,6 +233,11 @@ pub struct ServeArgs {
     /// and sessions and no command sees it.
     #[arg(long, value_name = "KEY")]
     pub api_key: Option<Secret>,
+
+    /// --api-key read from a file (one line): other processes can read a command line
+    /// before cadre hides the key in it, but not a file only you can read.
+    #[arg(long, value_name = "PATH", conflicts_with = "api_key")]
+    pub api_key_file: Option<PathBuf>,
 
     /// Thinking level: off, minimal, low, medium, high, xhigh, max.
     #[arg(long)]

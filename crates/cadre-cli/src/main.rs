@@ -26,6 +26,7 @@ mod demo_script;
 mod fake_server;
 mod harden;
 mod interactive;
+mod key_file;
 mod live;
 mod mcp;
 mod model_list;
@@ -78,6 +79,11 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
+    // `--api-key-file`: the key read now, then used exactly as `--api-key` would be.
+    if let Err(e) = key_file::resolve(&mut cli) {
+        errln!("cadre: error: {}", one_line(&e));
+        return ExitCode::from(2);
+    }
     // Pi's run flags, checked and folded into the ones the run reads, before anything starts.
     if cli.command.is_none()
         && let Err(e) = pi_compat::prepare_run(&mut cli.run, &raw)
@@ -86,12 +92,13 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     // Parsed: the key's bytes can leave the process's command line (S5).
-    let api_key = match &cli.command {
-        Some(Command::Mcp(args)) => args.serve.api_key.as_ref(),
-        Some(Command::Acp(args)) => args.serve.api_key.as_ref(),
-        _ => cli.run.api_key.as_ref(),
+    // (A key read from `--api-key-file` was never there.)
+    let (api_key, from_file) = match &cli.command {
+        Some(Command::Mcp(args)) => (&args.serve.api_key, &args.serve.api_key_file),
+        Some(Command::Acp(args)) => (&args.serve.api_key, &args.serve.api_key_file),
+        _ => (&cli.run.api_key, &cli.run.api_key_file),
     };
-    if let Some(key) = api_key {
+    if let (Some(key), None) = (api_key, from_file) {
         argv::hide_in_cmdline(key.expose());
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()

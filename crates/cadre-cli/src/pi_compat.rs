@@ -223,10 +223,16 @@ pub fn check_run_args(args: &RunArgs) -> Result<()> {
     {
         bail!("--provider needs a provider name");
     }
-    if args.api_key.is_some() && model_name(args).is_none() {
+    // `--api-key-file` was read into `api_key` (`key_file`) and is held to the same rules.
+    let flag = if args.api_key_file.is_some() {
+        "--api-key-file"
+    } else {
+        "--api-key"
+    };
+    if (args.api_key.is_some() || args.api_key_file.is_some()) && model_name(args).is_none() {
         // Pi's rule: the key is for the provider of the model given, and no other.
         bail!(
-            "--api-key needs --model (or --provider with --model): the key is for that model's provider only"
+            "{flag} needs --model (or --provider with --model): the key is for that model's provider only"
         );
     }
     if args
@@ -234,7 +240,7 @@ pub fn check_run_args(args: &RunArgs) -> Result<()> {
         .as_ref()
         .is_some_and(|k| k.expose().trim().is_empty())
     {
-        bail!("--api-key needs a key");
+        bail!("{flag} needs a key");
     }
     Ok(())
 }

@@ -70,6 +70,11 @@ impl HostContext {
         trust_flag: bool,
         key: Option<RuntimeKey>,
     ) -> Result<HostContext> {
+        // Private before anything is written in it (sessions, task outputs, logs).
+        let private = match home.ensure_private() {
+            Ok(note) => note,
+            Err(e) => Some(format!("warning: {e}")),
+        };
         let root = project_root(cwd);
         let trust = match TrustStore::load(&home) {
             Ok(store) => ProjectTrust::from_store(&store, &root, trust_flag),
@@ -80,7 +85,8 @@ impl HostContext {
         };
         let trusted = matches!(trust, ProjectTrust::Trusted);
         let loaded = load_settings(&home, Some(&root), trusted)?;
-        let mut notes: Vec<String> = loaded.notes.iter().map(|n| format!("note: {n}")).collect();
+        let mut notes: Vec<String> = private.into_iter().collect();
+        notes.extend(loaded.notes.iter().map(|n| format!("note: {n}")));
         let settings = loaded.settings;
         let mcp = crate::mcp::configured(&home, &root, trusted);
         let mut registry = ModelRegistry::load(home.root(), &ProcessEnv)?;

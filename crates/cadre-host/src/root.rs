@@ -233,7 +233,9 @@ impl Root {
             // copies the reply so far (a reply that launches N tasks would cost N² copies).
             root.agent.set_event_detail(EventDetail::NoUpdates);
         }
-        root.equip(ctx, options, &model, thinking.effective);
+        // What the person should know about the context files (skipped, cut), said once.
+        let context_notes = root.equip(ctx, options, &model, thinking.effective);
+        root.warnings.extend(context_notes);
         // A continued session records a model or level that differs from its last one, as a
         // new session records both (Agent::new).
         if let Some(writer) = root.agent.session_mut() {
@@ -260,14 +262,15 @@ impl Root {
 
     /// Give the agent its tools and system prompt for `model`: the orchestration tools carry
     /// the parent's model and thinking (children inherit them) and the final prompt (forks
-    /// reuse it), so they are rebuilt whenever either changes.
+    /// reuse it), so they are rebuilt whenever either changes. Returns the notes on the
+    /// context files read for the prompt (`note: …`).
     pub fn equip(
         &mut self,
         ctx: &HostContext,
         options: &HostOptions,
         model: &Model,
         thinking: ThinkingLevel,
-    ) {
+    ) -> Vec<String> {
         let mut active: Vec<String> = self.builtin.names();
         active.extend(self.orchestration_names.iter().cloned());
         let mut with_orchestration = self.builtin.clone();
@@ -286,7 +289,7 @@ impl Root {
         {
             append.insert(0, policy);
         }
-        let system_prompt = build_prompt(
+        let (system_prompt, notes) = build_prompt(
             &ctx.cwd,
             ctx.home.root(),
             &with_orchestration,
@@ -306,6 +309,7 @@ impl Root {
         }
         self.agent.set_tools(all);
         self.agent.set_system_prompt(system_prompt);
+        notes
     }
 }
 
@@ -315,18 +319,19 @@ fn build_prompt(
     tools: &ToolRegistry,
     options: &HostOptions,
     append: &[String],
-) -> String {
-    let context_files = cadre_core::context::collect_context_files(cwd, home);
+) -> (String, Vec<String>) {
+    let context = cadre_core::context::collect_context_files(cwd, home);
     let date = cadre_core::prompt::today(std::time::SystemTime::now());
     let specs = tools.specs();
-    cadre_core::prompt::build_system_prompt(&cadre_core::prompt::SystemPromptInput {
+    let prompt = cadre_core::prompt::build_system_prompt(&cadre_core::prompt::SystemPromptInput {
         cwd,
         date: &date,
         tools: &specs,
-        context_files: &context_files,
+        context_files: &context.files,
         custom: options.system_prompt.as_deref(),
         append,
-    })
+    });
+    (prompt, context.notes)
 }
 
 #[cfg(test)]

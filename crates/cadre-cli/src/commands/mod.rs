@@ -28,6 +28,12 @@ pub struct Place {
 impl Place {
     pub fn from_env() -> Result<Place> {
         let home = CadreHome::from_env().context("cannot locate CADRE_HOME")?;
+        // Private before a command writes in it (trust.json, stop requests, MCP logs).
+        match home.ensure_private() {
+            Ok(Some(note)) => errln!("cadre: {note}"),
+            Ok(None) => {}
+            Err(e) => errln!("cadre: warning: {e}"),
+        }
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
         let root = project_root(&cwd);
         Ok(Place { home, cwd, root })

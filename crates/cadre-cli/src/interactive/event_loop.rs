@@ -139,7 +139,7 @@ impl Live {
         let started = Host::start(ctx.clone(), options.clone())
             .await
             .map_err(|e| format!("cannot start the session again: {e:#}"))?;
-        let mut notes: Vec<String> = ctx.notes.iter().map(|n| format!("note: {n}")).collect();
+        let mut notes: Vec<String> = ctx.notes.clone();
         notes.extend(started.warnings);
         self.host = started.host;
         self.events = started.events;

@@ -60,7 +60,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     options.confirm = Some(confirmer);
     // Started before the screen is taken, so a session that cannot start says why plainly.
     let started = Host::start(ctx.clone(), options.clone()).await?;
-    let mut notes: Vec<String> = ctx.notes.iter().map(|n| format!("note: {n}")).collect();
+    let mut notes: Vec<String> = ctx.notes.clone();
     notes.extend(started.warnings.iter().cloned());
     let setup = event_loop::Setup {
         ctx,

@@ -45,6 +45,7 @@ fn run_args(serve: &ServeArgs) -> RunArgs {
         model: serve.model.clone(),
         provider: serve.provider.clone(),
         api_key: serve.api_key.clone(),
+        api_key_file: serve.api_key_file.clone(),
         thinking: serve.thinking.clone(),
         tools: None,
         no_tools: false,

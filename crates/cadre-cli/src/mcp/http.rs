@@ -6,7 +6,9 @@
 //! checked against the loopback names (DNS rebinding) and a browser's `Origin` must be a
 //! loopback origin; request bodies are capped. Each MCP session (an initialised client) gets
 //! its own root session, at most [`MAX_SESSIONS`] at a time; stateless requests (protocol
-//! 2026-07-28, no session) share the process's root session.
+//! 2026-07-28, no session) share the process's root session. Connections are bounded in
+//! number and in the time their headers may take, and accept failures are waited out
+//! (`http_accept`).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -20,6 +22,7 @@ use tokio::sync::OnceCell;
 
 use super::config::Setup;
 use super::handler::CadreMcp;
+use super::http_accept::{self, Backoff, LOG_EVERY, MAX_CONNECTIONS, Throttle};
 use super::http_gate::Gate;
 use super::session::{Served, Sessions};
 
@@ -93,21 +96,55 @@ pub async fn serve(setup: Setup, addr: &str) -> Result<ExitCode> {
     }
     let gate = Arc::new(Gate::new(token, mcp_sessions, MAX_SESSIONS));
     let (interrupted, signals) = signal_flag();
+    // Connections are a resource every local user can take (`http_accept`): a bounded number,
+    // each with a deadline for its headers, and accept failures waited out, never spun on.
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let header_timeout = http_accept::header_timeout();
+    let mut backoff = Backoff::default();
+    let mut failed_log = Throttle::new(LOG_EVERY);
+    let mut refused_log = Throttle::new(LOG_EVERY);
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             () = wait_flag(&interrupted) => break,
         };
-        let (stream, _) = match accepted {
-            Ok(pair) => pair,
+        let stream = match accepted {
+            Ok((stream, _)) => {
+                backoff.reset();
+                stream
+            }
             Err(e) => {
-                errln!("cadre: mcp: accept failed: {e}");
+                if let Some(held_back) = failed_log.admit(std::time::Instant::now()) {
+                    errln!(
+                        "cadre: mcp: accept failed: {e}{}",
+                        http_accept::held_back_note(held_back)
+                    );
+                }
+                if !http_accept::affects_one_connection(&e) {
+                    // Out of descriptors or memory: accepting again at once fails again.
+                    tokio::select! {
+                        () = tokio::time::sleep(backoff.pause()) => {}
+                        () = wait_flag(&interrupted) => break,
+                    }
+                }
                 continue;
             }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            drop(stream);
+            if let Some(held_back) = refused_log.admit(std::time::Instant::now()) {
+                errln!(
+                    "cadre: mcp: closed a new connection: {MAX_CONNECTIONS} are open already{}",
+                    http_accept::held_back_note(held_back)
+                );
+            }
+            continue;
         };
         let service = service.clone();
         let gate = gate.clone();
         tokio::spawn(async move {
+            // The slot is freed when the connection ends, however it ends.
+            let _slot = slot;
             let io = hyper_util::rt::TokioIo::new(stream);
             let inner = hyper_util::service::TowerToHyperService::new(service);
             let gated = hyper::service::service_fn(move |request| {
@@ -115,6 +152,8 @@ pub async fn serve(setup: Setup, addr: &str) -> Result<ExitCode> {
                 async move { gate.serve(request, &inner).await }
             });
             let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_timeout)
                 .serve_connection(io, gated)
                 .await;
         });

@@ -9,6 +9,7 @@ mod call;
 mod config;
 mod handler;
 mod http;
+mod http_accept;
 mod http_auth;
 mod http_gate;
 mod progress;

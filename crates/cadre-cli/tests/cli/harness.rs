@@ -72,6 +72,9 @@ impl Fixture {
         for dir in [&home, &user_home, &project.join("src")] {
             std::fs::create_dir_all(dir).expect("create dirs");
         }
+        // As cadre makes a home: the user's only (an open one is tightened with a note).
+        std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .expect("make the home private");
         std::fs::write(
             project.join("src/lib.rs"),
             "pub fn to_eur(cents: i64) -> i64 {\n    cents * 92 / 100\n}\n",

@@ -2148,3 +2148,64 @@ fn a_writing_child_s_receipt_sees_changes_made_through_bash() {
         "`make -n test` is no check: {third}"
     );
 }
+
+/// A committed `AGENTS.md` that is a link to a device that never ends, a link to a FIFO no one
+/// writes to, or a link to a file outside the project: `cadre -p` finishes, says why the file
+/// was not read, and nothing of it reaches the system prompt. A long file is cut.
+#[test]
+fn context_files_that_never_end_or_lead_out_are_skipped() {
+    let cases: [(&str, &str); 4] = [
+        (
+            "dev-zero",
+            "is a link that leads outside the project: not read",
+        ),
+        ("fifo", "is not a regular file (a FIFO): not read"),
+        (
+            "outside",
+            "is a link that leads outside the project: not read",
+        ),
+        (
+            "long",
+            "is longer than 256 KiB: only its first 256 KiB are used",
+        ),
+    ];
+    for (case, note) in cases {
+        let f = Fixture::new();
+        f.server
+            .script(Rule::new(Match::first_user("ROUTE-CTX")).reply(Reply::text("done")));
+        let agents = f.project.join("AGENTS.md");
+        let outside = f.project.parent().unwrap().join("outside.md");
+        std::fs::write(&outside, "OUTSIDE-SECRET-0f3a\n").unwrap();
+        match case {
+            "dev-zero" => std::os::unix::fs::symlink("/dev/zero", &agents).unwrap(),
+            "fifo" => {
+                let pipe = f.project.join(".pipe");
+                assert!(
+                    Command::new("mkfifo")
+                        .arg(&pipe)
+                        .status()
+                        .unwrap()
+                        .success()
+                );
+                std::os::unix::fs::symlink(".pipe", &agents).unwrap();
+            }
+            "outside" => std::os::unix::fs::symlink(&outside, &agents).unwrap(),
+            _ => std::fs::write(&agents, "LONG-CONTEXT ".repeat(100_000)).unwrap(),
+        }
+        let out = f.run(&["-p", "--model", "fake/m1", "ROUTE-CTX"]);
+        out.assert_success();
+        assert_eq!(out.stdout, "done\n", "{case}");
+        assert!(out.stderr.contains(note), "{case}: {out:#?}");
+        let system = f.last_request().system_text();
+        assert!(!system.contains("OUTSIDE-SECRET"), "{case}");
+        if case == "long" {
+            assert!(system.contains("LONG-CONTEXT"), "{case}");
+            assert!(system.len() < 300 * 1024, "{case}: {} bytes", system.len());
+        } else {
+            assert!(
+                !system.contains(&agents.to_string_lossy().into_owned()),
+                "{case}"
+            );
+        }
+    }
+}

@@ -15,6 +15,8 @@ use serde_json::{Value, json};
 
 use crate::harness::{Fixture, HANG_GUARD, Running, assert_valid_session, messages};
 
+#[path = "mcp_server/http_bounds.rs"]
+mod http_bounds;
 #[path = "mcp_server/stdio_bounds.rs"]
 mod stdio_bounds;
 

@@ -3,7 +3,7 @@
 
 use cadre_testkit::{Match, Reply, Rule};
 
-use crate::harness::{Fixture, Wire};
+use crate::harness::{Fixture, Wire, tool_result_text};
 
 fn answer_anything(fixture: &Fixture) {
     fixture
@@ -241,6 +241,88 @@ fn the_api_key_leaves_the_command_line() {
         .find(|(name, _)| name == "x-api-key")
         .map(|(_, v)| v.as_str());
     assert_eq!(sent, Some(KEY));
+}
+
+#[test]
+fn the_api_key_file_is_used_as_the_api_key_is() {
+    const KEY: &str = "sk-file-canary-7c2e19ab";
+    let fixture = Fixture::new();
+    let key_file = fixture.user_home.join("provider.key");
+    std::fs::write(&key_file, format!("{KEY}\n")).unwrap();
+    let turn = |n: usize| Match::first_user("ROUTE-KEYFILE").and(Match::assistant_turns(n));
+    // A command that prints the file.
+    let show = format!("cat {}", key_file.display());
+    fixture
+        .server
+        .script(Rule::new(turn(0)).reply(Reply::new().tool_call(
+            "call_cat",
+            "bash",
+            serde_json::json!({ "command": show }),
+        )));
+    fixture
+        .server
+        .script(Rule::new(turn(1)).reply(Reply::text("seen")));
+    let path = key_file.to_string_lossy().into_owned();
+    let out = fixture.run_print(Wire::Anthropic, &["--api-key-file", &path, "ROUTE-KEYFILE"]);
+    out.assert_success();
+    let request = fixture.last_request();
+    // The provider was called with the file's key (its line end dropped), over models.json's.
+    let sent = request
+        .headers
+        .iter()
+        .find(|(name, _)| name == "x-api-key")
+        .map(|(_, v)| v.as_str());
+    assert_eq!(sent, Some(KEY));
+    // It is a secret of the run like --api-key's: redacted where a tool shows it.
+    let seen = tool_result_text(&request);
+    assert!(!seen.contains(KEY), "{seen}");
+    assert!(seen.contains("[redacted]"), "{seen}");
+    let session = std::fs::read_to_string(fixture.only_session()).unwrap();
+    assert!(!session.contains(KEY));
+    assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
+
+    // Files that hold no key are refused before anything runs, each with a reason.
+    let empty = fixture.user_home.join("empty.key");
+    std::fs::write(&empty, "\n").unwrap();
+    let fifo = fixture.user_home.join("fifo.key");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let missing = fixture.user_home.join("missing.key");
+    let before = fixture.server.requests().len();
+    for (file, reason) in [
+        (&empty, "is empty"),
+        (&fifo, "is not a regular file"),
+        (&missing, "cannot read --api-key-file"),
+    ] {
+        let path = file.to_string_lossy().into_owned();
+        let out = fixture.run_print(Wire::Anthropic, &["--api-key-file", &path, "ROUTE-KEYFILE"]);
+        let line = out.assert_one_line_error();
+        assert!(line.contains(reason), "{line}");
+    }
+    // Like --api-key, it is for the provider of --model.
+    let line = fixture
+        .run(&[
+            "-p",
+            "--api-key-file",
+            &key_file.to_string_lossy(),
+            "ROUTE-KEYFILE",
+        ])
+        .assert_one_line_error()
+        .to_string();
+    assert!(line.contains("--api-key-file needs --model"), "{line}");
+    assert!(!line.contains(KEY), "{line}");
+    // Not both.
+    let out = fixture.run_print(
+        Wire::Anthropic,
+        &["--api-key", KEY, "--api-key-file", &path, "ROUTE-KEYFILE"],
+    );
+    assert_eq!(out.code, Some(2), "{out:#?}");
+    assert_eq!(fixture.server.requests().len(), before);
 }
 
 #[test]

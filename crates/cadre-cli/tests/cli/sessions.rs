@@ -284,3 +284,31 @@ fn a_session_cut_after_a_tool_call_is_repaired_before_sending() {
     let after = assert_valid_session(&session);
     assert_every_tool_call_answered(&messages(&after));
 }
+
+/// Another local user reads nothing a run wrote: the home an older version left open (0755) is
+/// made 0700 with a note, and a new session file is 0600 whatever the umask.
+#[test]
+fn a_run_leaves_nothing_other_users_can_read() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    let fixture = Fixture::new();
+    fixture
+        .server
+        .script(Rule::always().reply(Reply::text("ok")));
+    std::fs::set_permissions(&fixture.home, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = fixture.run_print(Wire::Anthropic, &["ROUTE-MODES"]);
+    out.assert_success();
+    assert!(
+        out.stderr
+            .contains("(CADRE_HOME) was open to other users (mode 0755)"),
+        "{out:#?}"
+    );
+    assert_eq!(mode(&fixture.home), 0o700);
+    let session = fixture.only_session();
+    assert_eq!(mode(&session), 0o600);
+    assert_eq!(mode(session.parent().unwrap()), 0o700);
+    // Once private, the next run says nothing about it.
+    let out = fixture.run_print(Wire::Anthropic, &["ROUTE-MODES"]);
+    out.assert_success();
+    assert!(!out.stderr.contains("CADRE_HOME"), "{out:#?}");
+}

@@ -52,8 +52,8 @@ pub enum Durable {
     AgainstProcessDeath,
 }
 
-/// [`atomic_write`] for a file that is rewritten again and again (task records, task outputs):
-/// the same guarantees (temp file, fsync as `durable` asks, rename), but the version it replaces is kept beside it as
+/// [`atomic_write`] for a file that is rewritten again and again (task records, task outputs),
+/// created readable and writable by the user only (0600): the same guarantees (temp file, fsync as `durable` asks, rename), but the version it replaces is kept beside it as
 /// `.<file>.spare` and becomes the temp file of the next rewrite. So after its first two writes a
 /// file is rewritten without creating or freeing an inode. That matters beyond the saved syscalls:
 /// on ext4 without a journal every new inode is searched for past the inodes freed in the last
@@ -75,7 +75,11 @@ pub fn atomic_rewrite(path: &Path, bytes: &[u8], durable: Durable) -> io::Result
     let claimed = fs::rename(&spare, &tmp).is_ok();
     let mut result = fill(&tmp, bytes, claimed, durable);
     if !claimed && matches!(&result, Err(e) if e.kind() == io::ErrorKind::NotFound) {
-        fs::create_dir_all(dir)?;
+        use std::os::unix::fs::DirBuilderExt;
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
         result = fill(&tmp, bytes, false, durable);
     }
     let result = result.and_then(|()| swap_in(&tmp, path, &spare));
@@ -96,7 +100,14 @@ fn fill(tmp: &Path, bytes: &[u8], reuse: bool, durable: Durable) -> io::Result<(
     let mut f = if reuse {
         OpenOptions::new().write(true).open(tmp)?
     } else {
-        OpenOptions::new().write(true).create_new(true).open(tmp)?
+        // The user's only: task records and outputs hold prompts and what the agents read.
+        // The spare of a file made so is made so too.
+        use std::os::unix::fs::OpenOptionsExt;
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(tmp)?
     };
     f.write_all(bytes)?;
     // After the write, not before: a shorter text must not keep the old tail, and truncating

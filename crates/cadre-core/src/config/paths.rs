@@ -65,10 +65,44 @@ impl CadreHome {
         self.root.join("trust.json")
     }
 
-    /// Create the home directory and its sessions, tasks, agents and skills directories.
+    /// Make the home directory private to its user, at start, before anything is written in
+    /// it: it holds sessions, task outputs and logs with whatever the agents read (a `.env`,
+    /// a key), and every local user can otherwise list and read them. A missing home is
+    /// created `0700` (its missing parents as usual); an existing one that this user owns and
+    /// that others may enter or read is changed to `0700`, and the returned note says so. A
+    /// home owned by someone else, or that is not a directory, is left as it is: what is
+    /// written in it later fails with its own error.
+    pub fn ensure_private(&self) -> Result<Option<String>, ConfigError> {
+        let meta = match std::fs::metadata(&self.root) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                match create_private_dir(&self.root) {
+                    Ok(()) => return Ok(None),
+                    // Made meanwhile by another process: judged as any existing home.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        std::fs::metadata(&self.root).map_err(|source| ConfigError::Io {
+                            path: self.root.clone(),
+                            source,
+                        })?
+                    }
+                    Err(source) => {
+                        return Err(ConfigError::Write {
+                            path: self.root.clone(),
+                            source,
+                        });
+                    }
+                }
+            }
+            Err(_) => return Ok(None),
+        };
+        Ok(tighten(&self.root, &meta))
+    }
+
+    /// Create the home directory (private, as [`CadreHome::ensure_private`]) and its sessions,
+    /// tasks, agents and skills directories.
     pub fn ensure_dirs(&self) -> Result<(), ConfigError> {
+        self.ensure_private()?;
         for dir in [
-            self.root.clone(),
             self.sessions_dir(),
             self.tasks_dir(),
             self.agents_dir(),
@@ -81,6 +115,47 @@ impl CadreHome {
         }
         Ok(())
     }
+}
+
+/// `dir` created with mode 0700 (less the umask), its missing parents as `create_dir_all`
+/// makes them.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if let Some(parent) = dir.parent()
+        && !parent.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::DirBuilder::new().mode(0o700).create(dir)
+}
+
+/// An existing home this user owns made 0700 when others have any access to it; a note on
+/// what was done, or on why it could not be.
+fn tighten(root: &Path, meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let mode = meta.mode() & 0o7777;
+    if !meta.is_dir() || mode & 0o077 == 0 || meta.uid() != effective_uid() {
+        return None;
+    }
+    let shown = root.display();
+    Some(
+        match std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o700)) {
+            Ok(()) => format!(
+                "note: {shown} (CADRE_HOME) was open to other users (mode {mode:04o}); it is now \
+                 0700, since its sessions and task outputs hold what the agents read"
+            ),
+            Err(e) => format!(
+                "warning: {shown} (CADRE_HOME) is open to other users (mode {mode:04o}) and \
+                 could not be made 0700: {e}"
+            ),
+        },
+    )
+}
+
+#[allow(unsafe_code)]
+fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// The project root: the nearest ancestor of `cwd` (itself included) holding `.git` — a
@@ -125,6 +200,37 @@ mod tests {
             CadreHome::from_env_with(&MapEnv::new()),
             Err(ConfigError::NoHome)
         ));
+    }
+
+    fn mode_of(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn a_new_home_is_private_and_an_open_one_is_made_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        // Created 0700 whatever the umask would give a plain directory (0755 with 022).
+        let home = CadreHome::new(tmp.path().join("parent/home"));
+        assert_eq!(home.ensure_private().unwrap(), None);
+        assert_eq!(mode_of(home.root()), 0o700);
+        // An existing 0755 home, as earlier versions made it, is tightened with a note.
+        let old = CadreHome::new(tmp.path().join("old"));
+        std::fs::create_dir(old.root()).unwrap();
+        std::fs::set_permissions(old.root(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let note = old.ensure_private().unwrap().unwrap();
+        assert!(
+            note.starts_with("note: ") && note.contains("0755"),
+            "{note}"
+        );
+        assert_eq!(mode_of(old.root()), 0o700);
+        // Once private, nothing more is said.
+        assert_eq!(old.ensure_private().unwrap(), None);
+        // ensure_dirs makes a private home too.
+        let laid = CadreHome::new(tmp.path().join("laid"));
+        laid.ensure_dirs().unwrap();
+        assert_eq!(mode_of(laid.root()), 0o700);
     }
 
     #[test]

@@ -366,14 +366,25 @@ fn header_line(path: &Path, header: &SessionHeader) -> Result<Vec<u8>, SessionEr
     Ok(first)
 }
 
-/// A new file at `path` (never an existing one), its directory created when missing.
+/// A new file at `path` (never an existing one), its directory created when missing. Both are
+/// the user's only (0600, 0700): a session holds whatever the agent read, a `.env` included.
 fn create_new_file(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let open = || OpenOptions::new().create_new(true).append(true).open(path);
+    let open = || {
+        OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)
+    };
     match open() {
         // Only the first session in a new directory pays for creating it.
         Err(e) if e.kind() == io::ErrorKind::NotFound && !dir.as_os_str().is_empty() => {
-            std::fs::create_dir_all(&dir)?;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir)?;
             open()
         }
         opened => opened,
@@ -543,6 +554,28 @@ mod tests {
         w.close().await.unwrap();
         let loaded = super::super::load_session(&path_of(&sessions)).unwrap();
         assert_eq!(loaded.messages().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn session_files_and_their_new_directories_are_the_users_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = dir.path().join("sessions/--project--");
+        let mut w = SessionWriter::create(&sessions, dir.path(), None)
+            .await
+            .unwrap();
+        w.append_message(&Message::user("the agent read .env: SECRET=1"));
+        w.close().await.unwrap();
+        assert_eq!(mode(&path_of(&sessions)), 0o600);
+        assert_eq!(mode(&sessions), 0o700);
+        assert_eq!(mode(&dir.path().join("sessions")), 0o700);
+        // Created when used: the same.
+        let later = dir.path().join("later");
+        let mut w = SessionWriter::create_when_used(&later, dir.path(), None).unwrap();
+        w.append_message(&Message::user("hello"));
+        w.close().await.unwrap();
+        assert_eq!(mode(&path_of(&later)), 0o600);
     }
 
     fn path_of(dir: &Path) -> PathBuf {

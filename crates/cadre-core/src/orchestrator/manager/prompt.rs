@@ -31,7 +31,7 @@ pub(crate) fn child_system_prompt(
     let context_files = if NO_CONTEXT_FILES.contains(&role.name.as_str()) {
         Vec::new()
     } else {
-        collect_context_files(cwd, cadre_home)
+        collect_context_files(cwd, cadre_home).files
     };
     let mut append = vec![SUBAGENT_PREAMBLE.to_string()];
     if !role.prompt.trim().is_empty() {

@@ -262,6 +262,9 @@ fn start_boxed<'a>(
 /// Untracked files whose lines are counted into the diff size (more are listed, not read).
 const MAX_UNTRACKED_COUNTED: usize = 200;
 
+/// The most of one untracked file read to count its lines.
+const MAX_UNTRACKED_BYTES: u64 = 1024 * 1024;
+
 /// The implementer's changes for the packet, and their size in changed lines: `git diff --stat
 /// HEAD` (tracked files, staged or not) plus the files git does not track yet, which a plain
 /// diff leaves out although an implementer often adds them. Empty outside a repository.
@@ -269,27 +272,97 @@ async fn changes(cwd: &Path) -> (String, usize) {
     let mut stat = git(cwd, &["diff", "--stat", "HEAD"]).await;
     let mut lines = diff_lines_from_stat(&stat);
     let untracked = git(cwd, &["ls-files", "--others", "--exclude-standard", "-z"]).await;
-    let new: Vec<&str> = untracked.split('\0').filter(|p| !p.is_empty()).collect();
+    let new: Vec<String> = untracked
+        .split('\0')
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect();
     if !new.is_empty() {
-        stat.push_str("Untracked files (new, not in the diff above):\n");
-        for (i, path) in new.iter().enumerate() {
-            let counted = if i < MAX_UNTRACKED_COUNTED {
-                std::fs::read(cwd.join(path))
-                    .map(|b| b.iter().filter(|c| **c == b'\n').count())
-                    .ok()
-            } else {
-                None
-            };
-            match counted {
-                Some(n) => {
-                    lines += n;
-                    stat.push_str(&format!(" {path} ({n} lines)\n"));
-                }
-                None => stat.push_str(&format!(" {path}\n")),
+        // Up to 200 MiB of reads: off the runtime's thread.
+        let dir = cwd.to_path_buf();
+        let counted = tokio::task::spawn_blocking(move || untracked_stat(&dir, &new))
+            .await
+            .unwrap_or_default();
+        stat.push_str(&counted.0);
+        lines += counted.1;
+    }
+    (stat, lines)
+}
+
+/// The packet's lines for the untracked files `paths` of `cwd`, and the lines counted in them.
+fn untracked_stat(cwd: &Path, paths: &[String]) -> (String, usize) {
+    let mut stat = String::from("Untracked files (new, not in the diff above):\n");
+    let mut lines = 0;
+    for (i, path) in paths.iter().enumerate() {
+        let counted = if i < MAX_UNTRACKED_COUNTED {
+            count_lines(&cwd.join(path))
+        } else {
+            None
+        };
+        match counted {
+            Some(Counted::Whole(n)) => {
+                lines += n;
+                stat.push_str(&format!(" {path} ({n} lines)\n"));
             }
+            Some(Counted::Head(n)) => {
+                lines += n;
+                let mib = MAX_UNTRACKED_BYTES / (1024 * 1024);
+                stat.push_str(&format!(
+                    " {path} ({n} lines in its first {mib} MiB; longer)\n"
+                ));
+            }
+            None => stat.push_str(&format!(" {path}\n")),
         }
     }
     (stat, lines)
+}
+
+/// Lines counted in an untracked file.
+#[derive(Debug, PartialEq, Eq)]
+enum Counted {
+    Whole(usize),
+    /// In its first [`MAX_UNTRACKED_BYTES`]; the file is longer.
+    Head(usize),
+}
+
+/// The newlines of the regular file at `path`, read through a bounded reader; `None` for
+/// anything else. The implementer chose what is there: a link is not followed (to a FIFO it
+/// would hang the gate, to `/dev/zero` exhaust memory), a FIFO or device is not opened for
+/// reading, and what was opened is checked again.
+fn count_lines(path: &Path) -> Option<Counted> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    if !std::fs::symlink_metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut reader = file.take(MAX_UNTRACKED_BYTES + 1);
+    let mut buf = vec![0u8; 64 * 1024];
+    let (mut read, mut lines) = (0u64, 0usize);
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return None,
+        };
+        // Only the first MAX_UNTRACKED_BYTES count; one byte past them says "longer".
+        let room = usize::try_from(MAX_UNTRACKED_BYTES.saturating_sub(read)).unwrap_or(n);
+        lines += buf[..n.min(room)].iter().filter(|c| **c == b'\n').count();
+        read += n as u64;
+    }
+    Some(if read > MAX_UNTRACKED_BYTES {
+        Counted::Head(lines)
+    } else {
+        Counted::Whole(lines)
+    })
 }
 
 /// A git command's standard output in `cwd` (empty when it fails). cadre's own hardened git
@@ -304,4 +377,56 @@ async fn git(cwd: &Path, args: &[&str]) -> String {
 
 fn note(h: &TaskHandle, text: String) {
     lock(&h.record).diagnostics.push(text);
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn untracked_files_are_counted_from_regular_files_only_and_within_a_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path();
+        std::fs::write(cwd.join("small.rs"), "a\nb\nc\n").unwrap();
+        // 3 MiB of lines: only the first MiB is read.
+        let line = "x".repeat(1023) + "\n";
+        std::fs::write(cwd.join("large.txt"), line.repeat(3 * 1024)).unwrap();
+        // A FIFO nobody writes to (opening it for reading would wait for ever), a link to a
+        // device that never ends, a link to a FIFO and a link to a regular file: none is read.
+        let made = std::process::Command::new("mkfifo")
+            .arg(cwd.join("fifo"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        std::os::unix::fs::symlink("/dev/zero", cwd.join("zero")).unwrap();
+        std::os::unix::fs::symlink("fifo", cwd.join("to-fifo")).unwrap();
+        std::os::unix::fs::symlink("small.rs", cwd.join("to-small")).unwrap();
+
+        assert_eq!(count_lines(&cwd.join("small.rs")), Some(Counted::Whole(3)));
+        assert_eq!(
+            count_lines(&cwd.join("large.txt")),
+            Some(Counted::Head(1024))
+        );
+        for name in ["fifo", "zero", "to-fifo", "to-small", "missing"] {
+            assert_eq!(count_lines(&cwd.join(name)), None, "{name}");
+        }
+        // A file of exactly the bound is whole.
+        std::fs::write(cwd.join("exact.txt"), line.repeat(1024)).unwrap();
+        assert_eq!(
+            count_lines(&cwd.join("exact.txt")),
+            Some(Counted::Whole(1024))
+        );
+
+        let paths: Vec<String> = ["small.rs", "large.txt", "fifo", "zero"]
+            .map(String::from)
+            .to_vec();
+        let (stat, lines) = untracked_stat(cwd, &paths);
+        assert_eq!(lines, 3 + 1024);
+        assert_eq!(
+            stat,
+            "Untracked files (new, not in the diff above):\n small.rs (3 lines)\n \
+             large.txt (1024 lines in its first 1 MiB; longer)\n fifo\n zero\n"
+        );
+    }
 }

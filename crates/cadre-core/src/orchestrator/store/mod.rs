@@ -207,14 +207,24 @@ impl TaskStore {
         self.live_marker_path(&record.root_session_id, &record.id)?;
         // Creating the directory itself is the exclusive claim on the id. Only the first task of
         // a root session finds the root's directory missing and creates it.
-        let mut made = fs::create_dir(&dir);
+        // The user's only (0700), as the files in it (0600): a task's prompt, output and
+        // session hold what its agent read.
+        let private = || {
+            let mut builder = fs::DirBuilder::new();
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder
+        };
+        let mut made = private().create(&dir);
         if matches!(&made, Err(e) if e.kind() == io::ErrorKind::NotFound) {
             let root_dir = self.dir.join(&record.root_session_id);
-            fs::create_dir_all(&root_dir).map_err(|source| StoreError::Write {
-                path: root_dir.clone(),
-                source,
-            })?;
-            made = fs::create_dir(&dir);
+            private()
+                .recursive(true)
+                .create(&root_dir)
+                .map_err(|source| StoreError::Write {
+                    path: root_dir.clone(),
+                    source,
+                })?;
+            made = private().create(&dir);
         }
         match made {
             Ok(()) => {}
@@ -651,6 +661,35 @@ mod tests {
         s.write_output(ROOT, "fresh", "x").unwrap();
         assert_eq!(s.read_output(ROOT, "fresh").unwrap(), "x");
         assert_eq!(s.read_output(ROOT, "never").unwrap(), "");
+    }
+
+    #[test]
+    fn records_outputs_and_their_directories_are_the_users_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        let (_tmp, s) = store();
+        let mut r = record("t1");
+        s.create(&mut r).unwrap();
+        s.save(&mut r).unwrap();
+        s.write_output(ROOT, "t1", "the agent read .env: SECRET=1")
+            .unwrap();
+        s.append_output(ROOT, "t1", "more").unwrap();
+        let dir = s.task_dir(ROOT, "t1").unwrap();
+        for file in [
+            TASK_FILE,
+            ".task.json.spare",
+            OUTPUT_FILE,
+            ".output.md.spare",
+        ] {
+            assert_eq!(mode(&dir.join(file)), 0o600, "{file}");
+        }
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&s.dir().join(ROOT)), 0o700);
+        // An output written before its task's directory exists.
+        s.write_output(ROOT, "fresh", "x").unwrap();
+        let fresh = s.output_path(ROOT, "fresh").unwrap();
+        assert_eq!(mode(&fresh), 0o600);
+        assert_eq!(mode(fresh.parent().unwrap()), 0o700);
     }
 
     #[test]

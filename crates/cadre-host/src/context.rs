@@ -75,6 +75,7 @@ impl HostContext {
             Ok(note) => note,
             Err(e) => Some(format!("warning: {e}")),
         };
+        hide_key_files(&home);
         let root = project_root(cwd);
         let trust = match TrustStore::load(&home) {
             Ok(store) => ProjectTrust::from_store(&store, &root, trust_flag),
@@ -280,6 +281,24 @@ fn env_millis(env: &dyn Env, name: &str) -> Result<Option<Duration>> {
         .parse::<u64>()
         .map(|ms| Some(Duration::from_millis(ms)))
         .map_err(|_| anyhow!("{name} must be a whole number of milliseconds, not {raw:?}"))
+}
+
+/// The files that hold credentials cadre uses — its own and Pi's `auth.json` and
+/// `models.json`, the MCP HTTP server's tokens, the MCP servers' logs — are read by no tool and
+/// no sandboxed command of this process (`cadre_tools::hidden`).
+fn hide_key_files(home: &CadreHome) {
+    let root = home.root();
+    let mut paths = vec![
+        root.join("auth.json"),
+        root.join("models.json"),
+        root.join("mcp-http"),
+        root.join("logs"),
+    ];
+    if let Some(pi) = cadre_llm::registry::pi_agent_dir(&ProcessEnv) {
+        paths.push(pi.join("auth.json"));
+        paths.push(pi.join("models.json"));
+    }
+    cadre_tools::hidden::hide(paths);
 }
 
 #[cfg(test)]

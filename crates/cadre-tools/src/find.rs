@@ -72,6 +72,9 @@ impl Tool for FindTool {
                 Err(e) => return e.into_output("find"),
             };
             let root = paths::resolve(&raw, &ctx.cwd);
+            if crate::hidden::is_hidden(&root) {
+                return ToolOutput::error(crate::hidden::refusal(&raw));
+            }
             let cancel = ctx.cancel.clone();
             blocking(move || find(&pattern, &raw, &root, limit, &cancel)).await
         })

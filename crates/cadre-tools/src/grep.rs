@@ -99,6 +99,9 @@ impl Tool for GrepTool {
                 Err(e) => return e.into_output("grep"),
             };
             let root = paths::resolve(&params.raw_path, &ctx.cwd);
+            if crate::hidden::is_hidden(&root) {
+                return ToolOutput::error(crate::hidden::refusal(&params.raw_path));
+            }
             let cancel = ctx.cancel.clone();
             blocking(move || grep(&params, &root, &cancel)).await
         })

@@ -16,6 +16,7 @@ pub mod full_output;
 mod fuzzy;
 pub mod git;
 pub mod grep;
+pub mod hidden;
 mod listing;
 pub mod ls;
 mod names;

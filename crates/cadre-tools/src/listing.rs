@@ -11,14 +11,16 @@ use crate::registry::ToolOutput;
 use crate::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
 
 /// A walk of `root` that respects .gitignore even outside a git repository (agents work in
-/// plain directories too), skips hidden entries unless `hidden` asks for them, and never
-/// enters `.git`.
+/// plain directories too), skips hidden entries unless `hidden` asks for them, never enters
+/// `.git`, and passes by the files that hold cadre's credentials ([`crate::hidden`]).
 pub(crate) fn walker(root: &Path, hidden: bool) -> WalkBuilder {
     let mut walk = WalkBuilder::new(root);
-    walk.require_git(false)
-        .hidden(!hidden)
-        .threads(0)
-        .filter_entry(|e| e.file_name() != ".git");
+    walk.require_git(false).hidden(!hidden).threads(0);
+    if crate::hidden::walk_meets_hidden(root) {
+        walk.filter_entry(|e| e.file_name() != ".git" && !crate::hidden::is_hidden(e.path()));
+    } else {
+        walk.filter_entry(|e| e.file_name() != ".git");
+    }
     walk
 }
 

@@ -100,6 +100,9 @@ impl Tool for ReadTool {
                 Err(e) => return e.into_output("read"),
             };
             let abs = paths::resolve(&raw, &ctx.cwd);
+            if crate::hidden::is_hidden(&abs) {
+                return ToolOutput::error(crate::hidden::refusal(&raw));
+            }
             let cancel = ctx.cancel.clone();
             blocking(move || read_file(&raw, &abs, offset, limit, &cancel)).await
         })

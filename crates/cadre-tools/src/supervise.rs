@@ -146,8 +146,9 @@ pub fn parse_args(
     let contain = iter.next_if(|a| a == CONTAIN_ARG).is_some();
     let mut writer_args = Vec::new();
     while contain
-        && let Some(option) =
-            iter.next_if(|a| a == WRITABLE_ARG || a == PROTECT_ARG || a == PIN_ARG)
+        && let Some(option) = iter.next_if(|a| {
+            a == WRITABLE_ARG || a == PROTECT_ARG || a == PIN_ARG || a == crate::sandbox::HIDE_ARG
+        })
     {
         let value = iter.next().ok_or(SuperviseArgsError::MissingSeparator)?;
         writer_args.push(option);
@@ -467,8 +468,9 @@ mod tests {
         };
         let args = supervise_args(both, Some(&boundary), "bash", ["--ro"]);
         let parsed = parse_args(args.into_iter().skip(1)).unwrap();
+        // The process's hidden paths follow as `--hide` options (other tests hide some).
         assert_eq!(
-            parsed.writer_args,
+            parsed.writer_args[..4],
             os(&["--rw", "/p", "--ro", "/p/.mcp.json"])
         );
         assert_eq!(parsed.program, "bash");

@@ -2209,3 +2209,61 @@ fn context_files_that_never_end_or_lead_out_are_skipped() {
         }
     }
 }
+
+/// The files that hold cadre's credentials — here the MCP HTTP server's bearer token, which a
+/// child could use to open its own session on loopback and launch a writer — are read by no
+/// child: not through bash (read-only sandbox or writer: Landlock grants nothing beneath
+/// them), not through `read`, `grep` or `find`. The control: the root's own bash reads it.
+#[test]
+fn no_child_reads_the_files_that_hold_cadre_s_credentials() {
+    let w = World::new();
+    let token_dir = w.f.home.join("mcp-http");
+    std::fs::create_dir_all(&token_dir).unwrap();
+    let token = token_dir.join("4711.token");
+    std::fs::write(&token, "tok-7f3a9c-unreadable\n").unwrap();
+    let t = token.display().to_string();
+    let home = w.f.home.display().to_string();
+    // The patterns never spell the token, so a session file that records them is no match.
+    let probes = || {
+        vec![
+            bash(format!("cat {t}")),
+            bash(format!("grep -r '7f3a9c-unre[a]dable' {home}")),
+            step("read", json!({"path": t})),
+            step(
+                "grep",
+                json!({"pattern": "7f3a9c-unre[a]dable", "path": home}),
+            ),
+            step("find", json!({"pattern": "*.token", "path": home})),
+        ]
+    };
+    let root = vec![bash(format!("head -c 10 {t} && echo ROOT-READ-OK"))];
+    let launches = [
+        launch(1, "Explore", probes()),
+        launch(2, "general-purpose", probes()),
+    ];
+    let ran = w.run(&root, &launches, &[]);
+    ran.assert_finished();
+    assert!(
+        ran.parent[0].text.contains("tok-7f3a9cROOT-READ-OK"),
+        "control: the root's own bash reads the token: {}",
+        ran.parent[0].text
+    );
+    for c in &ran.children {
+        c.assert_ran_every_step();
+        for (i, r) in c.results.iter().enumerate() {
+            assert!(
+                !r.text.contains("tok-7f3a9c-unreadable"),
+                "{}: {}",
+                c.describe(i),
+                r.text
+            );
+        }
+        assert!(c.results[0].is_error, "cat: {}", c.results[0].text);
+        assert!(c.results[2].is_error, "read: {}", c.results[2].text);
+        assert!(
+            c.results[2].text.contains("holds credentials"),
+            "{}",
+            c.results[2].text
+        );
+    }
+}

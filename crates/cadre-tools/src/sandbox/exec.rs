@@ -16,6 +16,9 @@ pub const EXEC_ARG: &str = "__sandbox-exec";
 /// ptrace outside, ABI ≥ 6) and the writer's system-call filter (see [`super::writer`]).
 pub const WRITER_ARG: &str = "--writer";
 
+/// The option that names a path the command may not read at all.
+pub const HIDE_ARG: &str = "--hide";
+
 /// Exit code when the sandbox could not be set up and the command did not run.
 pub const SANDBOX_FAILURE_EXIT: u8 = 125;
 
@@ -31,6 +34,8 @@ pub struct ExecArgs {
     pub protected: Vec<PathBuf>,
     /// `--pin <dir>` (writers only): made a mount point so it cannot be renamed away.
     pub pinned: Vec<PathBuf>,
+    /// `--hide <path>`: not readable at all (cadre's key files, see [`crate::hidden`]).
+    pub hidden: Vec<PathBuf>,
     pub program: OsString,
     pub args: Vec<OsString>,
 }
@@ -60,17 +65,20 @@ impl ExecArgs {
         let mut writer = false;
         let mut protected = Vec::new();
         let mut pinned = Vec::new();
+        let mut hidden = Vec::new();
         loop {
             match iter.next() {
                 Some(a) if a == "--net" => network = true,
                 Some(a) if a == WRITER_ARG => writer = true,
-                Some(a) if a == "--rw" || a == PROTECT_ARG || a == PIN_ARG => {
+                Some(a) if a == "--rw" || a == PROTECT_ARG || a == PIN_ARG || a == HIDE_ARG => {
                     let list = if a == "--rw" {
                         &mut writable
                     } else if a == PROTECT_ARG {
                         &mut protected
-                    } else {
+                    } else if a == PIN_ARG {
                         &mut pinned
+                    } else {
+                        &mut hidden
                     };
                     match iter.next() {
                         Some(path) if !path.is_empty() => list.push(PathBuf::from(path)),
@@ -96,6 +104,7 @@ impl ExecArgs {
             writer,
             protected,
             pinned,
+            hidden,
             program,
             args: iter.collect(),
         })
@@ -122,6 +131,10 @@ pub fn sandbox_args(
     let mut out = vec![OsString::from(EXEC_ARG)];
     if network {
         out.push("--net".into());
+    }
+    for path in crate::hidden::hidden() {
+        out.push(HIDE_ARG.into());
+        out.push(path.into_os_string());
     }
     for dir in writable {
         out.push("--rw".into());
@@ -178,7 +191,8 @@ fn run(exec: ExecArgs) -> ExitCode {
             format_args!("capabilities could not be dropped ({e}); the command was not run"),
         );
     }
-    if let Err(e) = super::landlock::restrict_self(&exec.writable, exec.network, abi) {
+    if let Err(e) = super::landlock::restrict_self(&exec.writable, exec.network, abi, &exec.hidden)
+    {
         return fail(
             SANDBOX_FAILURE_EXIT,
             format_args!("{e}; the command was not run"),
@@ -238,7 +252,7 @@ fn run_writer(exec: ExecArgs) -> ExitCode {
     // below that, scoping alone where it exists.
     let restricted = match super::landlock_status() {
         super::SandboxStatus::Enforced { abi } => {
-            super::landlock::restrict_writer(abi, &exec.writable)
+            super::landlock::restrict_writer(abi, &exec.writable, &exec.hidden)
         }
         super::SandboxStatus::Unavailable { .. } => Ok(()),
     };
@@ -341,6 +355,7 @@ mod tests {
             writer: false,
             protected: vec![],
             pinned: vec![],
+            hidden: vec![],
             program: "true".into(),
             args: vec![],
         };

@@ -136,37 +136,86 @@ const READABLE_DEVICES: [&str; 7] = [
 ];
 
 /// Rules granting `rights(entry)` beneath each entry of `dir` (its files get the file part of
-/// those rights), except the entries `skip` names. Links get no rule of their own — their
-/// targets are reached through their own entries — nor do entries that cannot be opened.
+/// those rights), except the entries `skip` names and beneath the `hidden` paths. Links get
+/// no rule of their own — their targets are reached through their own entries — nor do
+/// entries that cannot be opened.
 fn add_entries(
     mut ruleset: RulesetCreated,
     dir: &Path,
     rights: impl Fn(&Path) -> BitFlags<AccessFs>,
     skip: impl Fn(&Path) -> bool,
+    hidden: &[PathBuf],
 ) -> Result<RulesetCreated, RestrictError> {
-    // (Only `/` is walked this way: a few dozen entries.)
     let entries = std::fs::read_dir(dir).map_err(|source| RestrictError::List {
         path: dir.to_path_buf(),
         source,
     })?;
     for entry in entries.flatten() {
         let path = entry.path();
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_symlink() || skip(&path) {
+        if skip(&path) {
             continue;
         }
-        let Ok(fd) = PathFd::new(&path) else {
-            continue;
+        let access = rights(&path);
+        ruleset = grant_except(ruleset, &path, access, hidden)?;
+    }
+    Ok(ruleset)
+}
+
+/// Most entries of one directory granted one by one on the way to a hidden path; a larger
+/// directory is refused (the sandbox fails closed rather than grant it whole).
+const MAX_ENTRIES_PER_DIR: usize = 20_000;
+
+/// A rule granting `rights` beneath `path` — or, when a `hidden` path lies beneath it, only
+/// listing on `path` itself and the same, entry by entry, for what it holds, so the hidden
+/// path gets no right at all (a Landlock rule cannot exclude what lies below it). A link gets
+/// no rule; a file gets the file part of `rights`; the hidden path itself gets nothing.
+fn grant_except(
+    mut ruleset: RulesetCreated,
+    path: &Path,
+    rights: BitFlags<AccessFs>,
+    hidden: &[PathBuf],
+) -> Result<RulesetCreated, RestrictError> {
+    if hidden.iter().any(|h| h == path) {
+        return Ok(ruleset);
+    }
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(ruleset);
+    };
+    if meta.file_type().is_symlink() {
+        return Ok(ruleset);
+    }
+    let holds_hidden = meta.is_dir() && hidden.iter().any(|h| h.starts_with(path));
+    if !holds_hidden {
+        let Ok(fd) = PathFd::new(path) else {
+            return Ok(ruleset);
         };
-        let mut access = rights(&path);
-        if !kind.is_dir() {
+        let mut access = rights;
+        if !meta.is_dir() {
             access &= AccessFs::from_file(ABI_USED);
         }
         if !access.is_empty() {
             ruleset = ruleset.add_rule(PathBeneath::new(fd, access))?;
         }
+        return Ok(ruleset);
+    }
+    let list = rights & AccessFs::ReadDir;
+    if !list.is_empty() {
+        ruleset = ruleset.add_rule(PathBeneath::new(open(path)?, list))?;
+    }
+    let entries = std::fs::read_dir(path).map_err(|source| RestrictError::List {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    for (n, entry) in entries.flatten().enumerate() {
+        if n >= MAX_ENTRIES_PER_DIR {
+            return Err(RestrictError::List {
+                path: path.to_path_buf(),
+                source: std::io::Error::other(format!(
+                    "more than {MAX_ENTRIES_PER_DIR} entries on the way to a hidden path"
+                )),
+            });
+        }
+        ruleset = grant_except(ruleset, &entry.path(), rights, hidden)?;
     }
     Ok(ruleset)
 }
@@ -178,11 +227,12 @@ fn read_all_but_devices(
     ruleset: RulesetCreated,
     read: BitFlags<AccessFs>,
     top: impl Fn(&Path) -> BitFlags<AccessFs>,
+    hidden: &[PathBuf],
 ) -> Result<RulesetCreated, RestrictError> {
     let traverse = AccessFs::ReadDir | AccessFs::Execute;
     let dev = Path::new("/dev");
     let mut ruleset = ruleset.add_rule(PathBeneath::new(open(Path::new("/"))?, traverse))?;
-    ruleset = add_entries(ruleset, Path::new("/"), top, |p| p == dev)?;
+    ruleset = add_entries(ruleset, Path::new("/"), top, |p| p == dev, hidden)?;
     if !dev.is_dir() {
         return Ok(ruleset);
     }
@@ -217,7 +267,11 @@ const WRITER_DEVICES: [&str; 5] = [
 /// Everything stays readable but the devices outside a short list; `/dev/shm` and the data
 /// devices stay writable; no device node may be made anywhere. With ABI ≥ 6 it is also
 /// scoped. Sets `no_new_privs`.
-pub fn restrict_writer(kernel_abi: i32, writable: &[PathBuf]) -> Result<(), RestrictError> {
+pub fn restrict_writer(
+    kernel_abi: i32,
+    writable: &[PathBuf],
+    hidden: &[PathBuf],
+) -> Result<(), RestrictError> {
     let read: BitFlags<AccessFs> = AccessFs::from_read(ABI_USED);
     let all: BitFlags<AccessFs> = AccessFs::from_all(ABI_USED);
     // A device node made in the project would open the device it names (`/dev/kvm`, a tty).
@@ -232,9 +286,9 @@ pub fn restrict_writer(kernel_abi: i32, writable: &[PathBuf]) -> Result<(), Rest
             files
         }
     };
-    let mut ruleset = read_all_but_devices(ruleset, read, top)?;
+    let mut ruleset = read_all_but_devices(ruleset, read, top, hidden)?;
     for dir in writable {
-        ruleset = ruleset.add_rule(PathBeneath::new(open_no_links(dir)?, files))?;
+        ruleset = grant_writable(ruleset, dir, files, hidden)?;
     }
     let shm = Path::new("/dev/shm");
     if shm.is_dir() {
@@ -248,6 +302,22 @@ pub fn restrict_writer(kernel_abi: i32, writable: &[PathBuf]) -> Result<(), Rest
         }
     }
     enforce(ruleset)
+}
+
+/// A writable directory's rule, opened without following links; one that holds a hidden path
+/// (a project that contains cadre's home) is granted entry by entry around it.
+fn grant_writable(
+    ruleset: RulesetCreated,
+    dir: &Path,
+    rights: BitFlags<AccessFs>,
+    hidden: &[PathBuf],
+) -> Result<RulesetCreated, RestrictError> {
+    let fd = open_no_links(dir)?;
+    if hidden.iter().any(|h| h.starts_with(dir)) {
+        drop(fd);
+        return grant_except(ruleset, dir, rights, hidden);
+    }
+    Ok(ruleset.add_rule(PathBeneath::new(fd, rights))?)
 }
 
 /// Every filesystem right handled (required in full), and from [`SCOPE_ABI`] the scopes.
@@ -291,6 +361,7 @@ pub fn restrict_self(
     writable: &[PathBuf],
     network: bool,
     kernel_abi: i32,
+    hidden: &[PathBuf],
 ) -> Result<(), RestrictError> {
     let read: BitFlags<AccessFs> = AccessFs::from_read(ABI_USED);
     let all: BitFlags<AccessFs> = AccessFs::from_all(ABI_USED);
@@ -300,9 +371,9 @@ pub fn restrict_self(
     }
     let ruleset = ruleset.create()?.no_new_privs(true);
     // Everything readable but the devices outside a short list (see `read_all_but_devices`).
-    let mut ruleset = read_all_but_devices(ruleset, read, |_| read)?;
+    let mut ruleset = read_all_but_devices(ruleset, read, |_| read, hidden)?;
     for dir in writable {
-        ruleset = ruleset.add_rule(PathBeneath::new(open_no_links(dir)?, all))?;
+        ruleset = grant_writable(ruleset, dir, all, hidden)?;
     }
     // `2>/dev/null` is everyday shell; writing there changes nothing.
     let dev_null = Path::new("/dev/null");

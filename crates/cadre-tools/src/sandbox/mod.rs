@@ -42,7 +42,8 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 pub use exec::{
-    EXEC_ARG, ExecArgs, ExecArgsError, SANDBOX_FAILURE_EXIT, WRITER_ARG, exec_main, sandbox_args,
+    EXEC_ARG, ExecArgs, ExecArgsError, HIDE_ARG, SANDBOX_FAILURE_EXIT, WRITER_ARG, exec_main,
+    sandbox_args,
 };
 pub use mechanisms::{Mechanism, mechanisms};
 pub use status::{MIN_LANDLOCK_ABI, SandboxStatus, landlock_status};

@@ -9,14 +9,16 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 /// Run `command` with the root's own bash tool (its output caps, its full-output file, the
-/// process's scrubbed environment) until it ends or `cancel` fires.
+/// session's scrubbed environment) until it ends or `cancel` fires.
 pub async fn run_bash(
     command: &str,
     cwd: &Path,
     artifacts_dir: &Path,
+    shell_env: std::sync::Arc<cadre_tools::shell_env::ShellEnv>,
     cancel: CancellationToken,
 ) -> BashExecutionMessage {
     let output = BashTool::new()
+        .with_shell_env(shell_env)
         .execute(
             json!({"command": command}),
             ToolContext {

@@ -14,6 +14,7 @@ use cadre_core::session::{
 use cadre_llm::registry::{Env, ProcessEnv};
 use cadre_llm::{HttpProvider, Model, ModelRegistry, Provider, RetryControl, RetryPolicy};
 use cadre_protocol::ThinkingLevel;
+use cadre_tools::shell_env::ShellEnv;
 
 use crate::options::SessionChoice;
 
@@ -45,6 +46,10 @@ pub struct HostContext {
     /// What the person should be told about the files read (`note: …`): Pi's settings keys
     /// left out, stored OAuth entries skipped.
     pub notes: Vec<String>,
+    /// The environment this context's bash commands start from (S5, S8): set by
+    /// [`HostContext::install_shell_env`] for its session's model and settings. Per context —
+    /// an ACP client's second session with other settings gets its own.
+    shell_env: std::sync::Mutex<Option<Arc<ShellEnv>>>,
 }
 
 /// `--api-key` for this run: the key of `model`'s provider, over every other source. Cloned
@@ -114,6 +119,7 @@ impl HostContext {
             retry,
             mcp,
             notes,
+            shell_env: std::sync::Mutex::new(None),
         })
     }
 
@@ -141,18 +147,32 @@ impl HostContext {
         cadre_protocol::redact::set_secrets(model.api_key.iter().cloned());
     }
 
-    /// Every bash command of this process runs without credentials: not by a credential-like
-    /// name, and not `model`'s key under any name (S5, S8). Called once, for the first model.
+    /// Every bash command of this context's sessions runs without credentials: not by a
+    /// credential-like name, and not `model`'s key under any name (S5, S8), with this
+    /// context's `shellEnv.allow`.
     pub fn install_shell_env(&self, model: &Model) -> Result<()> {
         let allow = self.settings.shell_env_allow().map_err(|e| anyhow!(e))?;
         let secrets: Vec<String> = model.api_key.iter().cloned().collect();
         Self::register_secret(model);
         let hidden = cadre_llm::registry::hidden_credentials().iter().cloned();
-        cadre_tools::shell_env::set_process_shell_env(
-            cadre_tools::shell_env::ShellEnv::scrubbed(std::env::vars_os(), &allow, &secrets)
-                .restoring(hidden, &allow, &secrets),
-        );
+        let env = ShellEnv::scrubbed(std::env::vars_os(), &allow, &secrets)
+            .restoring(hidden, &allow, &secrets);
+        *self
+            .shell_env
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(env));
         Ok(())
+    }
+
+    /// The environment bash commands of this context start from ([`Self::install_shell_env`];
+    /// before it, the process's environment scrubbed by name).
+    pub fn shell_env(&self) -> Arc<ShellEnv> {
+        let installed = self
+            .shell_env
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        installed.unwrap_or_else(|| Arc::new(cadre_tools::shell_env::process_shell_env().clone()))
     }
 }
 

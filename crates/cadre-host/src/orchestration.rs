@@ -76,6 +76,8 @@ pub struct Setup<'a> {
     pub artifacts_dir: PathBuf,
     /// Who confirms launches under `subagents.authorization: ask` (D3).
     pub confirm: Option<Arc<dyn cadre_core::orchestrator::manager::LaunchConfirmer>>,
+    /// The environment children's bash commands start from (the root's).
+    pub shell_env: Arc<cadre_tools::shell_env::ShellEnv>,
 }
 
 impl Orchestration {
@@ -138,6 +140,7 @@ impl Orchestration {
             },
             ManagerOptions {
                 confirm: setup.confirm,
+                shell_env: Some(setup.shell_env),
                 ..ManagerOptions::default()
             },
         );

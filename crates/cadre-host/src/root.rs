@@ -155,6 +155,11 @@ impl Root {
         // Pi's `compaction` settings, for the root and (through the manager) its children (R10).
         let compaction = ctx.settings.compaction().map_err(|e| anyhow::anyhow!(e))?;
         let mut tools = cadre_tools::builtin_tools();
+        // The root's bash starts from this context's environment (its settings' allowlist, its
+        // model's key removed), not from whichever session of the process came first.
+        tools.replace(std::sync::Arc::new(
+            cadre_tools::BashTool::new().with_shell_env(ctx.shell_env()),
+        ));
         if let Some(names) = &choice.builtin {
             // ToolChoice checked every name, so this keeps exactly the ones asked for.
             let _ = tools.retain_named(names);
@@ -184,6 +189,7 @@ impl Root {
             history: session.history.clone(),
             artifacts_dir: artifacts_dir.clone(),
             confirm: options.confirm.as_ref().map(|c| c.0.clone()),
+            shell_env: ctx.shell_env(),
         })?;
         warnings.extend(orchestration.warnings.iter().cloned());
         // Plan mode (S6) is checked by the manager at every launch, before anything is

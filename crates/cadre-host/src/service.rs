@@ -552,7 +552,9 @@ impl Host {
             }
             let cwd = host.ctx.cwd.clone();
             let artifacts = host.ctx.home.root().join("artifacts");
-            let message = crate::bash::run_bash(&command, &cwd, &artifacts, cancel.clone()).await;
+            let env = host.ctx.shell_env();
+            let message =
+                crate::bash::run_bash(&command, &cwd, &artifacts, env, cancel.clone()).await;
             // Done: the slot is free (cancelling a finished command's token is harmless).
             cancel.cancel();
             // Queued now, so a prompt sent after this answer comes after the output.

@@ -41,7 +41,7 @@ use crate::sandbox::{
     ProtectedState, SandboxConfig, SandboxStatus, ScratchCleanup, WriterBoundary,
     ensure_scratch_dir, landlock_status, sandbox_args,
 };
-use crate::shell_env::process_shell_env;
+use crate::shell_env::{ShellEnv, process_shell_env};
 use crate::shell_policy::{CommandAllowlist, ShellPolicy, check_command};
 use crate::supervise::{Containment, process_supervisor, supervise_args};
 use crate::tree_fingerprint::Fingerprint;
@@ -88,6 +88,9 @@ pub struct BashTool {
     boundary: Option<WriterBoundary>,
     /// Removes the sandbox's scratch directory once the last clone of this tool is dropped.
     scratch_cleanup: Option<std::sync::Arc<ScratchCleanup>>,
+    /// The environment commands start from (its session's); `None`: the process's, scrubbed
+    /// by name ([`process_shell_env`]).
+    shell_env: Option<std::sync::Arc<ShellEnv>>,
 }
 
 impl BashTool {
@@ -158,6 +161,12 @@ impl BashTool {
         self.boundary.as_ref()
     }
 
+    /// Start every command from `env` (the session's scrubbed environment).
+    pub fn with_shell_env(mut self, env: std::sync::Arc<ShellEnv>) -> Self {
+        self.shell_env = Some(env);
+        self
+    }
+
     /// Remove the sandbox's (or the writer boundary's) scratch directory when this tool (and
     /// every clone) is dropped.
     pub fn removing_scratch(mut self) -> Self {
@@ -224,6 +233,7 @@ struct Start<'a> {
     reap: bool,
     contain: bool,
     boundary: Option<&'a WriterBoundary>,
+    shell_env: &'a ShellEnv,
     policy: ShellPolicy,
     /// Under `inspect`: overrides for the program-valued keys of the repository's own config.
     git_overrides: &'a [(String, &'static str)],
@@ -384,6 +394,10 @@ impl Tool for BashTool {
                 reap: self.reap,
                 contain,
                 boundary,
+                shell_env: match self.shell_env.as_deref() {
+                    Some(env) => env,
+                    None => process_shell_env(),
+                },
                 policy: self.policy,
                 git_overrides: &git_overrides,
             };
@@ -570,7 +584,7 @@ fn spawn_shell(start: Start<'_>, shell: &str, command: &str, cwd: &Path) -> io::
             (cmd, Some(OwnedFd::from(lifeline_write)))
         }
     };
-    process_shell_env().apply(&mut cmd);
+    start.shell_env.apply(&mut cmd);
     if start.policy == ShellPolicy::Inspect {
         let inherited = std::env::vars_os().map(|(name, _)| name);
         harden_env(&mut cmd, inherited, start.git_overrides);

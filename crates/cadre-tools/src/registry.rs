@@ -96,6 +96,16 @@ impl ToolRegistry {
         self.specs = OnceLock::new();
     }
 
+    /// Put `tool` in the place of the tool of the same name (the order the model sees stays);
+    /// without one, add it last.
+    pub fn replace(&mut self, tool: Arc<dyn Tool>) {
+        match self.tools.iter_mut().find(|t| t.name() == tool.name()) {
+            Some(slot) => *slot = tool,
+            None => self.tools.push(tool),
+        }
+        self.specs = OnceLock::new();
+    }
+
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.iter().find(|t| t.name() == name)
     }

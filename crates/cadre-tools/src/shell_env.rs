@@ -192,13 +192,10 @@ pub fn absolute_path_only(path: &OsStr) -> Option<OsString> {
 
 static PROCESS_SHELL_ENV: OnceLock<ShellEnv> = OnceLock::new();
 
-/// Declare how this process's bash commands are scrubbed (settings allowlist, resolved keys).
-/// Only the first call counts; without one, [`process_shell_env`] scrubs by name alone.
-pub fn set_process_shell_env(env: ShellEnv) {
-    let _ = PROCESS_SHELL_ENV.set(env);
-}
-
-/// The scrubbing of this process's bash commands.
+/// The scrubbing of a bash command given no environment of its session: cadre's
+/// environment without the variables whose names mark credentials. A session's own
+/// ([`crate::BashTool::with_shell_env`]: its settings' allowlist, its model's key) is passed
+/// to its tools, never kept here.
 pub fn process_shell_env() -> &'static ShellEnv {
     PROCESS_SHELL_ENV.get_or_init(|| ShellEnv::scrubbed(std::env::vars_os(), &[], &[]))
 }

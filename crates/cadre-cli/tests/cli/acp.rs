@@ -946,3 +946,83 @@ fn a_write_shows_its_diff_and_a_cut_reply_ends_with_max_tokens() {
     );
     raw.finish();
 }
+
+/// Each ACP session's bash starts from its own project's settings: a second session in another
+/// trusted project with another `shellEnv.allow` gets that allowlist, not the first session's
+/// (the environment was once the process's, set by whichever session came first).
+#[test]
+fn each_session_s_bash_gets_its_own_projects_shell_env() {
+    let fixture = Fixture::new();
+    let other = fixture.project.parent().unwrap().join("other-project");
+    std::fs::create_dir_all(&other).unwrap();
+    for (dir, name) in [(&fixture.project, "A_TOKEN"), (&other, "B_TOKEN")] {
+        std::fs::create_dir_all(dir.join(".cadre")).unwrap();
+        std::fs::write(
+            dir.join(".cadre/settings.json"),
+            json!({"shellEnv": {"allow": [name]}}).to_string(),
+        )
+        .unwrap();
+        let out = fixture
+            .command(&["trust", dir.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    for tag in ["ENV-A", "ENV-B"] {
+        fixture.server.script(
+            Rule::new(Match::first_user(tag).and(Match::assistant_turns(0))).reply(
+                Reply::tool_call(
+                    "call_env",
+                    "bash",
+                    json!({"command": "echo \"A=[$A_TOKEN] B=[$B_TOKEN]\""}),
+                ),
+            ),
+        );
+        fixture
+            .server
+            .script(Rule::new(Match::first_user(tag)).reply(Reply::text(FINAL)));
+    }
+    let mut raw = Raw::start_with(&fixture, &[("A_TOKEN", "a-value"), ("B_TOKEN", "b-value")]);
+    initialize(&mut raw, json!({}));
+    let mut id = 2;
+    for (dir, tag) in [(&fixture.project, "ENV-A"), (&other, "ENV-B")] {
+        raw.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "session/new",
+                    "params": {"cwd": dir, "mcpServers": []}})
+            .to_string(),
+        );
+        let lines = raw.until_response(id);
+        let session = lines.last().unwrap()["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {lines:#?}"))
+            .to_string();
+        raw.send(
+            &json!({"jsonrpc": "2.0", "id": id + 1, "method": "session/prompt",
+                    "params": {"sessionId": session,
+                               "prompt": [{"type": "text", "text": format!("{tag} show env")}]}})
+            .to_string(),
+        );
+        let _ = raw.until_response(id + 1);
+        id += 2;
+    }
+    raw.finish();
+    let result_of = |tag: &str| {
+        fixture
+            .server
+            .requests()
+            .iter()
+            .rfind(|r| r.first_user_text().is_some_and(|t| t.contains(tag)))
+            .map(tool_result_text)
+            .unwrap_or_default()
+    };
+    assert!(
+        result_of("ENV-A").contains("A=[a-value] B=[]"),
+        "{}",
+        result_of("ENV-A")
+    );
+    assert!(
+        result_of("ENV-B").contains("A=[] B=[b-value]"),
+        "the second session's own allowlist: {}",
+        result_of("ENV-B")
+    );
+}

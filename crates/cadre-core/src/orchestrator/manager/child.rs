@@ -225,6 +225,10 @@ fn child_bash(
             .contained()
             .within(writer_boundary(inner, &b.cwd, Some(scratch)))
     };
+    let bash = match &inner.shell_env {
+        Some(env) => bash.with_shell_env(Arc::clone(env)),
+        None => bash,
+    };
     let bash = bash
         .with_allowlist(allowlist)
         .with_reaping()

@@ -118,6 +118,9 @@ pub struct ManagerOptions {
     pub sandbox_exe: Option<PathBuf>,
     /// Who confirms launches under `subagents.authorization: ask` (D3); `None` refuses them.
     pub confirm: Option<Arc<dyn LaunchConfirmer>>,
+    /// The environment children's bash commands start from (the root session's: its
+    /// settings' allowlist, its model's key removed); `None`: the process's, scrubbed by name.
+    pub shell_env: Option<Arc<cadre_tools::shell_env::ShellEnv>>,
 }
 
 pub(crate) struct Inner {
@@ -137,6 +140,7 @@ pub(crate) struct Inner {
     pub root_notices: mpsc::UnboundedSender<ParentNotice>,
     pub sandbox_exe: PathBuf,
     pub confirm: Option<Arc<dyn LaunchConfirmer>>,
+    pub shell_env: Option<Arc<cadre_tools::shell_env::ShellEnv>>,
     /// Per parent (`None` = the root): held while a sequential-dispatch launch runs (D4).
     pub sequential: Mutex<HashMap<Option<String>, Arc<tokio::sync::Mutex<()>>>>,
     /// Plan mode (S6): only planning roles launch, nothing is isolated in a worktree.
@@ -231,6 +235,7 @@ impl TaskManager {
                 .or_else(|| std::env::current_exe().ok())
                 .unwrap_or_else(|| PathBuf::from("cadre")),
             confirm: options.confirm,
+            shell_env: options.shell_env,
             sequential: Mutex::new(HashMap::new()),
             plan_mode: std::sync::atomic::AtomicBool::new(false),
             compaction: Mutex::new(crate::compaction::CompactionSettings::default()),

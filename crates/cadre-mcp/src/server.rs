@@ -586,17 +586,20 @@ fn http_client() -> Result<reqwest::Client, String> {
 }
 
 /// Copy a child's stderr into `log`, up to [`MAX_LOG_BYTES`], and discard the rest: the pipe
-/// is always read, so a chatty server never blocks on it.
+/// is always read, so a chatty server never blocks on it. What is written is redacted as it
+/// streams (a key split across two reads is caught too): a server that prints its
+/// environment or an echoing error never puts a registered secret on disk.
 async fn drain_stderr(mut stderr: tokio::process::ChildStderr, log: Option<PathBuf>) {
     let mut file = match &log {
         Some(path) => {
             if let Some(dir) = path.parent() {
                 let _ = tokio::fs::create_dir_all(dir).await;
             }
-            tokio::fs::File::create(path).await.ok()
+            create_private(path).await
         }
         None => None,
     };
+    let mut redactor = cadre_protocol::redact::StreamRedactor::default();
     let mut written: u64 = 0;
     let mut buf = vec![0u8; 8192];
     loop {
@@ -605,24 +608,47 @@ async fn drain_stderr(mut stderr: tokio::process::ChildStderr, log: Option<PathB
             Ok(n) => n,
         };
         let Some(f) = file.as_mut() else { continue };
-        let room = MAX_LOG_BYTES.saturating_sub(written);
-        let take = n.min(usize::try_from(room).unwrap_or(usize::MAX));
-        if take > 0 && f.write_all(&buf[..take]).await.is_err() {
-            file = None;
-            continue;
-        }
-        written += take as u64;
-        if take < n {
-            let _ = f
-                .write_all(b"\n[log cut: the server wrote more than 1 MiB to stderr]\n")
-                .await;
-            let _ = f.flush().await;
+        let shown = redactor.push(&String::from_utf8_lossy(&buf[..n]));
+        if !write_capped(f, shown.as_bytes(), &mut written).await {
             file = None;
         }
     }
     if let Some(mut f) = file {
+        let rest = redactor.finish();
+        let _ = write_capped(&mut f, rest.as_bytes(), &mut written).await;
         let _ = f.flush().await;
     }
+}
+
+/// A new log file readable by its owner only.
+async fn create_private(path: &std::path::Path) -> Option<tokio::fs::File> {
+    tokio::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .await
+        .ok()
+}
+
+/// Write `bytes` within [`MAX_LOG_BYTES`] in all; `false` once the log is full (a note ends
+/// it) or cannot be written.
+async fn write_capped(f: &mut tokio::fs::File, bytes: &[u8], written: &mut u64) -> bool {
+    let room = MAX_LOG_BYTES.saturating_sub(*written);
+    let take = bytes.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+    if take > 0 && f.write_all(&bytes[..take]).await.is_err() {
+        return false;
+    }
+    *written += take as u64;
+    if take < bytes.len() {
+        let _ = f
+            .write_all(b"\n[log cut: the server wrote more than 1 MiB to stderr]\n")
+            .await;
+        let _ = f.flush().await;
+        return false;
+    }
+    true
 }
 
 /// Why a server's command could not be started, in words a person can act on.
@@ -631,5 +657,41 @@ fn spawn_cause(e: &std::io::Error) -> String {
         std::io::ErrorKind::NotFound => "no such program (is it installed and on PATH?)".into(),
         std::io::ErrorKind::PermissionDenied => "permission denied (is it executable?)".into(),
         kind => kind.to_string(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod log_tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A server that prints a registered key to stderr, split across two writes: the log has
+    /// it redacted, and only its owner can read the log.
+    #[tokio::test]
+    async fn a_server_s_stderr_reaches_its_log_redacted_and_private() {
+        cadre_protocol::redact::set_secrets(["sk-mcp-log-secret-42ab".to_string()]);
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("srv-1-1.log");
+        let mut child = tokio::process::Command::new("sh")
+            .args([
+                "-c",
+                "printf 'token=sk-mcp-lo' >&2; sleep 0.1; printf 'g-secret-42ab done\\n' >&2",
+            ])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        drain_stderr(stderr, Some(log.clone())).await;
+        let _ = child.wait().await;
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(!text.contains("sk-mcp-log-secret-42ab"), "{text}");
+        assert!(
+            !text.contains("sk-mcp-lo"),
+            "no first characters either: {text}"
+        );
+        assert!(text.contains("token=[redacted] done"), "{text}");
+        let mode = std::fs::metadata(&log).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
     }
 }

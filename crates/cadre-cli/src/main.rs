@@ -52,13 +52,10 @@ fn main() -> ExitCode {
     // read-only roles' bash (S2), and the supervisor that ends a bash command when cadre dies.
     // Both are reserved first arguments that no subcommand or option uses, and both insist on
     // their exact argument shape, so a stray `cadre __supervise` fails with a message.
-    if let Some(first) = std::env::args_os().nth(1) {
-        if first == cadre_tools::sandbox::EXEC_ARG {
-            return cadre_tools::sandbox::exec_main(std::env::args_os().skip(2));
-        }
-        if first == cadre_tools::supervise::SUPERVISE_ARG {
-            return cadre_tools::supervise::supervise_main(std::env::args_os().skip(2));
-        }
+    if let Some(first) = std::env::args_os().nth(1)
+        && let Some(code) = cadre_sandbox::reexec_main(&first, std::env::args_os().skip(2))
+    {
+        return code;
     }
     // Before any thread or child exists (S5, S8): see `harden`.
     harden::process_start();

@@ -1,4 +1,9 @@
-//! The kernel sandbox for read-only roles (S2).
+//! cadre's sandbox (S2, S8): the kernel layers (capabilities, Landlock, the system-call
+//! filter), the writer's boundary, the process supervisor, the descriptors and the files no
+//! command may read — everything a re-executed cadre does before it becomes the command.
+//! [`reexec_main`] is the one entry point a binary routes its hidden first arguments to.
+//!
+//! The read-only sandbox (S2).
 //!
 //! A read-only role's bash command runs as
 //! `<cadre> __sandbox-exec --rw <scratch> [--rw <dir>]… -- bash -c <command>`: the re-executed
@@ -29,12 +34,15 @@
 #[cfg(target_os = "linux")]
 mod caps;
 mod exec;
+pub mod fds;
+pub mod hidden;
 #[cfg(target_os = "linux")]
 mod landlock;
 mod mechanisms;
 #[cfg(target_os = "linux")]
 pub mod seccomp;
 mod status;
+pub mod supervise;
 pub mod writer;
 
 use std::io;
@@ -48,52 +56,6 @@ pub use exec::{
 pub use mechanisms::{Mechanism, mechanisms};
 pub use status::{MIN_LANDLOCK_ABI, SandboxStatus, landlock_status};
 pub use writer::{ProtectedState, WriterBoundary};
-
-use crate::shell_policy::ShellPolicy;
-
-/// How a read-only role's bash runs: which binary re-executes into the sandbox, where it may
-/// write, and which shell policy is checked before anything runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SandboxConfig {
-    /// The cadre binary (normally `std::env::current_exe()`), which handles [`EXEC_ARG`].
-    pub exe: PathBuf,
-    /// The task's private scratch directory (see [`create_scratch_dir`]); also the command's
-    /// `TMPDIR`. It may be only named ([`scratch_dir_path`]): bash creates it before its first
-    /// sandboxed command.
-    pub scratch_dir: PathBuf,
-    /// Further writable directories, e.g. `.cadre/plans/` for a role with `allowPlanFiles`.
-    /// Each must exist.
-    pub extra_writable: Vec<PathBuf>,
-    pub policy: ShellPolicy,
-    /// Whether the command may use the network (the `research` role); otherwise it cannot
-    /// create a socket.
-    pub network: bool,
-}
-
-impl SandboxConfig {
-    /// A configuration that re-executes the running binary (which must be cadre, or another
-    /// binary that routes [`EXEC_ARG`] to [`exec_main`]).
-    pub fn for_current_exe(
-        scratch_dir: PathBuf,
-        extra_writable: Vec<PathBuf>,
-        policy: ShellPolicy,
-    ) -> io::Result<Self> {
-        Ok(SandboxConfig {
-            exe: std::env::current_exe()?,
-            scratch_dir,
-            extra_writable,
-            policy,
-            network: false,
-        })
-    }
-
-    /// The directories the sandboxed command may write beneath: scratch first.
-    pub fn writable_dirs(&self) -> Vec<PathBuf> {
-        let mut dirs = vec![self.scratch_dir.clone()];
-        dirs.extend(self.extra_writable.iter().cloned());
-        dirs
-    }
-}
 
 /// Removes a task's scratch directory when the last bash tool that uses it is dropped (the
 /// task's run ended), so scratch files do not pile up in `CADRE_HOME` (bounded disk, S8).
@@ -172,6 +134,23 @@ pub fn ensure_scratch_dir(dir: &Path) -> io::Result<()> {
     }
 }
 
+/// Route a process started with one of the sandbox's hidden first arguments
+/// ([`EXEC_ARG`]: become the sandboxed command; [`supervise::SUPERVISE_ARG`]: supervise one)
+/// to its entry point. `None`: `first` is no such argument. Must run before the process starts
+/// any thread.
+pub fn reexec_main(
+    first: &std::ffi::OsStr,
+    rest: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Option<std::process::ExitCode> {
+    if first == EXEC_ARG {
+        Some(exec_main(rest))
+    } else if first == supervise::SUPERVISE_ARG {
+        Some(supervise::supervise_main(rest))
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
@@ -244,28 +223,5 @@ mod tests {
         let file = root.path().join("f");
         std::fs::write(&file, "x").unwrap();
         assert!(create_scratch_dir(&file).is_err());
-    }
-
-    #[test]
-    fn current_exe_config() {
-        let config =
-            SandboxConfig::for_current_exe("/s".into(), vec![], ShellPolicy::Verify).unwrap();
-        assert_eq!(config.exe, std::env::current_exe().unwrap());
-        assert_eq!(config.policy, ShellPolicy::Verify);
-    }
-
-    #[test]
-    fn writable_dirs_list_scratch_first() {
-        let config = SandboxConfig {
-            exe: "/bin/cadre".into(),
-            scratch_dir: "/s".into(),
-            extra_writable: vec!["/p".into()],
-            policy: ShellPolicy::Inspect,
-            network: false,
-        };
-        assert_eq!(
-            config.writable_dirs(),
-            [PathBuf::from("/s"), PathBuf::from("/p")]
-        );
     }
 }

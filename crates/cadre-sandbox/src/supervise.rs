@@ -34,8 +34,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::sync::OnceLock;
 
-use crate::sandbox::WriterBoundary;
-use crate::sandbox::writer::{PIN_ARG, PROTECT_ARG, WRITABLE_ARG};
+use crate::WriterBoundary;
+use crate::writer::{PIN_ARG, PROTECT_ARG, WRITABLE_ARG};
 
 /// The first argument that routes the cadre binary here instead of to its CLI.
 pub const SUPERVISE_ARG: &str = "__supervise";
@@ -84,7 +84,7 @@ pub struct Containment {
     /// Everything the command started ends when it exits (children's bash).
     pub reap: bool,
     /// The command runs through the binary's own `__sandbox-exec --writer` (a writing child's
-    /// bash: no acting on processes outside it, see [`crate::sandbox::WRITER_ARG`]).
+    /// bash: no acting on processes outside it, see [`crate::WRITER_ARG`]).
     pub contain: bool,
 }
 
@@ -147,7 +147,7 @@ pub fn parse_args(
     let mut writer_args = Vec::new();
     while contain
         && let Some(option) = iter.next_if(|a| {
-            a == WRITABLE_ARG || a == PROTECT_ARG || a == PIN_ARG || a == crate::sandbox::HIDE_ARG
+            a == WRITABLE_ARG || a == PROTECT_ARG || a == PIN_ARG || a == crate::HIDE_ARG
         })
     {
         let value = iter.next().ok_or(SuperviseArgsError::MissingSeparator)?;
@@ -235,7 +235,7 @@ pub fn supervise_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             }
         };
         let mut c = Command::new(exe);
-        c.args([crate::sandbox::EXEC_ARG, crate::sandbox::WRITER_ARG]);
+        c.args([crate::EXEC_ARG, crate::WRITER_ARG]);
         c.args(&writer_args).arg("--");
         c.arg(&program);
         c

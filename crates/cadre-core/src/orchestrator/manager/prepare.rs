@@ -100,7 +100,7 @@ fn apply_parent_limits(
 
 /// The narrower of two shell policies: `none` < `inspect` < `verify` < `unrestricted`
 /// (`verify` is `inspect` plus the verifiers).
-fn narrower_policy(a: ShellPolicy, b: ShellPolicy) -> ShellPolicy {
+pub(crate) fn narrower_policy(a: ShellPolicy, b: ShellPolicy) -> ShellPolicy {
     let rank = |p: ShellPolicy| match p {
         ShellPolicy::None => 0,
         ShellPolicy::Inspect => 1,

@@ -22,11 +22,14 @@ use serde_json::json;
 const GUARD: Duration = Duration::from_secs(20);
 const MODELS: Models = Models(&["scripted"]);
 
+/// A writing role (it has `edit`) whose bash runs only `patterns`: without a write tool its bash
+/// would run in the read-only sandbox, which these tests have no binary for (the binary's tests
+/// cover that path).
 fn allowed_role(name: &str, patterns: &[&str]) -> RoleDef {
     RoleDef {
         name: name.into(),
         description: format!("test role {name}"),
-        tools: ToolList::Named(vec!["read".into(), "bash".into()]),
+        tools: ToolList::Named(vec!["read".into(), "edit".into(), "bash".into()]),
         bash_allow: patterns.iter().map(|p| p.to_string()).collect(),
         prompt: format!("ROLE BODY OF {name}"),
         ..RoleDef::default()

@@ -66,6 +66,7 @@ fn background_lister(description: &str, prompt: &str) -> Reply {
 fn test_roles() -> Vec<RoleDef> {
     vec![
         role("lister", &["ls"]),
+        role("writer", &["read", "write", "ls"]),
         RoleDef {
             readonly: true,
             ..role("ro", &["read", "write", "ls"])
@@ -1366,6 +1367,84 @@ async fn a_task_of_an_earlier_process_is_continued_from_disk() {
         "first answer\n\n---\n\nagain after 1 turns"
     );
     assert_eq!(h.record(&o.task_id).usage.turns, 2);
+}
+
+/// A continuation is checked against the role and the trust as they are when it happens, not
+/// only against the record: a role narrowed since narrows it, a role gone refuses it, and a
+/// project no longer trusted continues untrusted.
+#[tokio::test]
+async fn a_continuation_is_held_to_the_role_and_trust_of_now() {
+    let h = harness(json!({}), |r| {
+        if last_text(r) == "AGAIN" {
+            return call("write", json!({"path": "again.txt", "content": "x"}));
+        }
+        if turn(r) > 0 {
+            return text(&format!("result was: {}", last_text(r)));
+        }
+        text("first answer")
+    });
+    let o = h.launch(spec("writer", "CHILD writer")).await.unwrap();
+    let r = h.record(&o.task_id);
+    assert!(!r.readonly && r.trusted);
+    assert!(r.tools.iter().any(|t| t == "write"), "{:?}", r.tools);
+    // A second manager over the same store, with other roles and trust.
+    let fresh = |defs: Vec<RoleDef>, trusted: bool| {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        TaskManager::with_options(
+            ManagerConfig {
+                store: h.manager.store().clone(),
+                trusted,
+                ..manager_config(
+                    h.dir.path(),
+                    h.provider.clone(),
+                    MODELS,
+                    common::roster(defs),
+                    h.manager.settings().clone(),
+                    tx,
+                )
+            },
+            manager_options(),
+        )
+    };
+
+    // The role is gone (removed, or a project role of a project no longer trusted): refused.
+    let gone = fresh(builtin_roles(), true);
+    let e = guarded(gone.send_message(&h.root, &o.task_id, "AGAIN"))
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("its role is not available now"), "{e}");
+    assert!(!h.dir.path().join("work/again.txt").exists());
+    assert_eq!(h.record(&o.task_id).usage.turns, 1);
+
+    // The role file was made read-only since, and trust was revoked: the continuation runs
+    // read-only, without `write`, untrusted.
+    let mut defs = builtin_roles();
+    defs.push(RoleDef {
+        readonly: true,
+        ..role("writer", &["read", "write", "ls"])
+    });
+    let narrowed = fresh(defs, false);
+    let sent = guarded(narrowed.send_message(&h.root, &o.task_id, "AGAIN"))
+        .await
+        .unwrap();
+    let SendOutcome::Continued(c) = sent else {
+        panic!("{sent:?}")
+    };
+    assert!(c.result.contains("not available"), "{}", c.result);
+    assert!(!h.dir.path().join("work/again.txt").exists());
+    let r = h.record(&o.task_id);
+    assert!(r.readonly, "{r:?}");
+    assert!(!r.trusted, "{r:?}");
+    assert!(!r.tools.iter().any(|t| t == "write"), "{:?}", r.tools);
+    assert!(
+        r.diagnostics
+            .iter()
+            .any(|d| d.contains("continued without the project's trust")),
+        "{:?}",
+        r.diagnostics
+    );
 }
 
 /// The kinds of the events an agent with `detail` sends over one run: an `ls` call, then text.

@@ -116,3 +116,125 @@ fn a_role_with_bash_patterns_runs_only_those_commands_also_after_a_continuation(
         out.stdout
     );
 }
+
+/// A role whose tools hold no write tool gets a shell that cannot write, whatever its `Bash(…)`
+/// patterns allow: `git diff --output=FILE` matches `git diff:*` and would write FILE. The
+/// target lies outside the project, in a `writableRoots` directory a writing child may write;
+/// the control is the same role with `write` added, whose `git diff` does write there.
+#[test]
+fn a_role_without_a_write_tool_cannot_write_through_its_allowed_commands() {
+    if !cadre_tools::sandbox::landlock_status().is_enforced() {
+        eprintln!(
+            "SKIPPED: a role without a write tool: no usable Landlock here, so its bash is \
+             refused before anything runs"
+        );
+        return;
+    }
+    let f = Fixture::new();
+    git(&f.project, &["init", "-q"]);
+    git(&f.project, &["add", "."]);
+    git(
+        &f.project,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "init",
+        ],
+    );
+    // A change, so the diff has something to write.
+    std::fs::write(f.project.join("notes.txt"), "changed\n").unwrap();
+    let outside = f.project.parent().unwrap().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(
+        f.home.join("settings.json"),
+        json!({"subagents": {"writableRoots": [outside]}}).to_string(),
+    )
+    .unwrap();
+    let agents = f.home.join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("differ.md"),
+        "---\nname: differ\ndescription: Reads diffs.\ntools: read, Bash(git diff:*)\n---\n\
+         Read the diff.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        agents.join("differ-writer.md"),
+        "---\nname: differ-writer\ndescription: Reads diffs and writes.\n\
+         tools: read, write, Bash(git diff:*)\n---\nRead the diff.\n",
+    )
+    .unwrap();
+
+    const RO: &str = "[ro-differ]";
+    const RW: &str = "[rw-differ]";
+    let s = &f.server;
+    let in_child = |marker: &'static str| Match::first_user(marker);
+    let parent = || (!Match::first_user(RO)).and(!Match::first_user(RW));
+    for (marker, file) in [(RO, "ro.diff"), (RW, "rw.diff")] {
+        let target = outside.join(file).display().to_string();
+        s.script(
+            Rule::new(in_child(marker).and(Match::AssistantTurns(0))).reply(Reply::tool_call(
+                "call_diff",
+                "bash",
+                json!({ "command": format!("git diff --output={target} HEAD") }),
+            )),
+        );
+        s.script(Rule::new(in_child(marker)).reply(Reply::text("diffed")));
+    }
+    for (turn, role, marker) in [(0, "differ", RO), (1, "differ-writer", RW)] {
+        s.script(
+            Rule::new(parent().and(Match::AssistantTurns(turn))).reply(Reply::tool_call(
+                format!("call_agent_{turn}"),
+                "Agent",
+                json!({"subagent_type": role, "description": "Diff",
+                       "prompt": format!("{marker} Write the diff.")}),
+            )),
+        );
+    }
+    s.script(Rule::new(parent()).reply(Reply::text("Both diffed.")));
+    f.run_print(Wire::Anthropic, &["Diff twice."])
+        .assert_success();
+
+    let result_of = |marker: &str| {
+        f.server
+            .requests()
+            .into_iter()
+            .filter(|r| r.first_user_text().is_some_and(|t| t.contains(marker)))
+            .filter_map(|r| r.tool_results().pop().map(|(_, t)| t))
+            .next()
+            .unwrap_or_default()
+    };
+    // Both commands ran (the patterns allow them); only the writer's wrote.
+    for marker in [RO, RW] {
+        let result = result_of(marker);
+        assert!(
+            !result.is_empty() && !result.contains("allowlist refuses"),
+            "{marker}: {result}"
+        );
+    }
+    assert!(
+        outside.join("rw.diff").exists(),
+        "control: a role with a write tool writes through git diff --output: {}",
+        result_of(RW)
+    );
+    assert!(
+        !outside.join("ro.diff").exists(),
+        "a role without a write tool wrote through git diff --output: {}",
+        result_of(RO)
+    );
+    let records = task_records(&f);
+    let differ = records
+        .iter()
+        .find(|r| r["agent"] == "differ")
+        .expect("the differ's record");
+    assert!(
+        differ["diagnostics"]
+            .to_string()
+            .contains("read-only sandbox"),
+        "{differ:#}"
+    );
+}

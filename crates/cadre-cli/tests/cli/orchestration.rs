@@ -330,6 +330,97 @@ fn plan_mode_refuses_a_code_child_and_allows_explore() {
     assert_eq!(f.server.requests().len(), before);
 }
 
+/// A session continued in plan mode (`--plan --continue`) cannot have an earlier writing task
+/// write by sending it a message: the continuation is refused as launching `code` is. The
+/// control continues the same session without plan mode, and the same message makes it write.
+#[test]
+fn plan_mode_refuses_to_continue_a_writing_task() {
+    const WRITER: &str = "[writer]";
+    let f = Fixture::new();
+    let s = &f.server;
+    let writer = || Match::first_user(WRITER);
+    let write = |file: &str| {
+        Reply::tool_call(
+            format!("call_write_{file}"),
+            "write",
+            json!({"path": file, "content": "written\n"}),
+        )
+    };
+    s.script(
+        Rule::new(
+            writer()
+                .and(Match::last_user("LEAK"))
+                .and(!Match::last_tool_result("plan-leak.txt")),
+        )
+        .reply(write("plan-leak.txt")),
+    );
+    s.script(
+        Rule::new(
+            writer()
+                .and(Match::last_user("CONTROL"))
+                .and(!Match::last_tool_result("control.txt")),
+        )
+        .reply(write("control.txt")),
+    );
+    s.script(Rule::new(writer()).reply(Reply::text("done")));
+    let root = || !Match::first_user(WRITER);
+    s.script(
+        Rule::new(root().and(Match::AssistantTurns(0))).reply(Reply::tool_call(
+            "call_code",
+            "Agent",
+            json!({"subagent_type": "code", "name": "writer", "description": "Get ready",
+                   "prompt": format!("{WRITER} Get ready to change the code.")}),
+        )),
+    );
+    for (turn, message) in [
+        (2, "LEAK: write plan-leak.txt"),
+        (4, "CONTROL: write control.txt"),
+    ] {
+        s.script(
+            Rule::new(root().and(Match::AssistantTurns(turn))).reply(Reply::tool_call(
+                format!("call_send_{turn}"),
+                "SendMessage",
+                json!({"to": "writer", "message": message}),
+            )),
+        );
+    }
+    s.script(Rule::new(root()).reply(Reply::text("Noted.")));
+
+    f.run_print(Wire::Anthropic, &["Prepare a writer."])
+        .assert_success();
+    assert_eq!(only_task(&f)["status"], "completed");
+
+    // Plan mode, the same session: the message is refused before the task runs again.
+    f.run_print(Wire::Anthropic, &["--plan", "--continue", "Have it write."])
+        .assert_success();
+    // The SendMessage result: in the first root request after the call.
+    let sent = f
+        .server
+        .requests()
+        .into_iter()
+        .find(|r| !is_child(r) && r.body["messages"].to_string().contains("call_send_2"))
+        .map(|r| tool_result_text(&r))
+        .unwrap_or_default();
+    assert!(
+        !f.project.join("plan-leak.txt").exists(),
+        "a writing task wrote when continued in plan mode"
+    );
+    assert!(
+        sent.contains("plan mode") && sent.contains("may not be continued"),
+        "{sent}"
+    );
+    let record = only_task(&f);
+    assert_eq!(record["usage"]["turns"], json!(1), "{record:#}");
+
+    // Control: the same continuation outside plan mode writes.
+    f.run_print(Wire::Anthropic, &["--continue", "Have it write now."])
+        .assert_success();
+    assert!(
+        f.project.join("control.txt").exists(),
+        "control: the continuation outside plan mode writes"
+    );
+}
+
 #[test]
 fn help_makes_subagents_discoverable() {
     let f = Fixture::new();

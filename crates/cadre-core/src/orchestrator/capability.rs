@@ -23,6 +23,16 @@ pub const ROOT_ONLY_TOOLS: [&str; 3] = ["SendMessage", "TaskOutput", "TaskStop"]
 /// Tools removed from read-only children. Bash stays: the sandbox makes it read-only (S2).
 pub const WRITE_TOOLS: [&str; 2] = ["edit", "write"];
 
+/// Whether a task's bash runs in the read-only kernel sandbox (S2): when the task is read-only,
+/// and also when its tool set holds no write tool. A `Bash(…)` allowlist is no write boundary
+/// (`git diff --output=FILE`, `sort -o FILE` write through commands it allows), so a role whose
+/// author gave it no `edit` or `write` gets a shell that cannot write either, whatever its
+/// patterns or shell policy. Roles that write (`code`, `general-purpose`, any role listing
+/// `edit` or `write`) keep the writer's boundary.
+pub fn bash_runs_read_only(readonly: bool, tools: &[String]) -> bool {
+    readonly || !tools.iter().any(|t| WRITE_TOOLS.contains(&t.as_str()))
+}
+
 /// The prefix of MCP servers' tools (`mcp__<server>__<tool>`, SPEC I7).
 pub const MCP_TOOL_PREFIX: &str = "mcp__";
 
@@ -925,6 +935,33 @@ mod tests {
             ("read", "read", true),
         ] {
             assert_eq!(names_tool(entry, name), want, "{entry} names {name}");
+        }
+    }
+
+    #[test]
+    fn bash_is_read_only_without_a_write_tool() {
+        // (readonly, tools, runs read-only)
+        let cases: &[(bool, &[&str], bool)] = &[
+            (false, &["read", "bash", "edit", "write"], false),
+            (false, &["read", "bash", "edit"], false),
+            (false, &["bash", "write"], false),
+            (false, &["read", "bash"], true),
+            (false, &["bash"], true),
+            (
+                false,
+                &["read", "grep", "bash", "Agent", "mcp__gh__create_issue"],
+                true,
+            ),
+            (false, &[], true),
+            (true, &["read", "bash", "edit", "write"], true),
+            (true, &["bash"], true),
+        ];
+        for (readonly, tools, want) in cases {
+            assert_eq!(
+                bash_runs_read_only(*readonly, &names(tools)),
+                *want,
+                "{readonly} {tools:?}"
+            );
         }
     }
 

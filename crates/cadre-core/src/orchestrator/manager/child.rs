@@ -24,7 +24,7 @@ use super::types::{InheritedLimits, LaunchError, NoticeKind, ParentNotice, Paren
 use crate::agent::{Agent, AgentConfig, EventDetail};
 use crate::handoff::contract::{render_packet, render_scope};
 use crate::handoff::packet::SHA256_TOOL;
-use crate::orchestrator::capability::{AGENT_TOOL, CapabilitySet};
+use crate::orchestrator::capability::{AGENT_TOOL, CapabilitySet, bash_runs_read_only};
 use crate::orchestrator::tools::AgentTool;
 use crate::roles::{RoleDef, ShellPolicy, Skill};
 use crate::session::SessionWriter;
@@ -171,8 +171,9 @@ fn shared_specs(inner: &Inner, b: &ChildBuild<'_>, tools: &mut ToolRegistry) {
 }
 
 /// The child's bash: its role's shell policy and command patterns are checked before every
-/// command (S3; patterns that cannot be read fail the launch, never widen it); a read-only
-/// role's commands run only inside the kernel sandbox, writable beneath a private scratch
+/// command (S3; patterns that cannot be read fail the launch, never widen it); the commands of a
+/// read-only role, or of a task without a write tool (`bash_runs_read_only`), run only inside
+/// the kernel sandbox, writable beneath a private scratch
 /// directory (and `.cadre/plans/` with `allowPlanFiles`), never unsandboxed (S2). Every child's
 /// commands end with their call — whatever they started, `setsid` included — and time out
 /// after the role's `bashTimeoutMs` (else `subagents.bashTimeoutMs`), which a call's own
@@ -204,7 +205,7 @@ fn child_bash(
         }
     };
     let scratch = scratch_dir_path(&scratch_parent);
-    let bash = if b.readonly {
+    let bash = if bash_runs_read_only(b.readonly, &b.caps.tools) {
         let mut extra_writable = Vec::new();
         if b.role.allow_plan_files {
             let root = crate::config::project_root(&b.cwd);

@@ -26,6 +26,7 @@
 //! 5. On exit, Ctrl-C or an RPC abort of the session: [`TaskManager::shutdown`] (L6).
 
 mod child;
+mod continuation;
 mod digest;
 mod handle;
 mod launch;

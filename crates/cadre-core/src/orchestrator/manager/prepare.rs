@@ -16,7 +16,8 @@ use super::structured::STRUCTURED_OUTPUT_TOOL;
 use super::types::{InheritedLimits, LaunchError, ParentRef, TaskSpec};
 use crate::handoff::schema::check_schema;
 use crate::orchestrator::capability::{
-    AGENT_TOOL, CapabilityInput, CapabilitySet, DropReason, resolve_capabilities,
+    AGENT_TOOL, CapabilityInput, CapabilitySet, DropReason, bash_runs_read_only,
+    resolve_capabilities,
 };
 use crate::orchestrator::settings::DispatchMode;
 use crate::roles::model_alias::{ExpandContext, ModelPlan, Settled, expanded_name, settle};
@@ -99,7 +100,7 @@ fn apply_parent_limits(
 
 /// The narrower of two shell policies: `none` < `inspect` < `verify` < `unrestricted`
 /// (`verify` is `inspect` plus the verifiers).
-fn narrower_policy(a: ShellPolicy, b: ShellPolicy) -> ShellPolicy {
+pub(crate) fn narrower_policy(a: ShellPolicy, b: ShellPolicy) -> ShellPolicy {
     let rank = |p: ShellPolicy| match p {
         ShellPolicy::None => 0,
         ShellPolicy::Inspect => 1,
@@ -323,6 +324,14 @@ pub(crate) async fn prepare(
         }) {
             diagnostics.push(format!("`{}` is left out: {}", d.name, d.reason));
         }
+    }
+
+    // A task without a write tool gets a shell that cannot write either (S2), whatever its
+    // `Bash(…)` patterns: said in the record, since the role file may expect otherwise.
+    if !role.readonly && caps.contains("bash") && bash_runs_read_only(false, &caps.tools) {
+        diagnostics.push(
+            "its bash runs in the read-only sandbox: its tools hold no edit or write".to_string(),
+        );
     }
 
     // Structured output (V8): a schema the validator cannot fully enforce is refused.

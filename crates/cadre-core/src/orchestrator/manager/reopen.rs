@@ -1,23 +1,30 @@
 //! Continuation (O2): a message to a live task is a steer; a finished task is reopened from its
-//! session file with what its record persisted (tools, read-only, shell policy, budgets, trust)
-//! and its counters continue.
+//! session file with what its record persisted (tools, read-only, shell policy, budgets), narrowed
+//! by its role as it is now and by the project's trust now, and its counters continue. Plan mode
+//! refuses what it would refuse to launch (`continuation.rs`). Every way a task is continued —
+//! `SendMessage` from any front end (the root's tool, which RPC, MCP and ACP clients call too) and
+//! a nested child's notice reopening its parent task — comes through [`steer_or_reopen`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use cadre_protocol::{Message, TaskStatus, ThinkingLevel};
 
-use super::child::{ChildBuild, build_child_agent, parse_shell_policy};
+use super::child::{ChildBuild, build_child_agent};
+use super::continuation::{continuation_boundary, plan_mode_refusal, recorded};
 use super::handle::{ChildGate, RunState, TaskHandle, lock};
 use super::run::{Slot, drive, outcome_of};
 use super::scope::ProbeScope;
 use super::spawn::spawn_run;
 use super::types::{Delivery, LaunchError, ParentRef, SendOutcome};
 use super::{Inner, RunInfo, TaskManager};
-use crate::orchestrator::capability::CapabilitySet;
+use crate::handoff::packet::SHA256_TOOL;
+use crate::orchestrator::capability::{
+    AGENT_TOOL, CapabilityInput, CapabilitySet, resolve_capabilities,
+};
 use crate::orchestrator::lifecycle::{Lifecycle, LifecycleConfig, ReopenError};
 use crate::orchestrator::store::claim_ownership;
-use crate::roles::{RoleDef, SkillSearch, load_skills};
+use crate::roles::{RoleDef, SkillSearch, ToolList, load_skills};
 use crate::session::{SessionWriter, load_session};
 
 pub(crate) async fn send_message(
@@ -69,6 +76,14 @@ pub(crate) async fn steer_or_reopen(
     if let Some(h) = inner.handle(id)
         && h.state() != RunState::Ended
     {
+        // A live run was started under this manager's rules; plan mode may have been armed
+        // since, and a steer directs the run as a continuation would.
+        if inner.plan_mode.load(std::sync::atomic::Ordering::SeqCst) {
+            let record = lock(&h.record).clone();
+            if let Some(refusal) = plan_mode_refusal(&record, &recorded(&record)) {
+                return Err(LaunchError::NotAllowed(refusal));
+            }
+        }
         if h.deliver(message) {
             return Ok(Continued::Steered);
         }
@@ -102,6 +117,22 @@ async fn reopen_with(
             "task {id} is still running in another process"
         )));
     }
+    // Checked as a launch is, before anything changes: the role as it is now (a role that can no
+    // longer launch — removed, blocked, or a project role of a project no longer trusted —
+    // cannot be continued either), plan mode, and the tool set the role allows now.
+    let role = inner.roster.get(&record.agent).map_err(|e| {
+        LaunchError::NotAllowed(format!(
+            "task {id} cannot be continued: its role is not available now: {e}"
+        ))
+    })?;
+    let role = role.def.clone();
+    let plan_mode = inner.plan_mode.load(std::sync::atomic::Ordering::SeqCst);
+    let boundary =
+        continuation_boundary(&record, &role, plan_mode).map_err(LaunchError::NotAllowed)?;
+    let caps = continuation_caps(inner, &record, &role, boundary.readonly)?;
+    // Project skills, roles and servers load only while the project is trusted: the trust the
+    // task was launched with does not outlive a `cadre trust` revocation.
+    let trusted = record.trusted && inner.trusted;
     let session_path = record
         .session_file
         .as_ref()
@@ -132,14 +163,6 @@ async fn reopen_with(
         },
     };
     let thinking = ThinkingLevel::parse(&record.effective_thinking).unwrap_or_default();
-    let role = inner
-        .roster
-        .get(&record.agent)
-        .map(|r| r.def.clone())
-        .unwrap_or_else(|_| RoleDef {
-            name: record.agent.clone(),
-            ..RoleDef::default()
-        });
     let cwd = Some(PathBuf::from(&record.cwd))
         .filter(|p| p.is_dir())
         .unwrap_or_else(|| inner.cwd.clone());
@@ -148,18 +171,13 @@ async fn reopen_with(
     } else {
         let home = crate::config::CadreHome::new(inner.cadre_home.clone());
         let home_dir = std::env::var_os("HOME").map(PathBuf::from);
-        let search = SkillSearch::new(&home, home_dir.as_deref(), &cwd, record.trusted);
+        let search = SkillSearch::new(&home, home_dir.as_deref(), &cwd, trusted);
         load_skills(&role.skills, &search).unwrap_or_else(|e| {
             record
                 .diagnostics
                 .push(format!("continuation without skills: {e}"));
             Vec::new()
         })
-    };
-    // The persisted tool set is the boundary; reasons for dropped tools are not kept.
-    let caps = CapabilitySet {
-        tools: record.tools.clone(),
-        dropped: Vec::new(),
     };
     let background = record.background || force_background;
     let notices = record
@@ -173,10 +191,10 @@ async fn reopen_with(
     let (mut agent, events) = build_child_agent(
         inner,
         ChildBuild {
-            readonly: record.readonly,
-            shell_policy: parse_shell_policy(&record.shell_policy),
-            // The record's patterns, whatever the role file says now.
-            bash_allow: &record.bash_allow,
+            readonly: boundary.readonly,
+            shell_policy: boundary.shell_policy,
+            // The record's patterns, narrowed by the role file's now, never widened.
+            bash_allow: &boundary.bash_allow,
             task_id: id,
             depth: record.depth,
             role: &role,
@@ -200,6 +218,27 @@ async fn reopen_with(
         },
         &record.usage,
     );
+    // What this run is held to is what the next continuation starts from: a narrowing sticks.
+    if caps.tools != record.tools {
+        record.diagnostics.push(format!(
+            "continued with the tools its role allows now: {}",
+            if caps.tools.is_empty() {
+                "none".to_string()
+            } else {
+                caps.tools.join(", ")
+            }
+        ));
+    }
+    if record.trusted && !trusted {
+        record
+            .diagnostics
+            .push("continued without the project's trust, which was revoked".to_string());
+    }
+    record.tools = caps.tools.clone();
+    record.readonly = boundary.readonly;
+    record.shell_policy = boundary.shell_policy.as_str().into();
+    record.bash_allow = boundary.bash_allow.clone();
+    record.trusted = trusted;
     record.status = TaskStatus::Running;
     record.phase = lifecycle.phase();
     record.termination = None;
@@ -250,4 +289,41 @@ async fn reopen_with(
         ),
     );
     Ok(handle)
+}
+
+/// The tools a continuation of `record` gets: its recorded set, which is the upper bound, as
+/// the role allows it now (its `tools` and `disallowedTools`, `Agent` and the depth limit,
+/// edit/write and unannotated MCP tools when read-only — S1, as at launch). Tools no longer in
+/// this runtime are left out; the packet digest tool a review task was given is kept.
+fn continuation_caps(
+    inner: &Inner,
+    record: &cadre_protocol::TaskRecord,
+    role: &RoleDef,
+    readonly: bool,
+) -> Result<CapabilitySet, LaunchError> {
+    let known = inner.known_tools();
+    let recorded: Vec<String> = record
+        .tools
+        .iter()
+        .filter(|t| known.contains(t))
+        .cloned()
+        .collect();
+    let mcp_read_only = inner.mcp_read_only_tools();
+    let mut caps = resolve_capabilities(CapabilityInput {
+        parent_active: &recorded,
+        role_tools: role.tools.as_named(),
+        disallowed: &role.disallowed_tools,
+        readonly,
+        depth: record.depth,
+        max_depth: inner.settings.max_agent_depth,
+        role_allows_agent: inner.settings.enable_nested_agents
+            && matches!(&role.tools, ToolList::Named(n) if n.iter().any(|t| t == AGENT_TOOL)),
+        tool_policy_no_tools: false,
+        known_tools: &known,
+        mcp_read_only: &mcp_read_only,
+    })?;
+    if record.tools.iter().any(|t| t == SHA256_TOOL) && !caps.contains(SHA256_TOOL) {
+        caps.tools.push(SHA256_TOOL.to_string());
+    }
+    Ok(caps)
 }

@@ -464,6 +464,7 @@ mod tests {
             writable: vec![PathBuf::from("/p")],
             protected: vec![PathBuf::from("/p/.mcp.json")],
             pinned: vec![],
+            read_only: vec![],
             scratch: None,
         };
         let args = supervise_args(both, Some(&boundary), "bash", ["--ro"]);

@@ -52,6 +52,9 @@ pub struct WriterBoundary {
     /// Writable directories that hold protected paths (a `.git` directory): bind-mounted over
     /// themselves, writable, so that they cannot be renamed away.
     pub pinned: Vec<PathBuf>,
+    /// Paths kept read-only wherever they lie (cadre's home): protected, but too large to keep
+    /// copies of.
+    pub read_only: Vec<PathBuf>,
     /// The task's private temporary directory (its `TMPDIR`), only named: the bash tool
     /// creates it before the first command. Writable, and writable even beneath a protected
     /// path (cadre's home holds it).
@@ -100,10 +103,12 @@ impl WriterBoundary {
         }
         writable.sort();
         writable.dedup();
+        let mut kept = Vec::new();
         for path in read_only {
             let path = real(path);
             if writable.iter().any(|w| path.starts_with(w)) {
-                protected.push(path);
+                protected.push(path.clone());
+                kept.push(path);
             }
         }
         // A protected name that is a link protects where it leads, too (`write` resolves it).
@@ -120,6 +125,7 @@ impl WriterBoundary {
             writable,
             protected,
             pinned,
+            read_only: kept,
             scratch,
         }
     }
@@ -273,20 +279,111 @@ fn real_prefix(path: &Path) -> PathBuf {
 /// What the protected paths were before a command: which existed. After the command, a
 /// protected path that appeared is moved out of the project (the kernel layer cannot mount
 /// over a name that does not exist yet).
+///
+/// It also keeps the contents of the existing policy files inside the project (git's
+/// configuration and hooks, the hosts' settings; not cadre's home), within [`SNAPSHOT_FILES`]
+/// files of at most [`SNAPSHOT_FILE_BYTES`]: where the kernel allows no mount namespace, those
+/// files are writable to the command, and after it they are put back
+/// ([`ProtectedState::restore_changed`]).
 #[derive(Debug, Clone, Default)]
 pub struct ProtectedState {
     existed: Vec<(PathBuf, bool)>,
+    /// Regular files beneath existing protected paths, with their contents.
+    saved: Vec<(PathBuf, Vec<u8>)>,
+    /// The protected directories walked for `saved`, to find files added to them.
+    dirs: Vec<PathBuf>,
 }
+
+/// Most files of policy paths whose contents are kept before a command.
+pub const SNAPSHOT_FILES: usize = 512;
+/// Largest file whose contents are kept.
+pub const SNAPSHOT_FILE_BYTES: u64 = 1 << 20;
+/// Deepest directory level walked beneath a protected directory.
+const SNAPSHOT_DEPTH: usize = 4;
 
 impl ProtectedState {
     pub fn capture(boundary: &WriterBoundary) -> ProtectedState {
-        ProtectedState {
+        let mut state = ProtectedState {
             existed: boundary
                 .protected
                 .iter()
                 .map(|p| (p.clone(), present(p)))
                 .collect(),
+            ..ProtectedState::default()
+        };
+        let policy = boundary
+            .protected
+            .iter()
+            .filter(|p| !boundary.read_only.iter().any(|h| p.starts_with(h)));
+        for path in policy {
+            state.save(path, 0);
         }
+        state
+    }
+
+    fn save(&mut self, path: &Path, depth: usize) {
+        if self.saved.len() >= SNAPSHOT_FILES {
+            return;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return;
+        };
+        if meta.is_file() && meta.len() <= SNAPSHOT_FILE_BYTES {
+            if let Ok(bytes) = std::fs::read(path) {
+                self.saved.push((path.to_path_buf(), bytes));
+            }
+        } else if meta.is_dir() && depth < SNAPSHOT_DEPTH {
+            self.dirs.push(path.to_path_buf());
+            let Ok(entries) = std::fs::read_dir(path) else {
+                return;
+            };
+            for entry in entries.flatten() {
+                self.save(&entry.path(), depth + 1);
+            }
+        }
+    }
+
+    /// Put back every saved policy file the command changed or removed, and move out the files
+    /// it added to a protected directory; returns what was done. With the read-only mounts in
+    /// place this finds nothing; without them it is what keeps git's configuration and hooks.
+    pub fn restore_changed(&self, quarantine: &Path) -> Vec<String> {
+        let mut notes = Vec::new();
+        for (path, bytes) in &self.saved {
+            let same = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+                && std::fs::read(path).is_ok_and(|now| now == *bytes);
+            if same {
+                continue;
+            }
+            let _ = remove_any(path);
+            let restored = path
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::write(path, bytes));
+            notes.push(match restored {
+                Ok(()) => format!(
+                    "{} is read-only to a subagent; the command's change was undone",
+                    path.display()
+                ),
+                Err(e) => format!(
+                    "{} is read-only to a subagent; the command changed it and it could not be \
+                     put back: {e}",
+                    path.display()
+                ),
+            });
+        }
+        for dir in &self.dirs {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let known = self.saved.iter().any(|(p, _)| *p == path) || self.dirs.contains(&path);
+                if !known && std::fs::symlink_metadata(&path).is_ok_and(|m| !m.is_dir()) {
+                    notes.extend(move_out(&path, quarantine, "added"));
+                }
+            }
+        }
+        notes
     }
 
     /// Move every protected path that did not exist before and does now into `quarantine`
@@ -306,32 +403,7 @@ impl ProtectedState {
                 },
                 _ => path.clone(),
             };
-            let name = path
-                .to_string_lossy()
-                .trim_start_matches('/')
-                .replace('/', "%");
-            let target = quarantine.join(format!("{}-{name}", uuid::Uuid::now_v7().simple()));
-            let moved = std::fs::create_dir_all(quarantine)
-                .and_then(|()| std::fs::rename(path, &target))
-                .or_else(|_| remove_any(path));
-            notes.push(match moved {
-                Ok(()) if target.exists() => format!(
-                    "{} was created by the command and is read-only to a subagent; it was \
-                     moved to {}",
-                    path.display(),
-                    target.display()
-                ),
-                Ok(()) => format!(
-                    "{} was created by the command and is read-only to a subagent; it was \
-                     removed",
-                    path.display()
-                ),
-                Err(e) => format!(
-                    "{} was created by the command and is read-only to a subagent, but could \
-                     not be removed: {e}",
-                    path.display()
-                ),
-            });
+            notes.extend(move_out(path, quarantine, "created"));
         }
         notes
     }
@@ -341,6 +413,34 @@ impl ProtectedState {
 /// dangling link to a name the command may create is not there yet).
 fn present(path: &Path) -> bool {
     std::fs::metadata(path).is_ok()
+}
+
+/// Move `path` into `quarantine` (or remove it where it cannot be moved); a note saying so.
+fn move_out(path: &Path, quarantine: &Path, how: &str) -> Option<String> {
+    let name = path
+        .to_string_lossy()
+        .trim_start_matches('/')
+        .replace('/', "%");
+    let target = quarantine.join(format!("{}-{name}", uuid::Uuid::now_v7().simple()));
+    let moved = std::fs::create_dir_all(quarantine)
+        .and_then(|()| std::fs::rename(path, &target))
+        .or_else(|_| remove_any(path));
+    Some(match moved {
+        Ok(()) if target.exists() => format!(
+            "{} was {how} by the command and is read-only to a subagent; it was moved to {}",
+            path.display(),
+            target.display()
+        ),
+        Ok(()) => format!(
+            "{} was {how} by the command and is read-only to a subagent; it was removed",
+            path.display()
+        ),
+        Err(e) => format!(
+            "{} was {how} by the command and is read-only to a subagent, but could not be \
+             removed: {e}",
+            path.display()
+        ),
+    })
 }
 
 fn remove_any(path: &Path) -> std::io::Result<()> {
@@ -551,6 +651,32 @@ mod tests {
         assert!(!root.join("cfg.json").exists());
     }
 
+    /// Where no read-only mount could be made, the policy files a command changed, removed or
+    /// added to are put back after it.
+    #[test]
+    fn without_mounts_changed_policy_files_are_put_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+        std::fs::write(root.join(".git/hooks/pre-commit.sample"), "#!/bin/sh\n").unwrap();
+        let b = WriterBoundary::for_project(&root, None, &[], &[]);
+        let before = ProtectedState::capture(&b);
+        let root = real(&root);
+        std::fs::write(root.join(".git/config"), "[core]\n\tfsmonitor = evil\n").unwrap();
+        std::fs::remove_file(root.join(".git/hooks/pre-commit.sample")).unwrap();
+        std::fs::write(root.join(".git/hooks/pre-commit"), "evil").unwrap();
+        let notes = before.restore_changed(&tmp.path().join("q"));
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert_eq!(
+            std::fs::read_to_string(root.join(".git/config")).unwrap(),
+            "[core]\n\tbare = false\n"
+        );
+        assert!(root.join(".git/hooks/pre-commit.sample").exists());
+        assert!(!root.join(".git/hooks/pre-commit").exists());
+        assert!(before.restore_changed(&tmp.path().join("q")).is_empty());
+    }
+
     #[test]
     fn a_worktree_s_git_dirs_are_found_through_its_git_file() {
         let tmp = tempfile::tempdir().unwrap();
@@ -593,6 +719,7 @@ mod tests {
             writable: vec![PathBuf::from("/p")],
             protected: vec![PathBuf::from("/p/.git/config")],
             pinned: vec![PathBuf::from("/p/.git")],
+            read_only: vec![],
             scratch: None,
         };
         // The process's hidden paths follow as `--hide` options (other tests hide some).

@@ -473,7 +473,9 @@ fn undo_protected_creations(
     before: &ProtectedState,
     ctx: &ToolContext,
 ) -> ToolOutput {
-    let notes = before.undo_creations(&ctx.artifacts_dir.join("quarantine"));
+    let quarantine = ctx.artifacts_dir.join("quarantine");
+    let mut notes = before.undo_creations(&quarantine);
+    notes.extend(before.restore_changed(&quarantine));
     if notes.is_empty() {
         return out;
     }

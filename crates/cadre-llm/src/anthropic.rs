@@ -778,6 +778,14 @@ impl Decoder for AnthropicDecoder {
     fn into_partial(self) -> AssistantMessage {
         self.asm.into_partial()
     }
+
+    fn exceeded(&self) -> Option<usize> {
+        self.asm.exceeded()
+    }
+
+    fn set_limit(&mut self, bytes: usize) {
+        self.asm.set_limit(bytes);
+    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,11 @@
 //! Tool arguments are parsed once, when the call ends (parsing on every fragment would be
 //! quadratic for large `write` calls). Arguments that are not valid JSON are kept as a JSON string
 //! so the tool can tell the model what was wrong instead of the call silently vanishing.
+//!
+//! One message holds at most [`MAX_MESSAGE_BYTES`] of content: a model (or a server) that
+//! streams without end would otherwise fill memory, and then the session file and task record
+//! it is saved to. Content past the limit is not kept; the stream loop sees
+//! [`MessageAssembler::exceeded`] and ends the request.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +24,17 @@ use cadre_protocol::{
     AssistantMessage, AssistantMessageEvent, ContentBlock, StopReason, ToolCall, Usage,
 };
 use serde_json::Value;
+
+/// The most one assistant message may hold while it streams: its text, thinking (signatures and
+/// redacted payloads included), tool-call arguments, ids and names together, and
+/// [`BLOCK_COST`] for each block. Far beyond a real reply (64k output tokens are about 256 KiB of
+/// text; a `write` of a large file a few MiB), small enough that eight children flooded at once
+/// stay within a few hundred MiB.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// What each block counts toward [`MAX_MESSAGE_BYTES`] besides its content, so a stream of
+/// empty blocks is bounded too.
+pub const BLOCK_COST: usize = 64;
 
 /// Parse streamed tool arguments: empty means no arguments (`{}`), invalid JSON is kept verbatim
 /// as a JSON string.
@@ -244,6 +260,11 @@ pub struct MessageAssembler {
     pending_id: Option<String>,
     /// What a thinking block's signature starts as (see [`MessageAssembler::thinking_origin`]).
     thinking_origin: Option<String>,
+    /// Bytes counted toward `limit` so far.
+    size: usize,
+    limit: usize,
+    /// Content past the limit arrived (and was dropped).
+    over: bool,
 }
 
 impl MessageAssembler {
@@ -259,6 +280,38 @@ impl MessageAssembler {
             generated_ids: 0,
             pending_id: None,
             thinking_origin: None,
+            size: 0,
+            limit: MAX_MESSAGE_BYTES,
+            over: false,
+        }
+    }
+
+    /// Keep at most `bytes` of content instead of [`MAX_MESSAGE_BYTES`].
+    pub fn set_limit(&mut self, bytes: usize) {
+        self.limit = bytes;
+    }
+
+    /// `Some(limit)` once content past the limit arrived: it was not kept, and the message is
+    /// incomplete, so the request must end.
+    pub fn exceeded(&self) -> Option<usize> {
+        self.over.then_some(self.limit)
+    }
+
+    /// Count `bytes` toward the limit; `false` (and nothing counted) when they do not fit, and
+    /// from then on.
+    fn admit(&mut self, bytes: usize) -> bool {
+        if self.over {
+            return false;
+        }
+        match self.size.checked_add(bytes) {
+            Some(size) if size <= self.limit => {
+                self.size = size;
+                true
+            }
+            _ => {
+                self.over = true;
+                false
+            }
         }
     }
 
@@ -318,6 +371,9 @@ impl MessageAssembler {
 
     /// Append text to the text block named `key`, opening it if needed.
     pub fn text(&mut self, key: BlockKey, delta: &str, out: &mut Vec<AssistantMessageEvent>) {
+        if !self.admit(delta.len()) {
+            return;
+        }
         let index = self.open_block(key, Kind::Text, out);
         if !delta.is_empty() {
             self.emit(
@@ -332,6 +388,9 @@ impl MessageAssembler {
 
     /// Append reasoning text to the thinking block named `key`, opening it if needed.
     pub fn thinking(&mut self, key: BlockKey, delta: &str, out: &mut Vec<AssistantMessageEvent>) {
+        if !self.admit(delta.len()) {
+            return;
+        }
         let index = self.open_block(key, Kind::Thinking, out);
         if !delta.is_empty() {
             self.emit(
@@ -351,6 +410,9 @@ impl MessageAssembler {
         signature: &str,
         out: &mut Vec<AssistantMessageEvent>,
     ) {
+        if !self.admit(signature.len()) {
+            return;
+        }
         let index = self.open_block(key, Kind::Thinking, out);
         self.signatures
             .entry(index)
@@ -360,6 +422,9 @@ impl MessageAssembler {
 
     /// A complete redacted thinking block: the opaque payload must be sent back verbatim.
     pub fn redacted_thinking(&mut self, data: &str, out: &mut Vec<AssistantMessageEvent>) {
+        if !self.admit(data.len().saturating_add(BLOCK_COST)) {
+            return;
+        }
         self.start(out);
         let index = self.partial.message().content.len();
         self.emit(
@@ -418,6 +483,9 @@ impl MessageAssembler {
         let Some(index) = self.find(key, Kind::Tool) else {
             return;
         };
+        if !self.admit(id.map_or(0, str::len).saturating_add(name.len())) {
+            return;
+        }
         if let Some(ContentBlock::ToolCall(call)) = self.partial.message.content.get_mut(index) {
             if let Some(id) = id.filter(|i| !i.is_empty()) {
                 call.id = id.to_string();
@@ -438,6 +506,9 @@ impl MessageAssembler {
         fragment: &str,
         out: &mut Vec<AssistantMessageEvent>,
     ) {
+        if !self.admit(fragment.len()) {
+            return;
+        }
         let index = match self.find(key, Kind::Tool) {
             Some(i) => i,
             None => self.open_tool(key, None, "", out),
@@ -529,6 +600,9 @@ impl MessageAssembler {
         }
         self.end(key, out);
         self.start(out);
+        // Counted, not refused: the caller's content was admitted, and the stream ends at the
+        // next check anyway.
+        self.admit(BLOCK_COST);
         let index = self.partial.message().content.len();
         self.open.push(OpenBlock {
             key,
@@ -563,6 +637,11 @@ impl MessageAssembler {
     ) -> usize {
         self.end(key, out);
         self.start(out);
+        self.admit(
+            BLOCK_COST
+                .saturating_add(id.map_or(0, str::len))
+                .saturating_add(name.len()),
+        );
         let id = match id {
             Some(id) if !id.is_empty() => id.to_string(),
             _ => {

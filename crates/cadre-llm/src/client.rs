@@ -79,6 +79,11 @@ pub trait Decoder: Send {
     fn finish(self, out: &mut Vec<AssistantMessageEvent>) -> AssistantMessage;
     /// What arrived before a failure.
     fn into_partial(self) -> AssistantMessage;
+    /// `Some(limit)` once the message went past its size limit
+    /// ([`crate::assemble::MessageAssembler::exceeded`]): reading must stop.
+    fn exceeded(&self) -> Option<usize>;
+    /// Keep at most `bytes` of the message instead of [`crate::assemble::MAX_MESSAGE_BYTES`].
+    fn set_limit(&mut self, bytes: usize);
 }
 
 /// The provider for `openai-completions`, `openai-responses` and `anthropic-messages` models

@@ -52,6 +52,15 @@ pub enum LlmError {
     IncompleteStream { provider: String, detail: String },
     #[error("malformed stream from {provider}: {detail}")]
     MalformedStream { provider: String, detail: String },
+    /// One assistant message grew past its size limit while it streamed
+    /// ([`crate::assemble::MAX_MESSAGE_BYTES`]). Not retryable: the same request would stream
+    /// the same flood again.
+    #[error(
+        "the model's message exceeded {} (text, thinking and tool-call arguments together); \
+         the reply from {provider} was stopped and discarded",
+        human_size(*limit)
+    )]
+    MessageTooLarge { provider: String, limit: usize },
     #[error("request aborted")]
     Aborted,
     #[error("{0}")]
@@ -67,7 +76,9 @@ impl LlmError {
             | LlmError::IncompleteStream { .. }
             | LlmError::MalformedStream { .. } => ErrorKind::Retryable,
             LlmError::Aborted => ErrorKind::Aborted,
-            LlmError::RequestDeadline { .. } | LlmError::Fatal(_) => ErrorKind::Fatal,
+            LlmError::RequestDeadline { .. }
+            | LlmError::MessageTooLarge { .. }
+            | LlmError::Fatal(_) => ErrorKind::Fatal,
         }
     }
 
@@ -126,6 +137,19 @@ fn no_content_message(provider: &str, waited: Waited, after: Duration, got: Rece
             format!("no content from {provider} within {after} of sending the request ({got})")
         }
         Waited::Idle => format!("no content from {provider} for {after} ({got})"),
+    }
+}
+
+/// `16 MiB`, `64 KiB`, `1000 bytes`: a size limit as it was most likely written.
+fn human_size(bytes: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * KIB;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
+        format!("{} KiB", bytes / KIB)
+    } else {
+        format!("{bytes} bytes")
     }
 }
 
@@ -200,6 +224,23 @@ mod tests {
             received: Received::KeepAlives,
         };
         assert!(idle.is_retryable() && idle.is_deadline());
+    }
+
+    #[test]
+    fn a_message_over_its_limit_is_named_and_never_retried() {
+        let e = LlmError::MessageTooLarge {
+            provider: "openai".into(),
+            limit: 16 * 1024 * 1024,
+        };
+        assert_eq!(
+            e.to_string(),
+            "the model's message exceeded 16 MiB (text, thinking and tool-call arguments \
+             together); the reply from openai was stopped and discarded"
+        );
+        assert_eq!(e.kind(), ErrorKind::Fatal);
+        assert!(!e.is_retryable() && !e.is_deadline());
+        assert_eq!(human_size(64 * 1024), "64 KiB");
+        assert_eq!(human_size(1000), "1000 bytes");
     }
 
     #[test]

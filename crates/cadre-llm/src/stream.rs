@@ -82,7 +82,13 @@ pub(crate) async fn read_stream<D: Decoder, B: Body>(
         }
         let mut terminal = false;
         for ev in &events {
-            match decoder.on_event(ev, &mut out) {
+            let handled = decoder.on_event(ev, &mut out);
+            // Checked after every event, before its deltas go anywhere: past the limit the
+            // message is incomplete, and the rest of the body is not read.
+            if let Some(limit) = decoder.exceeded() {
+                return Err(too_large(provider, limit, decoder));
+            }
+            match handled {
                 Ok(false) => {}
                 Ok(true) => {
                     terminal = true;
@@ -117,6 +123,21 @@ pub(crate) async fn read_stream<D: Decoder, B: Body>(
             error,
             partial: message,
         }),
+    }
+}
+
+/// A message that went past its size limit: the error, and what arrived without its content
+/// (usage and ids kept). Content up to the limit is no answer either, and kept it would make a
+/// session file and task record of that size.
+fn too_large<D: Decoder>(provider: &str, limit: usize, decoder: D) -> Failure {
+    let mut partial = decoder.into_partial();
+    partial.content = Vec::new();
+    Failure {
+        error: LlmError::MessageTooLarge {
+            provider: provider.to_string(),
+            limit,
+        },
+        partial,
     }
 }
 

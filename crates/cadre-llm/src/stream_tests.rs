@@ -403,3 +403,192 @@ async fn a_responses_body_that_ends_without_response_completed_is_incomplete() {
         ran.result
     );
 }
+
+/// What a run under a small message limit left: how it ended, and how many content bytes the
+/// consumer was handed in deltas.
+struct Limited {
+    result: Result<AssistantMessage, Failure>,
+    forwarded: usize,
+    /// Body chunks the stream loop asked for.
+    read: usize,
+}
+
+/// A body that counts the chunks read from it.
+struct Counted {
+    inner: Scripted,
+    read: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Body for Counted {
+    async fn chunk(&mut self) -> Result<Option<Bytes>, LlmError> {
+        self.read.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.chunk().await
+    }
+}
+
+async fn run_limited(api: Api, limit: usize, body: Scripted) -> Limited {
+    use cadre_protocol::AssistantMessageEvent as E;
+    let model = model(api);
+    let cancel = CancellationToken::new();
+    let (tx, mut rx) = mpsc::channel(16);
+    let consumer = tokio::spawn(async move {
+        let mut forwarded = 0;
+        while let Some(ev) = rx.recv().await {
+            if let StreamEvent::Delta(
+                E::TextDelta { delta, .. }
+                | E::ThinkingDelta { delta, .. }
+                | E::ToolCallDelta { delta, .. },
+            ) = ev
+            {
+                forwarded += delta.len();
+            }
+        }
+        forwarded
+    });
+    let read = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let body = Counted {
+        inner: body,
+        read: read.clone(),
+    };
+    let mut watch = Watch::new(&cancel, RequestTimeouts::default());
+    let result = match api {
+        Api::AnthropicMessages => {
+            let mut decoder = AnthropicDecoder::new(&model);
+            decoder.set_limit(limit);
+            read_stream("prov", &tx, &mut watch, decoder, body).await
+        }
+        Api::OpenAiResponses => {
+            let mut decoder = ResponsesDecoder::new(&model);
+            decoder.set_limit(limit);
+            read_stream("prov", &tx, &mut watch, decoder, body).await
+        }
+        Api::OpenAiCompletions => {
+            let mut decoder = OpenAiDecoder::new(&model);
+            decoder.set_limit(limit);
+            read_stream("prov", &tx, &mut watch, decoder, body).await
+        }
+    };
+    drop(tx);
+    Limited {
+        result,
+        forwarded: consumer.await.unwrap(),
+        read: read.load(std::sync::atomic::Ordering::Relaxed),
+    }
+}
+
+/// The run failed because the message went past `limit`, nothing of it was kept, the consumer
+/// got no more than `limit` bytes of it, and reading stopped there.
+fn assert_cut_at(ran: &Limited, limit: usize) {
+    let failure = match &ran.result {
+        Err(f) => f,
+        Ok(m) => panic!("expected the limit to end the stream, got {m:?}"),
+    };
+    assert!(
+        matches!(&failure.error, LlmError::MessageTooLarge { limit: l, provider } if *l == limit && provider == "prov"),
+        "{:?}",
+        failure.error
+    );
+    assert!(
+        !failure.error.is_retryable(),
+        "a retry streams the flood again"
+    );
+    assert!(
+        failure.partial.content.is_empty(),
+        "nothing of the flood is kept: {:?}",
+        failure.partial.content.len()
+    );
+    assert!(ran.forwarded <= limit, "{} > {limit}", ran.forwarded);
+    assert!(
+        ran.read < 50,
+        "reading stopped at the limit: {} chunks",
+        ran.read
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_that_streams_past_its_limit_ends_the_request_in_every_format() {
+    let piece = "x".repeat(1000);
+    let limit = 8 * 1024;
+    let every = Duration::from_millis(10);
+    let flood = |bytes: String| Tail::Repeat {
+        every,
+        bytes: Bytes::from(bytes),
+    };
+
+    // Content below the limit streams as usual: 8 pieces of 1000 bytes fit, the 9th does not.
+    let streamed = 8 * 1000;
+    let body = Scripted::new(flood(openai_text(&piece))).then(SECOND, ROLE_CHUNK);
+    let ran = run_limited(Api::OpenAiCompletions, limit, body).await;
+    assert_cut_at(&ran, limit);
+    assert_eq!(ran.forwarded, streamed);
+
+    let body = Scripted::new(flood(anthropic_delta(0, "text", &piece)))
+        .then(SECOND, MESSAGE_START)
+        .then(SECOND, block_start(0, "text"));
+    let ran = run_limited(Api::AnthropicMessages, limit, body).await;
+    assert_cut_at(&ran, limit);
+    assert_eq!(ran.forwarded, streamed);
+
+    let body = Scripted::new(flood(responses_text(&piece))).then(SECOND, RESPONSE_CREATED);
+    let ran = run_limited(Api::OpenAiResponses, limit, body).await;
+    assert_cut_at(&ran, limit);
+    assert_eq!(ran.forwarded, streamed);
+
+    // The same flood within a single chunk: the check is per event, not per chunk.
+    let body = Scripted::new(Tail::End)
+        .then(SECOND, ROLE_CHUNK)
+        .then(SECOND, openai_text(&piece).repeat(40));
+    assert_cut_at(
+        &run_limited(Api::OpenAiCompletions, limit, body).await,
+        limit,
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn text_thinking_and_tool_arguments_count_together() {
+    // Each kind alone stays far below the limit; together they pass it.
+    let piece = "y".repeat(1000);
+    let limit = 8 * 1024;
+    let chunk = format!(
+        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{piece}\",\"reasoning_content\":\"{piece}\",\"tool_calls\":[{{\"index\":0,\"id\":\"c1\",\"function\":{{\"name\":\"write\",\"arguments\":\"{piece}\"}}}}]}}}}]}}\n\n"
+    );
+    let mut body = Scripted::new(Tail::End).then(SECOND, ROLE_CHUNK);
+    for _ in 0..4 {
+        body = body.then(SECOND, chunk.clone());
+    }
+    let ran = run_limited(Api::OpenAiCompletions, limit, body).await;
+    assert_cut_at(&ran, limit);
+
+    // Anthropic: thinking, its signature, then a tool call's arguments.
+    let body = Scripted::new(Tail::End)
+        .then(SECOND, MESSAGE_START)
+        .then(SECOND, block_start(0, "thinking"))
+        .then(SECOND, anthropic_delta(0, "thinking", &piece.repeat(3)))
+        .then(SECOND, anthropic_delta(0, "signature", &piece.repeat(2)))
+        .then(
+            SECOND,
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"write\",\"input\":{}}}\n\n",
+        )
+        .then(
+            SECOND,
+            format!(
+                "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}}}\n\n",
+                piece.repeat(4)
+            ),
+        )
+        .then(SECOND, MESSAGE_END);
+    let ran = run_limited(Api::AnthropicMessages, limit, body).await;
+    assert_cut_at(&ran, limit);
+
+    // Under the limit the same kinds make a normal reply.
+    let body = Scripted::new(Tail::End)
+        .then(SECOND, ROLE_CHUNK)
+        .then(SECOND, chunk)
+        .then(
+            SECOND,
+            "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n",
+        );
+    let ran = run_limited(Api::OpenAiCompletions, limit, body).await;
+    let message = ran.result.map_err(|f| f.error).unwrap();
+    assert_eq!(message.text(), piece);
+}

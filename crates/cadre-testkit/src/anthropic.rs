@@ -293,6 +293,15 @@ pub(crate) fn ping_frame() -> Frame {
     Event::Ping.frame()
 }
 
+/// A `text_delta` of content block 0.
+pub(crate) fn text_delta_frame(text: &str) -> Frame {
+    Event::ContentBlockDelta {
+        index: 0,
+        delta: BlockDelta::Text { text },
+    }
+    .frame()
+}
+
 /// A frame whose data is cut off mid-object.
 pub(crate) fn malformed_frame() -> Frame {
     Frame {

@@ -44,8 +44,8 @@
 //! A reply is content (thinking, text, tool calls) plus delivery: usage and cache numbers,
 //! stop reason, latency, delay between events, and an optional [`Fault`] (error status, cut
 //! connection, silence, no response at all, malformed frame, missing terminal event, in-stream
-//! error — for Responses an `error` event or `response.failed` —, and keep-alives, pings or a
-//! byte trickle for ever). Every request is recorded ([`RecordedRequest`], with its raw body),
+//! error — for Responses an `error` event or `response.failed` —, keep-alives, pings or a
+//! byte trickle for ever, and a flood of text that is made as it is sent). Every request is recorded ([`RecordedRequest`], with its raw body),
 //! faulted, rejected and unmatched ones too, so tests can assert on what the client sent.
 //!
 //! # Example
@@ -97,12 +97,13 @@ mod wire;
 
 pub use matcher::Match;
 pub use request::{ReasoningItem, RecordedRequest, WireApi};
-pub use script::{Fault, Reply, ReplySpec, Rule, StopKind};
+pub use script::{FLOOD_PIECE, Fault, Reply, ReplySpec, Rule, StopKind};
 pub use server::FakeServer;
 
 /// Everything a test needs in one import.
 pub mod prelude {
     pub use crate::{
-        FakeServer, Fault, Match, ReasoningItem, RecordedRequest, Reply, Rule, StopKind, WireApi,
+        FLOOD_PIECE, FakeServer, Fault, Match, ReasoningItem, RecordedRequest, Reply, Rule,
+        StopKind, WireApi,
     };
 }

@@ -302,6 +302,29 @@ pub(crate) fn empty_delta_frame(ctx: &RenderCtx) -> Frame {
     Frame::data(&to_json(&chunk))
 }
 
+/// A chunk whose delta is this text.
+pub(crate) fn text_delta_frame(ctx: &RenderCtx, text: &str) -> Frame {
+    let id = completion_id(ctx);
+    let chunk = Chunk {
+        id: &id,
+        object: "chat.completion.chunk",
+        created: CREATED,
+        model: &ctx.model,
+        system_fingerprint: "fp_cadre",
+        choices: vec![Choice {
+            index: 0,
+            delta: Delta {
+                content: Some(text),
+                ..Delta::default()
+            },
+            logprobs: None,
+            finish_reason: None,
+        }],
+        usage: ctx.include_usage.then_some(None),
+    };
+    Frame::data(&to_json(&chunk))
+}
+
 /// A frame whose data is cut off mid-object, as a broken proxy might deliver.
 pub(crate) fn malformed_frame(ctx: &RenderCtx) -> Frame {
     Frame {

@@ -460,6 +460,16 @@ pub(crate) fn ping_frame(ctx: &RenderCtx, body: &Value, sequence_number: usize) 
     Frame::event("response.in_progress", &event.to_string())
 }
 
+/// `response.output_text.delta` of output item 0, numbered as the `sequence_number`-th event.
+pub(crate) fn text_delta_frame(ctx: &RenderCtx, sequence_number: usize, text: &str) -> Frame {
+    let event = json!({
+        "type": "response.output_text.delta", "sequence_number": sequence_number,
+        "item_id": item_id("msg", ctx, 0), "output_index": 0, "content_index": 0,
+        "delta": text, "logprobs": [],
+    });
+    Frame::event("response.output_text.delta", &event.to_string())
+}
+
 /// A text delta event cut off mid-object.
 pub(crate) fn malformed_frame(ctx: &RenderCtx, sequence_number: usize) -> Frame {
     Frame {

@@ -61,11 +61,21 @@ pub enum Fault {
     /// `overloaded_error`, OpenAI `data: {"error":..}`, Responses `event: error`), then end the
     /// body.
     ErrorEvent { events: usize },
+    /// After N events, `bytes` of text in deltas of [`FLOOD_PIECE`] bytes each, made while
+    /// they are sent (never held whole), then the rest of the reply: a model that does not stop
+    /// talking. The deltas go to the reply's first block (Anthropic block 0, Responses output
+    /// 0, OpenAI's one text stream), which should be text; put `events` after that block opens
+    /// for a faithful stream (Anthropic after 3 events: `message_start`, `content_block_start`,
+    /// `ping`; Responses after 4; Chat Completions after 1).
+    TextFloodAfter { events: usize, bytes: usize },
     /// After N events send Responses' `response.failed` (the response object with status
     /// `failed` and a `server_error`), then end the body. The other formats have no such event
     /// and send their in-stream error, as for [`Fault::ErrorEvent`].
     ResponseFailed { events: usize },
 }
+
+/// The size of one delta of [`Fault::TextFloodAfter`].
+pub const FLOOD_PIECE: usize = 64 * 1024;
 
 impl Fault {
     /// A bare status with the service's default error body.

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::http::{self, HttpError};
 use crate::request::{RecordedRequest, WireApi};
-use crate::script::{Fault, Reply, Rule};
+use crate::script::{FLOOD_PIECE, Fault, Reply, Rule};
 use crate::wire::{Frame, RenderCtx, Usage};
 use crate::{anthropic, efforts, openai, responses, responses_check};
 
@@ -483,6 +483,9 @@ async fn respond(
             };
             (sent, Ending::Extra(extra))
         }
+        Some(Fault::TextFloodAfter { events, bytes }) => {
+            (before_terminal(*events), Ending::Flood { bytes: *bytes })
+        }
         Some(Fault::KeepAlivesAfter { events, every }) => {
             let ending = Ending::repeat(*every, b"", b": ping\n\n");
             (before_terminal(*events), ending)
@@ -545,6 +548,30 @@ async fn respond(
             http::write_last_chunk(stream).await?;
             Ok(!close)
         }
+        Ending::Flood { bytes } => {
+            let filler = "flood ".repeat(FLOOD_PIECE / 6 + 1);
+            let mut left = bytes;
+            let mut number = sent;
+            while left > 0 {
+                let piece = &filler[..left.min(FLOOD_PIECE)];
+                let frame = match api {
+                    WireApi::OpenAi => openai::text_delta_frame(&ctx, piece),
+                    WireApi::Anthropic => anthropic::text_delta_frame(piece),
+                    WireApi::OpenAiResponses => responses::text_delta_frame(&ctx, number, piece),
+                };
+                http::write_chunk(stream, frame.bytes.as_bytes()).await?;
+                left -= piece.len();
+                number += 1;
+                if !reply.chunk_delay.is_zero() {
+                    tokio::time::sleep(reply.chunk_delay).await;
+                }
+            }
+            for frame in &frames[sent..] {
+                http::write_chunk(stream, frame.bytes.as_bytes()).await?;
+            }
+            http::write_last_chunk(stream).await?;
+            Ok(!close)
+        }
         // Returning drops the socket mid-body.
         Ending::Cut => Ok(false),
         Ending::Silent => wait_for_client_to_leave(stream).await.map(|()| false),
@@ -568,6 +595,9 @@ enum Ending {
     Complete,
     /// This frame is sent last, then the body is terminated properly.
     Extra(Frame),
+    /// `bytes` of text deltas, then the frames not sent yet, then the body is terminated
+    /// properly.
+    Flood { bytes: usize },
     /// The connection is dropped without terminating the body.
     Cut,
     /// Nothing more is sent; the connection stays open until the client closes it.

@@ -165,8 +165,19 @@ fn trust_section(r: &mut Report, place: &Place, flag: bool) -> ProjectTrust {
             ProjectTrust::Trusted
         }
         None => {
+            // A repository inside a trusted directory is a project of its own.
+            let nested = store
+                .as_ref()
+                .and_then(|s| s.beyond_repository(&place.root))
+                .map(|entry| {
+                    format!(
+                        " (it is a repository of its own inside trusted {}, which does not cover it)",
+                        entry.display()
+                    )
+                })
+                .unwrap_or_default();
             r.line(format!(
-                "project {}: not trusted — its agents, skills and .cadre/settings.json are ignored; `cadre trust {}` trusts it",
+                "project {}: not trusted{nested} — its agents, skills, .cadre/settings.json and .mcp.json are ignored; `cadre trust {}` trusts it",
                 place.root.display(),
                 place.root.display()
             ));

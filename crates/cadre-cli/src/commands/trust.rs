@@ -11,8 +11,9 @@ use super::{Place, print_out};
 
 #[derive(Debug, clap::Args)]
 pub struct TrustArgs {
-    /// The directory to trust (default: the current project's root). Every project below it is
-    /// trusted too.
+    /// The directory to trust (default: the current project's root). Its subdirectories are
+    /// trusted too, except repositories of their own (a `.git` inside it), which need their own
+    /// `cadre trust`.
     #[arg(value_name = "PATH", conflicts_with_all = ["list", "revoke"])]
     pub path: Option<PathBuf>,
     /// List the trusted directories.
@@ -75,7 +76,7 @@ pub fn run(args: &TrustArgs) -> Result<ExitCode> {
         .trust(&dir)
         .with_context(|| format!("cannot trust {}", dir.display()))?;
     let mut out = format!(
-        "trusted: {}\nIts agents (.cadre/agents, .pi/agents, .claude/agents), skills and .cadre/settings.json now load, and so do those of every project below it.\n",
+        "trusted: {}\nIts agents (.cadre/agents, .pi/agents, .claude/agents), skills, .cadre/settings.json and .mcp.json now load, and so do those of its subdirectories; a repository inside it (one with its own .git) is not trusted through it and needs its own `cadre trust`.\n",
         recorded.display()
     );
     // Trusting a subdirectory of a repository does not trust the repository itself.

@@ -241,3 +241,139 @@ fn json_events_stay_well_formed_across_a_mid_stream_retry() {
         parse_json_run(&out.stdout);
     }
 }
+
+/// A model that does not stop talking: 64 MiB of text, far past the 16 MiB one message may
+/// hold.
+const FLOOD: usize = 64 * 1024 * 1024;
+
+/// Events before the flood, so it lands inside the reply's open text block.
+fn flood_after(wire: Wire) -> usize {
+    match wire {
+        Wire::OpenAi => 1,
+        Wire::Anthropic => 3,
+    }
+}
+
+/// The highest peak resident size (`VmHWM`, KiB) the process `pid` reached while it ran,
+/// sampled until it is gone.
+fn sample_peak_kib(pid: u32) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut peak = 0;
+        while let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            // A process that exited but was not reaped yet has no memory lines.
+            let Some(kib) = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            else {
+                break;
+            };
+            peak = peak.max(kib);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        peak
+    })
+}
+
+#[test]
+fn a_reply_that_never_stops_ends_the_run_at_the_message_limit_with_bounded_memory() {
+    for wire in Wire::BOTH {
+        let fixture = Fixture::new();
+        fixture
+            .server
+            .script(
+                Rule::new(Match::first_user("ROUTE-FAULT")).reply(Reply::text(PARTIAL).fault(
+                    Fault::TextFloodAfter {
+                        events: flood_after(wire),
+                        bytes: FLOOD,
+                    },
+                )),
+            );
+        let cmd = fixture.command(&["-p", "--model", wire.model(), PROMPT]);
+        let running = Running::spawn(cmd, None);
+        let peak = sample_peak_kib(running.pid());
+        let out = running.wait(HANG_GUARD);
+        let peak_mib = peak.join().unwrap() / 1024;
+        let line = out.assert_one_line_error();
+        assert!(
+            line.contains("the model's message exceeded 16 MiB"),
+            "{wire:?}: {line}"
+        );
+        assert_eq!(
+            fixture.server.requests().len(),
+            1,
+            "{wire:?}: a retry would stream the flood again"
+        );
+        let session = fixture.only_session();
+        let size = std::fs::metadata(&session).unwrap().len();
+        assert!(size < 1024 * 1024, "{wire:?}: session file of {size} bytes");
+        let entries = assert_valid_session(&session);
+        let last = &entries.last().unwrap()["message"];
+        assert_eq!(last["stopReason"], "error", "{wire:?}");
+        assert!(
+            last["errorMessage"]
+                .as_str()
+                .unwrap()
+                .contains("exceeded 16 MiB"),
+            "{wire:?}: {last}"
+        );
+        assert_eq!(last["content"], serde_json::json!([]), "{wire:?}");
+        // The limit held in the decoder and in the agent's partial message (with their
+        // strings' spare capacity) over what a run takes anyway: about 90 MiB. Without the
+        // limit the whole flood is held several times over (above 600 MiB).
+        assert!(peak_mib < 200, "{wire:?}: peak RSS {peak_mib} MiB");
+    }
+}
+
+/// A child whose model floods fails as `provider_error` with the limit's message, once, and
+/// what it leaves (record, session) is small; the parent gets the failure and answers.
+#[test]
+fn a_child_whose_reply_never_stops_fails_as_a_provider_error_and_leaves_small_files() {
+    let fixture = Fixture::new();
+    let s = &fixture.server;
+    s.script(
+        Rule::new(Match::first_user("[child]")).reply(Reply::text(PARTIAL).fault(
+            Fault::TextFloodAfter {
+                events: flood_after(Wire::Anthropic),
+                bytes: FLOOD,
+            },
+        )),
+    );
+    s.script(Rule::new(Match::AssistantTurns(0)).reply(Reply::tool_call(
+        "call_flood",
+        "Agent",
+        serde_json::json!({"subagent_type": "Explore", "description": "Flooded",
+                   "prompt": "[child] Say something."}),
+    )));
+    s.script(Rule::always().reply(Reply::text("The child failed.")));
+    let out = fixture.run_print(Wire::Anthropic, &[PROMPT]);
+    out.assert_success();
+    assert_eq!(out.stdout.trim_end(), "The child failed.");
+    let child_requests = s
+        .requests()
+        .iter()
+        .filter(|r| r.first_user_text().is_some_and(|t| t.contains("[child]")))
+        .count();
+    assert_eq!(child_requests, 1, "not retried");
+
+    let records = crate::orchestration::task_records(&fixture);
+    assert_eq!(records.len(), 1, "{records:#?}");
+    let record = &records[0];
+    assert_eq!(record["status"], "failed", "{record:#}");
+    assert_eq!(record["termination"], "provider_error", "{record:#}");
+    let error = record["error"].as_str().unwrap();
+    assert!(
+        error.contains("the model's message exceeded 16 MiB"),
+        "{error}"
+    );
+    assert!(
+        record.to_string().len() < 64 * 1024,
+        "the record stays small"
+    );
+    let session = std::path::PathBuf::from(record["sessionFile"].as_str().unwrap());
+    let size = std::fs::metadata(&session).unwrap().len();
+    assert!(size < 1024 * 1024, "child session file of {size} bytes");
+    // The parent was told, with the reason.
+    let result = crate::harness::tool_result_text(&fixture.last_request());
+    assert!(result.contains("exceeded 16 MiB"), "{result}");
+}

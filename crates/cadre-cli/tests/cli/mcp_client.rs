@@ -353,6 +353,72 @@ fn an_untrusted_projects_mcp_json_is_ignored_until_trusted() {
     assert!(tools.iter().any(|t| t == "mcp__proj__lookup"), "{tools:?}");
 }
 
+/// Trust attaches to the repository: a repository nested inside a trusted one (its own `.git`)
+/// is a project of its own, and its `.mcp.json` does not start until it is trusted itself. A
+/// plain subdirectory of the trusted repository stays trusted. The servers here only write a
+/// marker (and then fail to start, which costs a warning): a marker means the command ran.
+#[test]
+fn a_repository_nested_in_a_trusted_one_starts_no_server_until_trusted_itself() {
+    let f = Fixture::new();
+    let outer = f.project.clone();
+    let inner = outer.join("vendor/inner");
+    std::fs::create_dir_all(outer.join(".git")).unwrap();
+    std::fs::create_dir_all(inner.join(".git")).unwrap();
+    let ran = |name: &str| f.home.join(format!("{name}.ran"));
+    let writes_marker = |name: &str| {
+        json!({"mcpServers": {name: {
+            "command": "sh",
+            "args": ["-c", format!("echo started > '{}'", ran(name).display())],
+        }}})
+        .to_string()
+    };
+    std::fs::write(outer.join(".mcp.json"), writes_marker("outer")).unwrap();
+    std::fs::write(inner.join(".mcp.json"), writes_marker("inner")).unwrap();
+    f.server.script(Rule::always().reply(Reply::text("ok")));
+    f.run(&["trust"]).assert_success();
+    let run_in = |dir: &Path| {
+        let mut cmd = f.command(&["-p", "--model", Wire::Anthropic.model(), "hi"]);
+        cmd.current_dir(dir);
+        let out = Running::spawn(cmd, None).wait(HANG_GUARD);
+        out.assert_success();
+        out
+    };
+
+    // The trusted repository's servers start from a subdirectory of it.
+    run_in(&outer.join("src"));
+    assert!(ran("outer").exists(), "the trusted repository's server ran");
+
+    // The nested repository is not trusted through the outer one.
+    let out = run_in(&inner);
+    assert!(
+        out.stderr
+            .contains(".mcp.json is ignored: the project is not trusted"),
+        "{}",
+        out.stderr
+    );
+    assert!(!ran("inner").exists(), "the nested repository's server ran");
+    let mut doctor = f.command(&["doctor"]);
+    doctor.current_dir(&inner);
+    let report = Running::spawn(doctor, None).wait(HANG_GUARD).stdout;
+    assert!(
+        report.contains(&format!(
+            "project {}: not trusted (it is a repository of its own inside trusted {}",
+            inner.display(),
+            outer.display()
+        )),
+        "{report}"
+    );
+    assert!(!ran("inner").exists(), "doctor started the nested server");
+
+    // Trusted itself, it starts them.
+    f.run(&["trust", inner.to_str().unwrap()]).assert_success();
+    run_in(&inner);
+    assert!(
+        ran("inner").exists(),
+        "the trusted nested repository's server ran"
+    );
+}
+
 #[test]
 fn a_server_that_crashes_mid_call_is_a_tool_error_and_the_run_goes_on() {
     let Some(python) = python() else { return };

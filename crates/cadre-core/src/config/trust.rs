@@ -1,7 +1,14 @@
 //! Which projects are trusted (T4): `$CADRE_HOME/trust.json`.
 //!
-//! Format: `{"version": 1, "trusted": ["/abs/path", ...]}`. Paths are stored canonical. Trusting
-//! a directory trusts every project below it, so one entry can cover a workspace of checkouts.
+//! Format: `{"version": 1, "trusted": ["/abs/path", ...]}`. Paths are stored canonical.
+//!
+//! Trust attaches to a repository: a project is trusted when an entry names its root (the nearest
+//! directory holding `.git`, [`super::project_root`]) or, for a directory in no repository, the
+//! directory or one above it. A repository nested inside a trusted one, or inside a trusted
+//! directory, is a project of its own, with its own `.mcp.json` and settings that may run
+//! commands: it is trusted only through its own entry. A subdirectory of a trusted repository
+//! without a `.git` of its own is part of it and is trusted with it.
+//!
 //! A malformed file is an error, not "nothing trusted", so that a typo is noticed rather than
 //! silently disabling project configuration. `--trust` for one run is the caller's flag and never
 //! touches this store.
@@ -64,8 +71,32 @@ impl TrustStore {
         self.trusted_by(project_root).is_some()
     }
 
-    /// The entry that makes `project_root` trusted (itself or an ancestor), for `cadre doctor`.
+    /// The entry that makes `project_root` trusted, for `cadre doctor`: the directory itself,
+    /// or one above it up to the nearest repository root (a directory holding `.git`, file or
+    /// directory), never one beyond: a repository is trusted only through its own entry or one
+    /// inside it, so a repository nested in a trusted one is not. A path below the root (a
+    /// subdirectory without `.git`) is trusted as its root is.
     pub fn trusted_by(&self, project_root: &Path) -> Option<&Path> {
+        let root = normalize(project_root);
+        for dir in root.ancestors() {
+            if let Some(entry) = self.trusted.get(dir) {
+                return Some(entry);
+            }
+            if is_repository_root(dir) {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// An entry above `project_root` that would trust it were the project not a repository
+    /// of its own: the nearest trusted directory beyond its repository boundary, for saying
+    /// why a nested repository is not trusted. `None` when the project is trusted or no entry
+    /// lies above it.
+    pub fn beyond_repository(&self, project_root: &Path) -> Option<&Path> {
+        if self.trusted_by(project_root).is_some() {
+            return None;
+        }
         let root = normalize(project_root);
         root.ancestors()
             .find_map(|dir| self.trusted.get(dir))
@@ -122,6 +153,12 @@ fn read_entries(path: &Path) -> Result<BTreeSet<PathBuf>, ConfigError> {
     Ok(file.trusted.into_iter().collect())
 }
 
+/// Whether `dir` holds `.git` (a directory, or a file as in worktrees and submodules; a link
+/// counts too), as [`super::project_root`] decides.
+fn is_repository_root(dir: &Path) -> bool {
+    dir.join(".git").symlink_metadata().is_ok()
+}
+
 /// Canonical form when the path exists (resolving symlinks), else the path as given.
 fn normalize(path: &Path) -> PathBuf {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
@@ -174,6 +211,64 @@ mod tests {
         let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(doc["version"], 1);
         assert_eq!(doc["trusted"][0], recorded.to_str().unwrap());
+    }
+
+    #[test]
+    fn a_repository_nested_in_a_trusted_one_is_trusted_only_through_its_own_entry() {
+        let (tmp, home, _) = setup();
+        let outer = tmp.path().join("outer");
+        let inner = outer.join("vendor/inner");
+        let plain = outer.join("src/deep");
+        std::fs::create_dir_all(outer.join(".git")).unwrap();
+        std::fs::create_dir_all(inner.join("src")).unwrap();
+        std::fs::create_dir_all(&plain).unwrap();
+        // A `.git` file (a worktree or submodule) makes a repository too.
+        std::fs::write(inner.join(".git"), "gitdir: /elsewhere\n").unwrap();
+        let mut store = TrustStore::load(&home).unwrap();
+        let outer_entry = store.trust(&outer).unwrap();
+
+        // The trusted repository, and its plain subdirectories, are trusted.
+        assert_eq!(store.trusted_by(&outer), Some(outer_entry.as_path()));
+        assert_eq!(store.trusted_by(&plain), Some(outer_entry.as_path()));
+        assert_eq!(
+            store.trusted_by(&outer.join("vendor")),
+            Some(outer_entry.as_path())
+        );
+        // The nested repository and what lies in it are not, and the entry that would have
+        // covered it is named.
+        assert!(!store.is_trusted(&inner));
+        assert!(!store.is_trusted(&inner.join("src")));
+        assert_eq!(store.beyond_repository(&inner), Some(outer_entry.as_path()));
+        assert_eq!(store.beyond_repository(&outer), None);
+
+        // Trusted on its own, it is, through its own entry.
+        let inner_entry = store.trust(&inner).unwrap();
+        assert_eq!(store.trusted_by(&inner), Some(inner_entry.as_path()));
+        assert_eq!(
+            store.trusted_by(&inner.join("src")),
+            Some(inner_entry.as_path())
+        );
+        assert_eq!(store.beyond_repository(&inner), None);
+        // Revoking the outer one leaves the inner one trusted, and the other way round.
+        assert!(store.revoke(&outer).unwrap());
+        assert!(store.is_trusted(&inner) && !store.is_trusted(&outer));
+    }
+
+    #[test]
+    fn a_repository_below_a_trusted_plain_directory_is_not_trusted_through_it() {
+        let (tmp, home, _) = setup();
+        let work = tmp.path().join("work");
+        let repo = work.join("repo");
+        let notes = work.join("notes/2024");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(&notes).unwrap();
+        let mut store = TrustStore::load(&home).unwrap();
+        let entry = store.trust(&work).unwrap();
+        // Directories in no repository are trusted through the directory above them ...
+        assert_eq!(store.trusted_by(&notes), Some(entry.as_path()));
+        // ... a repository is not.
+        assert!(!store.is_trusted(&repo));
+        assert_eq!(store.beyond_repository(&repo), Some(entry.as_path()));
     }
 
     #[test]

@@ -673,4 +673,12 @@ impl Decoder for ResponsesDecoder {
     fn into_partial(self) -> AssistantMessage {
         self.asm.into_partial()
     }
+
+    fn exceeded(&self) -> Option<usize> {
+        self.asm.exceeded()
+    }
+
+    fn set_limit(&mut self, bytes: usize) {
+        self.asm.set_limit(bytes);
+    }
 }

@@ -280,3 +280,62 @@ async fn invalid_configured_headers_fail_without_echoing_values() {
     }
     assert!(server.requests().is_empty());
 }
+
+/// A reply that streams on past [`cadre_llm::assemble::MAX_MESSAGE_BYTES`] (24 MiB of text in
+/// 64 KiB deltas) ends the request with a typed error, once: a retry would stream the same
+/// flood again. Nothing of the flood is kept, and no more than the limit reached the consumer.
+#[tokio::test]
+async fn a_reply_that_never_stops_ends_at_the_message_limit_without_a_retry() {
+    use cadre_llm::AssistantMessageEvent as E;
+    let limit = cadre_llm::assemble::MAX_MESSAGE_BYTES;
+    let flood = 24 * 1024 * 1024;
+    for (api, events) in [
+        (cadre_llm::Api::OpenAiCompletions, 1),
+        (cadre_llm::Api::AnthropicMessages, 3),
+        (cadre_llm::Api::OpenAiResponses, 4),
+    ] {
+        let server = FakeServer::start().await.unwrap();
+        server.script(Rule::always().reply(Reply::text("The answer is").fault(
+            Fault::TextFloodAfter {
+                events,
+                bytes: flood,
+            },
+        )));
+        let out = run(request(model(&server, api), "x")).await;
+        // Not `out.failed()`: a failure would print the whole flood.
+        let cadre_llm::StreamEvent::Failed {
+            error: err,
+            partial,
+        } = &out.terminal
+        else {
+            panic!(
+                "{api:?}: the flood was taken whole ({} deltas)",
+                out.deltas.len()
+            );
+        };
+        assert!(
+            matches!(err, LlmError::MessageTooLarge { limit: l, .. } if *l == limit),
+            "{api:?}: {err}"
+        );
+        assert_eq!(err.kind(), ErrorKind::Fatal);
+        let text = err.to_string();
+        assert!(text.contains("exceeded 16 MiB"), "{text}");
+        assert!(out.retries.is_empty(), "{api:?}: {:?}", out.retries);
+        assert_eq!(server.requests().len(), 1, "{api:?}: not retried");
+        assert_eq!(partial.stop_reason, StopReason::Error);
+        assert_eq!(partial.error_message.as_deref(), Some(text.as_str()));
+        assert!(partial.content.is_empty(), "{api:?}: the flood is not kept");
+        let streamed: usize = out
+            .deltas
+            .iter()
+            .map(|d| match d {
+                E::TextDelta { delta, .. } => delta.len(),
+                _ => 0,
+            })
+            .sum();
+        assert!(
+            streamed <= limit && streamed > limit - 2 * FLOOD_PIECE,
+            "{api:?}: {streamed} bytes streamed"
+        );
+    }
+}

@@ -326,6 +326,37 @@ async fn malformed_after_sends_invalid_json_then_ends() {
 }
 
 #[tokio::test]
+async fn text_flood_streams_its_bytes_in_pieces_inside_the_text_block_then_the_rest() {
+    let bytes = 3 * FLOOD_PIECE + 1000;
+    for (api, events) in [
+        (WireApi::OpenAi, 1),
+        (WireApi::Anthropic, 3),
+        (WireApi::OpenAiResponses, 4),
+    ] {
+        let server =
+            server_with(Reply::text("the end").fault(Fault::TextFloodAfter { events, bytes }))
+                .await;
+        let (path, body) = target(api);
+        let r = post(server.addr(), path, &body).await;
+        assert!(r.complete, "{api:?}");
+        let events = r.events();
+        assert!(is_terminal(api, events.last().unwrap()), "{api:?}");
+        let text = r.streamed_text();
+        assert_eq!(text.len(), bytes + "the end".len(), "{api:?}");
+        assert!(text.starts_with("flood flood "), "{api:?}");
+        assert!(text.ends_with("the end"), "{api:?}");
+        // Four flood deltas (three whole pieces and the rest), each a complete event.
+        let longest = events.iter().map(|e| e.1.len()).max().unwrap();
+        assert!(longest < FLOOD_PIECE + 1024, "{api:?}: {longest}");
+        let flood_events = events
+            .iter()
+            .filter(|e| e.1.contains("flood flood"))
+            .count();
+        assert_eq!(flood_events, 4, "{api:?}");
+    }
+}
+
+#[tokio::test]
 async fn no_terminal_sends_everything_but_the_end_marker() {
     for api in APIS {
         let server = server_with(Reply::text("complete content").fault(Fault::NoTerminal)).await;

@@ -9,6 +9,9 @@ use tokio_util::sync::CancellationToken;
 use crate::args::ToolArgs;
 
 pub async fn run(args: ToolArgs) -> Result<ExitCode> {
+    // The same files are out of reach here as in a session: cadre's key files.
+    let home = cadre_core::config::CadreHome::from_env().context("cannot locate CADRE_HOME")?;
+    cadre_host::hide_key_files(&home);
     let mut tools = cadre_tools::builtin_tools();
     if args.writer {
         let cwd = std::env::current_dir().context("cannot read the current directory")?;

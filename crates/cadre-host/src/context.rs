@@ -306,7 +306,7 @@ fn env_millis(env: &dyn Env, name: &str) -> Result<Option<Duration>> {
 /// The files that hold credentials cadre uses — its own and Pi's `auth.json` and
 /// `models.json`, the MCP HTTP server's tokens, the MCP servers' logs — are read by no tool and
 /// no sandboxed command of this process (`cadre_tools::hidden`).
-fn hide_key_files(home: &CadreHome) {
+pub fn hide_key_files(home: &CadreHome) {
     let root = home.root();
     let mut paths = vec![
         root.join("auth.json"),

@@ -22,7 +22,8 @@ pub mod views;
 
 pub use cadre_mcp::{McpServerConfig, McpTransport};
 pub use context::{
-    HostContext, IDLE_TIMEOUT_VAR, RETRY_BASE_VAR, RuntimeKey, parse_thinking, pick_model,
+    HostContext, IDLE_TIMEOUT_VAR, RETRY_BASE_VAR, RuntimeKey, hide_key_files, parse_thinking,
+    pick_model,
 };
 pub use options::{Confirmer, HostOptions, SessionChoice};
 pub use orchestration::{ORCHESTRATION_TOOLS, root_tool_specs};

@@ -26,7 +26,21 @@ use std::path::{Path, PathBuf};
 pub const PROTECTED_AT_ROOT: [&str; 4] = [".cadre", ".pi", ".claude", ".mcp.json"];
 /// Entries of a git directory that name programs or policy (hooks, configuration, attributes
 /// and excludes): kept read-only; objects, refs and the index stay writable, so commits work.
-pub const PROTECTED_IN_GIT_DIR: [&str; 4] = ["config", "config.worktree", "hooks", "info"];
+/// `commondir` would point git at another directory's configuration; `modules` holds the
+/// submodules' git directories, each with a configuration and hooks of its own.
+pub const PROTECTED_IN_GIT_DIR: [&str; 6] = [
+    "config",
+    "config.worktree",
+    "hooks",
+    "info",
+    "commondir",
+    "modules",
+];
+/// What each linked worktree's administrative directory (`<git dir>/worktrees/<name>/`) may
+/// not gain: its own configuration, or a pointer to another common directory.
+const PROTECTED_IN_WORKTREE_ADMIN: [&str; 2] = ["config.worktree", "commondir"];
+/// Most linked worktrees whose administrative files are protected.
+const MAX_WORKTREES: usize = 256;
 
 /// The option of `__sandbox-exec --writer` that names a path kept read-only.
 pub const PROTECT_ARG: &str = "--ro";
@@ -80,12 +94,20 @@ impl WriterBoundary {
         let mut protected: Vec<PathBuf> = PROTECTED_AT_ROOT.iter().map(|n| root.join(n)).collect();
         let dot_git = root.join(".git");
         protected.push(dot_git.clone());
-        let git_dirs = git_dirs(&dot_git);
+        let (git_dirs, common) = git_dirs(&dot_git);
         for dir in &git_dirs {
             protected.extend(PROTECTED_IN_GIT_DIR.iter().map(|n| dir.join(n)));
             protected.extend(hooks_paths(&dir.join("config"), &root));
-            if !dir.starts_with(&root) {
-                writable.push(dir.clone());
+            protected.extend(worktree_admin_files(dir));
+        }
+        // A git directory outside the project is writable only in cadre's own worktree layout,
+        // where the worktree lies inside the repository's common directory: a `.git` file that
+        // names any other place (`gitdir: /`, `gitdir: $HOME`) makes nothing writable.
+        if let Some(common) = common.filter(|c| root.starts_with(c)) {
+            for dir in &git_dirs {
+                if dir.starts_with(&common) && !dir.starts_with(&root) {
+                    writable.push(dir.clone());
+                }
             }
         }
         // The `.git` entry itself is protected only when it is a file (a worktree's pointer
@@ -103,6 +125,13 @@ impl WriterBoundary {
         }
         writable.sort();
         writable.dedup();
+        // A protected name that is a link protects where it leads, too, whether that exists
+        // yet or not (`write` resolves links; a dangling `.mcp.json -> cfg.json` takes effect
+        // once `cfg.json` is written).
+        let targets: Vec<PathBuf> = protected.iter().filter_map(|p| link_target(p)).collect();
+        protected.extend(targets);
+        // Only what the command could write needs keeping read-only.
+        protected.retain(|p| writable.iter().any(|w| p.starts_with(w)));
         let mut kept = Vec::new();
         for path in read_only {
             let path = real(path);
@@ -111,13 +140,6 @@ impl WriterBoundary {
                 kept.push(path);
             }
         }
-        // A protected name that is a link protects where it leads, too (`write` resolves it).
-        let targets: Vec<PathBuf> = protected
-            .iter()
-            .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()))
-            .filter_map(|p| std::fs::canonicalize(p).ok())
-            .collect();
-        protected.extend(targets);
         protected.sort();
         protected.dedup();
         WriterBoundary {
@@ -178,7 +200,14 @@ impl WriterBoundary {
                     .join(", ")
             ));
         }
-        if let Some(p) = self.protected.iter().find(|p| target.starts_with(p)) {
+        // By name as well as by where it leads: a link made since the boundary was drawn
+        // (`.claude -> cfg`) is judged by the protected name it stands at.
+        let named = lexical(path);
+        if let Some(p) = self
+            .protected
+            .iter()
+            .find(|p| target.starts_with(p) || named.starts_with(p))
+        {
             return Err(format!(
                 "{} is read-only to a subagent: {} carries git's or a host's configuration",
                 path.display(),
@@ -189,34 +218,78 @@ impl WriterBoundary {
     }
 }
 
-/// The git directories of a `.git` entry: itself when a directory; for a worktree's `.git`
-/// file, the directory it points to and that directory's common directory.
-fn git_dirs(dot_git: &Path) -> Vec<PathBuf> {
+/// The git directories of a `.git` entry — itself when a directory; for a worktree's `.git`
+/// file, the directory it points to and that directory's common directory — and the common
+/// directory (the `.git` directory itself, or the worktree's).
+fn git_dirs(dot_git: &Path) -> (Vec<PathBuf>, Option<PathBuf>) {
     let Ok(meta) = std::fs::symlink_metadata(dot_git) else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
     if meta.is_dir() {
-        return vec![real(dot_git)];
+        let dir = real(dot_git);
+        return (vec![dir.clone()], Some(dir));
     }
     if !meta.is_file() || meta.len() > 4096 {
-        return Vec::new();
+        return (Vec::new(), None);
     }
     let Ok(text) = std::fs::read_to_string(dot_git) else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
     let Some(pointed) = text.trim().strip_prefix("gitdir:").map(str::trim) else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
     let base = dot_git.parent().unwrap_or(Path::new("/"));
     let gitdir = real(&base.join(pointed));
     let mut dirs = vec![gitdir.clone()];
     let common = std::fs::read_to_string(gitdir.join("commondir"))
         .ok()
-        .map(|c| real(&gitdir.join(c.trim())));
-    if let Some(common) = common.filter(|c| c.is_dir()) {
-        dirs.push(common);
+        .map(|c| real(&gitdir.join(c.trim())))
+        .filter(|c| c.is_dir());
+    if let Some(common) = &common {
+        dirs.push(common.clone());
     }
-    dirs
+    (dirs, common)
+}
+
+/// The administrative files of each linked worktree of the git directory `dir`.
+fn worktree_admin_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir.join("worktrees")) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .take(MAX_WORKTREES)
+        .flat_map(|e| {
+            let admin = e.path();
+            PROTECTED_IN_WORKTREE_ADMIN.map(|n| admin.join(n))
+        })
+        .collect()
+}
+
+/// Where a link at `path` leads (relative targets from the link's directory), with the part
+/// that exists resolved; `None` when `path` is no link.
+fn link_target(path: &Path) -> Option<PathBuf> {
+    let target = std::fs::read_link(path).ok()?;
+    let joined = match path.parent() {
+        Some(parent) if target.is_relative() => parent.join(target),
+        _ => target,
+    };
+    Some(real_prefix(&lexical(&joined)))
+}
+
+/// `path` with `.` and `..` resolved by name, without touching the file system.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// The hook directories a git configuration file names (`core.hooksPath`, e.g. `.husky`):
@@ -394,25 +467,19 @@ impl ProtectedState {
             if *existed || !present(path) {
                 continue;
             }
-            // A committed link (`.mcp.json -> cfg.json`) whose target the command created: the
-            // target is what took effect, so the target is moved out.
-            let path = &match std::fs::symlink_metadata(path) {
-                Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(path) {
-                    Ok(target) => target,
-                    Err(_) => continue,
-                },
-                _ => path.clone(),
-            };
+            // The entry itself, never where it leads: a link the command made to a file
+            // elsewhere (`.mcp.json -> ~/.cadre/auth.json`) is moved, its target left alone.
+            // (The target of a committed link is a protected path of its own.)
             notes.extend(move_out(path, quarantine, "created"));
         }
         notes
     }
 }
 
-/// Whether a protected path is there: the entry itself, and through a link its target (a
-/// dangling link to a name the command may create is not there yet).
+/// Whether a protected path is there: the entry itself (a link counts as there, wherever it
+/// leads).
 fn present(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok()
+    std::fs::symlink_metadata(path).is_ok()
 }
 
 /// Move `path` into `quarantine` (or remove it where it cannot be moved); a note saying so.
@@ -445,9 +512,39 @@ fn move_out(path: &Path, quarantine: &Path, how: &str) -> Option<String> {
 
 fn remove_any(path: &Path) -> std::io::Result<()> {
     match std::fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path).or_else(|e| {
+            // A directory the command made unwritable (`chmod 555`) is its own, so its modes
+            // may be opened up again to remove it.
+            if e.kind() != std::io::ErrorKind::PermissionDenied {
+                return Err(e);
+            }
+            open_up(path, 0);
+            std::fs::remove_dir_all(path)
+        }),
         Ok(_) => std::fs::remove_file(path),
         Err(e) => Err(e),
+    }
+}
+
+/// Make the directories beneath `dir` (not following links) writable and searchable by
+/// their owner, so what they hold can be removed; bounded in depth.
+fn open_up(dir: &Path, depth: usize) {
+    use std::os::unix::fs::PermissionsExt;
+    if depth > 64 {
+        return;
+    }
+    let Ok(meta) = std::fs::symlink_metadata(dir) else {
+        return;
+    };
+    if !meta.is_dir() {
+        return;
+    }
+    let mode = meta.permissions().mode() | 0o700;
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode));
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            open_up(&entry.path(), depth + 1);
+        }
     }
 }
 
@@ -643,12 +740,78 @@ mod tests {
         std::os::unix::fs::symlink(".husky", root.join(".claude")).unwrap();
         let b2 = WriterBoundary::for_project(&root, None, &[], &[]);
         assert!(b2.allows_write(&root.join(".claude/x")).is_err());
+        // A committed dangling link: its target is protected before it exists, and the
+        // target the command creates is moved out.
         std::os::unix::fs::symlink("cfg.json", root.join(".mcp.json")).unwrap();
-        let before = ProtectedState::capture(&b);
+        let b3 = WriterBoundary::for_project(&root, None, &[], &[]);
+        assert!(b3.allows_write(&root.join("cfg.json")).is_err(), "{b3:?}");
+        let before = ProtectedState::capture(&b3);
         std::fs::write(root.join("cfg.json"), "{}").unwrap();
         let notes = before.undo_creations(&tmp.path().join("q"));
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(!root.join("cfg.json").exists());
+    }
+
+    /// A protected name the command makes as a link to a file elsewhere: the link is moved
+    /// out, and the file it leads to stays where it is, untouched.
+    #[test]
+    fn a_link_made_at_a_protected_name_is_moved_never_its_target() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        std::fs::create_dir_all(&root).unwrap();
+        let victim = tmp.path().join("auth.json");
+        std::fs::write(&victim, "key").unwrap();
+        let b = WriterBoundary::for_project(&root, None, &[], &[]);
+        let before = ProtectedState::capture(&b);
+        std::os::unix::fs::symlink(&victim, root.join(".mcp.json")).unwrap();
+        let notes = before.undo_creations(&tmp.path().join("q"));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "key");
+        assert!(std::fs::symlink_metadata(root.join(".mcp.json")).is_err());
+        // `write` through a link made since the boundary was drawn is judged by its name.
+        std::os::unix::fs::symlink("cfg", root.join(".claude")).unwrap();
+        assert!(b.allows_write(&root.join(".claude/settings.json")).is_err());
+    }
+
+    /// A `.git` file that names a directory outside the project makes nothing writable; cadre's
+    /// own layout (the worktree inside the common directory) makes the common directory so.
+    #[test]
+    fn only_cadre_s_worktree_layout_makes_a_git_dir_outside_writable() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join(".git"), "gitdir: /\n").unwrap();
+        let b = WriterBoundary::for_project(&root, None, &[], &[]);
+        assert_eq!(b.writable, vec![real(&root)], "{b:?}");
+        std::fs::write(
+            root.join(".git"),
+            format!("gitdir: {}\n", tmp.path().display()),
+        )
+        .unwrap();
+        let b = WriterBoundary::for_project(&root, None, &[], &[]);
+        assert_eq!(b.writable, vec![real(&root)], "{b:?}");
+    }
+
+    /// A directory the command made at a protected name and then made unwritable is still
+    /// moved out or removed.
+    #[test]
+    fn an_unwritable_directory_at_a_protected_name_is_still_removed() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        std::fs::create_dir_all(&root).unwrap();
+        let b = WriterBoundary::for_project(&root, None, &[], &[]);
+        let before = ProtectedState::capture(&b);
+        let claude = root.join(".claude");
+        std::fs::create_dir_all(claude.join("inner")).unwrap();
+        std::fs::write(claude.join("inner/settings.json"), "{}").unwrap();
+        std::fs::set_permissions(claude.join("inner"), std::fs::Permissions::from_mode(0o555))
+            .unwrap();
+        std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o555)).unwrap();
+        // Across devices a move fails and the directory is removed instead.
+        assert!(remove_any(&claude).is_ok());
+        assert!(std::fs::symlink_metadata(&claude).is_err());
+        let _ = before;
     }
 
     /// Where no read-only mount could be made, the policy files a command changed, removed or
@@ -684,7 +847,8 @@ mod tests {
         let wt_git = main_git.join("worktrees/w1");
         std::fs::create_dir_all(&wt_git).unwrap();
         std::fs::write(wt_git.join("commondir"), "../..\n").unwrap();
-        let wt = tmp.path().join("wt");
+        // cadre's layout: the worktree lies inside the common directory.
+        let wt = main_git.join("cadre-worktrees/w1");
         std::fs::create_dir_all(&wt).unwrap();
         std::fs::write(wt.join(".git"), format!("gitdir: {}\n", wt_git.display())).unwrap();
         let b = WriterBoundary::for_project(&wt, None, &[], &[]);
@@ -692,6 +856,11 @@ mod tests {
         assert!(b.protected.contains(&real(&main_git).join("config")));
         assert!(b.protected.contains(&real(&wt_git).join("config.worktree")));
         assert!(b.protected.contains(&real(&wt).join(".git")));
+        assert!(
+            b.protected
+                .contains(&real(&main_git).join("worktrees/w1/commondir"))
+        );
+        assert!(b.protected.contains(&real(&main_git).join("commondir")));
     }
 
     #[test]

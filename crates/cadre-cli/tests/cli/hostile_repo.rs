@@ -2267,3 +2267,58 @@ fn no_child_reads_the_files_that_hold_cadre_s_credentials() {
         );
     }
 }
+
+/// A writing child's bash as `cadre tool --writer` runs it (the same boundary and checks after
+/// the call), against what a review of the writer boundary broke:
+/// - a protected name made as a link to cadre's key file: the link goes, the key file stays;
+/// - a `.git/commondir` that would point git at a configuration of the child's making: moved
+///   out after the call, so the user's git never reads it;
+/// - a `.git` file naming a directory outside the project: nothing there becomes writable.
+#[test]
+fn a_writer_cannot_move_key_files_swap_git_s_common_dir_or_widen_through_a_git_file() {
+    let f = Fixture::new();
+    git(&f.project, &["init", "-q"]);
+    let auth = f.home.join("auth.json");
+    std::fs::write(&auth, "{}").unwrap();
+    let tool = |command: &str| {
+        let args = json!({ "command": command }).to_string();
+        f.command(&["tool", "--writer", "bash", &args])
+            .output()
+            .unwrap()
+    };
+    let out = tool(&format!(
+        "ln -s {} .mcp.json && echo LINKED",
+        auth.display()
+    ));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("LINKED"), "{text}");
+    assert!(auth.exists(), "the key file stays where it is: {text}");
+    assert!(
+        std::fs::symlink_metadata(f.project.join(".mcp.json")).is_err(),
+        "the link is gone: {text}"
+    );
+    let out = tool(
+        "mkdir -p .git/c && printf '[core]\\n\\tfsmonitor = touch pwned\\n' > .git/c/config \
+         && echo c > .git/commondir && echo SWAPPED",
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("SWAPPED"), "{text}");
+    assert!(!f.project.join(".git/commondir").exists(), "{text}");
+    // A `.git` file that names a directory outside the project.
+    let outside = f.project.parent().unwrap().join("outside-gitdir");
+    std::fs::create_dir_all(&outside).unwrap();
+    let sub = f.project.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(sub.join(".git"), format!("gitdir: {}\n", outside.display())).unwrap();
+    let args =
+        json!({ "command": format!("echo x > {}/planted && echo PLANTED", outside.display()) })
+            .to_string();
+    let out = f
+        .command(&["tool", "--writer", "bash", &args])
+        .current_dir(&sub)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("PLANTED"), "{text}");
+    assert!(!outside.join("planted").exists());
+}

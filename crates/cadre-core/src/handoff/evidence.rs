@@ -314,6 +314,15 @@ fn skip_options(words: &[String], mut i: usize, with_value: &[&str]) -> usize {
 
 /// The words of the command that actually runs, past assignments and wrappers.
 fn strip_prefixes(words: &[String]) -> Vec<String> {
+    // A variable that changes how a verifier runs (`MAKEFLAGS=n`, `PYTEST_ADDOPTS=--co`,
+    // `GOFLAGS=-run=^$`) can turn it into a run that checks nothing: such a line is no check.
+    if words
+        .iter()
+        .take_while(|w| is_assignment(w) || *w == "env")
+        .any(|w| is_assignment(w) && changes_a_runner(w))
+    {
+        return Vec::new();
+    }
     let mut i = 0;
     loop {
         while words.get(i).is_some_and(|w| is_assignment(w)) {
@@ -425,6 +434,20 @@ fn verifier(kind: CheckKind, args: &[String]) -> Simple {
     } else {
         Simple::Verifier(kind)
     }
+}
+
+/// Whether an assignment `NAME=value` sets a variable a test runner or build tool reads its
+/// options from.
+fn changes_a_runner(assignment: &str) -> bool {
+    let name = assignment
+        .split_once('=')
+        .map_or(assignment, |(n, _)| n)
+        .to_ascii_uppercase();
+    name.ends_with("FLAGS")
+        || name.ends_with("OPTS")
+        || name.ends_with("OPTIONS")
+        || name.ends_with("ARGS")
+        || name == "PYTEST_PLUGINS"
 }
 
 /// Flags that make a verifier print what it would do, list its tests, or describe itself
@@ -734,18 +757,23 @@ fn gradle(args: &[String]) -> Simple {
 fn make(args: &[String]) -> Simple {
     // make's own forms that run no recipe: print them (`-n`), ask whether they are up to date
     // (`-q`), touch the targets (`-t`), print the database (`-p`).
-    const NO_RECIPES: [&str; 10] = [
-        "-n",
-        "--just-print",
-        "--recon",
-        "-q",
-        "--question",
-        "-t",
-        "--touch",
-        "-p",
-        "--print-data-base",
-        "--dry-run",
+    // `-i` ignores every error, so the run exits 0 whatever fails. GNU make takes any
+    // unambiguous prefix of a long option (`--just`, `--dry`).
+    const NO_RECIPES: [&str; 5] = ["-n", "-q", "-t", "-p", "-i"];
+    const NO_RECIPES_LONG: [&str; 7] = [
+        "just-print",
+        "dry-run",
+        "recon",
+        "question",
+        "touch",
+        "print-data-base",
+        "ignore-errors",
     ];
+    let long_no_recipe = |a: &str| {
+        a.strip_prefix("--")
+            .map(|o| o.split('=').next().unwrap_or(o))
+            .is_some_and(|o| o.len() >= 2 && NO_RECIPES_LONG.iter().any(|l| l.starts_with(o)))
+    };
     // `-kn`: a cluster of flags that take no value.
     let short_cluster_has = |a: &str, c: char| {
         a.len() > 2
@@ -756,7 +784,8 @@ fn make(args: &[String]) -> Simple {
     };
     if args.iter().any(|a| {
         NO_RECIPES.contains(&a.as_str())
-            || ['n', 'q', 't', 'p']
+            || long_no_recipe(a)
+            || ['n', 'q', 't', 'p', 'i']
                 .iter()
                 .any(|&c| short_cluster_has(a, c))
     }) {

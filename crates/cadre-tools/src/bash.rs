@@ -44,7 +44,7 @@ use crate::sandbox::{
 use crate::shell_env::{ShellEnv, process_shell_env};
 use crate::shell_policy::{CommandAllowlist, ShellPolicy, check_command};
 use crate::supervise::{Containment, process_supervisor, supervise_args};
-use crate::tree_fingerprint::Fingerprint;
+use crate::tree_fingerprint::{Fingerprint, IgnoreRules};
 use crate::truncate::{
     DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Limits, TruncatedBy, Truncation, format_size,
     truncate_tail,
@@ -91,6 +91,11 @@ pub struct BashTool {
     /// The environment commands start from (its session's); `None`: the process's, scrubbed
     /// by name ([`process_shell_env`]).
     shell_env: Option<std::sync::Arc<ShellEnv>>,
+    /// The project's ignore rules as they were when this tool's first call began (a writer's
+    /// tool lives for its task), shared by its clones: every fingerprint of the task uses them,
+    /// so an ignore file a command writes hides none of the changes that follow
+    /// ([`IgnoreRules`]).
+    ignore_rules: std::sync::Arc<std::sync::Mutex<Option<IgnoreRules>>>,
 }
 
 impl BashTool {
@@ -412,7 +417,10 @@ impl Tool for BashTool {
             let before = boundary.map(ProtectedState::capture);
             let root = boundary.and_then(|b| b.root.clone());
             let tree_before = match &root {
-                Some(root) => Some(fingerprint(root.clone()).await),
+                Some(root) => {
+                    let rules = self.ignore_rules(root).await;
+                    Some((fingerprint(root.clone(), rules.clone()).await, rules))
+                }
                 None => None,
             };
             let out = run(&command, timeout, &ctx, start).await;
@@ -421,8 +429,8 @@ impl Tool for BashTool {
                 None => out,
             };
             match (root, tree_before) {
-                (Some(root), Some(tree_before)) => {
-                    let tree_after = fingerprint(root).await;
+                (Some(root), Some((tree_before, rules))) => {
+                    let tree_after = fingerprint(root, rules).await;
                     with_changed_files(out, &tree_before, &tree_after)
                 }
                 _ => out,
@@ -431,9 +439,39 @@ impl Tool for BashTool {
     }
 }
 
-/// The project's fingerprint, taken off the runtime's threads (a large tree is many stats).
-async fn fingerprint(root: PathBuf) -> Fingerprint {
-    tokio::task::spawn_blocking(move || Fingerprint::take(&root))
+impl BashTool {
+    /// The ignore rules frozen for `root` by this tool's first call, or frozen now.
+    async fn ignore_rules(&self, root: &Path) -> IgnoreRules {
+        let frozen = self
+            .ignore_rules
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(rules) = frozen.filter(|r| r.root() == root) {
+            return rules;
+        }
+        let owned = root.to_path_buf();
+        let fresh = match tokio::task::spawn_blocking(move || IgnoreRules::freeze(&owned)).await {
+            Ok(rules) => rules,
+            // The walk itself failed: no rule, every file counts.
+            Err(_) => IgnoreRules::none(root),
+        };
+        let mut slot = self.ignore_rules.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.as_ref().filter(|r| r.root() == root) {
+            // Another call froze them first; theirs stand.
+            Some(rules) => rules.clone(),
+            None => {
+                *slot = Some(fresh.clone());
+                fresh
+            }
+        }
+    }
+}
+
+/// The project's fingerprint under the frozen `rules`, taken off the runtime's threads (a
+/// large tree is many stats).
+async fn fingerprint(root: PathBuf, rules: IgnoreRules) -> Fingerprint {
+    tokio::task::spawn_blocking(move || Fingerprint::take(&root, &rules))
         .await
         .unwrap_or_default()
 }

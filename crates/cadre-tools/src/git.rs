@@ -14,6 +14,10 @@
 //!   `extensions.worktreeConfig` is on), and everything they include or `includeIf` — listed
 //!   as git itself reads them (no `--local`, which misses the worktree scope), and every
 //!   program-valued key overridden on git's command-line level, above all of them;
+//! - besides, every file those include, whatever the include's condition, followed file by
+//!   file: an `includeIf "onbranch:…"` or `"gitdir:…"` that does not hold when cadre lists the
+//!   configuration can hold for a git cadre's git starts (the checkout in the new worktree of
+//!   `git worktree add -b`), so its programs are overridden too;
 //! - attributes from the empty tree (`GIT_ATTR_SOURCE`), `core.attributesFile` off: committed
 //!   `.gitattributes` attach no filter, diff or textconv driver;
 //! - hooks, fsmonitor, pagers, signing, submodule recursion, automatic gc and the network off;
@@ -25,7 +29,7 @@
 //! does not run: an unchecked configuration is never run with.
 
 use std::ffi::{OsStr, OsString};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
@@ -148,10 +152,18 @@ fn overrides_of_listing(listing: &[u8]) -> Vec<Override> {
     let mut keys: Vec<String> = Vec::new();
     let mut fields = listing.split(|&b| b == 0);
     while let (Some(scope), Some(raw)) = (fields.next(), fields.next()) {
-        if scope == b"command" {
-            continue;
+        if scope != b"command" {
+            keys.push(String::from_utf8_lossy(raw).into_owned());
         }
-        let key = String::from_utf8_lossy(raw);
+    }
+    overrides_of_keys(keys.iter().map(String::as_str))
+}
+
+/// The overrides of the program-valued keys among `keys` (as a configuration listing prints
+/// them), one per key.
+fn overrides_of_keys<'a>(keys: impl IntoIterator<Item = &'a str>) -> Vec<Override> {
+    let mut found: Vec<String> = Vec::new();
+    for key in keys {
         let Some((section, sub, name)) = split_key(key.trim()) else {
             continue;
         };
@@ -160,15 +172,16 @@ fn overrides_of_listing(listing: &[u8]) -> Vec<Override> {
             None => format!("{section}.{name}"),
         };
         if runs_a_program(&lower) {
-            keys.push(match sub {
+            found.push(match sub {
                 Some(sub) => format!("{section}.{sub}.{name}"),
                 None => lower,
             });
         }
     }
-    keys.sort();
-    keys.dedup();
-    keys.into_iter()
+    found.sort();
+    found.dedup();
+    found
+        .into_iter()
         .map(|k| {
             let v = neutral_value(&k.to_ascii_lowercase());
             (k, v)
@@ -177,26 +190,67 @@ fn overrides_of_listing(listing: &[u8]) -> Vec<Override> {
 }
 
 /// Overrides for every program-valued key in the configuration git reads in `cwd` under
-/// [`harden_env`]: the repository's `.git/config`, its worktree config and what they include.
+/// [`harden_env`], or could read there: the repository's `.git/config`, its worktree config and
+/// everything they include, whatever the include's condition.
 /// A repository that arrived with its `.git` (an archive, a copied checkout), or whose
 /// configuration a child changed, can name any program there; git's command-line level, where
 /// these go, wins over all of it. Outside a repository there is nothing to override. Fails
 /// closed: a listing that fails otherwise, times out or is too large is an error.
+///
+/// The active listing (`--includes`) follows only the includes whose condition holds now; an
+/// `includeIf "onbranch:…"`, `"gitdir:…"` or `"hasconfig:…"` can hold for a git that cadre's
+/// git starts (the checkout of `git worktree add -b`, in a new worktree on a new branch). So
+/// every include of every repository configuration file is also followed by hand, its
+/// condition ignored ([`included_files`]), and every program-valued key found in any of them
+/// is overridden too.
 pub async fn program_overrides(cwd: &Path) -> Result<Vec<Override>, String> {
-    let mut cmd = Command::new("git");
-    cmd.args([
+    let list = [
         "config",
         "--list",
         "--show-scope",
         "--name-only",
         "--null",
         "--includes",
-    ])
-    .current_dir(cwd)
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .kill_on_drop(true);
+    ]
+    .map(OsStr::new);
+    let dirs = [
+        "rev-parse",
+        "--path-format=absolute",
+        "--absolute-git-dir",
+        "--git-common-dir",
+    ]
+    .map(OsStr::new);
+    // Independent: run side by side.
+    let (listing, dirs) = tokio::join!(config_git(cwd, &list), config_git(cwd, &dirs));
+    let listing = listing?;
+    let mut overrides = overrides_of_listing(&listing);
+    let Some(roots) = repository_config_files(dirs, &listing)? else {
+        return Ok(overrides);
+    };
+    for (_, keys) in included_files(cwd, roots).await? {
+        overrides.extend(overrides_of_keys(keys.iter().map(|(k, _)| k.as_str())));
+    }
+    overrides.sort();
+    overrides.dedup();
+    Ok(overrides)
+}
+
+/// Run a `git` that reads configuration in `cwd`, under the hardened environment, and return
+/// its standard output; an error if it fails, takes too long or prints too much.
+async fn config_git(cwd: &Path, args: &[&OsStr]) -> Result<Vec<u8>, String> {
+    let what = args
+        .iter()
+        .take(2)
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut cmd = Command::new("git");
+    cmd.args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
     minimal_env(&mut cmd);
     harden_env(&mut cmd, std::iter::empty(), &[]);
     let child = cmd
@@ -206,15 +260,15 @@ pub async fn program_overrides(cwd: &Path) -> Result<Vec<Override>, String> {
         Ok(Ok(out)) if out.status.success() => out.stdout,
         Ok(Ok(out)) => {
             return Err(format!(
-                "`git config --list` failed ({}): {}",
+                "`git {what}` failed ({}): {}",
                 out.status,
                 first_line(&out.stderr)
             ));
         }
-        Ok(Err(e)) => return Err(format!("`git config --list` failed: {e}")),
+        Ok(Err(e)) => return Err(format!("`git {what}` failed: {e}")),
         Err(_) => {
             return Err(format!(
-                "`git config --list` took more than {} s",
+                "`git {what}` took more than {} s",
                 CONFIG_LIST_TIMEOUT.as_secs()
             ));
         }
@@ -222,7 +276,163 @@ pub async fn program_overrides(cwd: &Path) -> Result<Vec<Override>, String> {
     if output.len() > CONFIG_LIST_CAP {
         return Err("the repository's git configuration is too large to check".into());
     }
-    Ok(overrides_of_listing(&output))
+    Ok(output)
+}
+
+/// The repository configuration files git may read, from `dirs`, the output of `git rev-parse
+/// --path-format=absolute --absolute-git-dir --git-common-dir` there: the common directory's
+/// `config` and `config.worktree`, and the git directory's `config.worktree` (whether or not
+/// `extensions.worktreeConfig` is on). `None` where git finds no repository — then `listing`,
+/// the active configuration git read there, has no repository scope either; a repository whose
+/// configuration was read but whose directories git cannot name is an error.
+fn repository_config_files(
+    dirs: Result<Vec<u8>, String>,
+    listing: &[u8],
+) -> Result<Option<Vec<PathBuf>>, String> {
+    let dirs = match dirs {
+        Ok(dirs) => dirs,
+        Err(why) => {
+            let read_a_repository = listing
+                .split(|&b| b == 0)
+                .step_by(2)
+                .any(|scope| !scope.is_empty() && scope != b"command");
+            return if read_a_repository {
+                Err(why)
+            } else {
+                Ok(None)
+            };
+        }
+    };
+    let text = String::from_utf8(dirs)
+        .map_err(|_| "git names its directories in a path that is not UTF-8".to_string())?;
+    let mut lines = text.lines();
+    let (Some(git_dir), Some(common_dir)) = (lines.next(), lines.next()) else {
+        return Err("git did not name the repository's directories".into());
+    };
+    let (git_dir, common_dir) = (PathBuf::from(git_dir), PathBuf::from(common_dir));
+    let mut files = vec![
+        common_dir.join("config"),
+        common_dir.join("config.worktree"),
+    ];
+    if git_dir != common_dir {
+        files.push(git_dir.join("config.worktree"));
+    }
+    Ok(Some(files))
+}
+
+/// How deep includes are followed (git's own limit).
+const MAX_INCLUDE_DEPTH: usize = 10;
+/// How many configuration files are listed at most; a repository that includes more is refused.
+const MAX_CONFIG_FILES: usize = 64;
+
+/// One configuration file's entries: key (section and name lower case, subsection as written)
+/// and value (`None` for a key written without `=`).
+type ConfigEntries = Vec<(String, Option<String>)>;
+
+/// Every configuration file reachable from `roots` through `include.path` and
+/// `includeIf.<condition>.path`, whatever the condition, with its entries as written in that
+/// file alone. Paths resolve as git resolves them: `~/` in `HOME`, a relative one against the
+/// including file's directory; a file that does not exist is skipped, as git skips it.
+/// Bounded: 10 levels deep, 64 files; a file seen before is not read again.
+async fn included_files(
+    cwd: &Path,
+    roots: Vec<PathBuf>,
+) -> Result<Vec<(PathBuf, ConfigEntries)>, String> {
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut total = 0;
+    let mut files = Vec::new();
+    let mut queue: std::collections::VecDeque<(PathBuf, usize)> =
+        roots.into_iter().map(|p| (p, 0)).collect();
+    while let Some((path, depth)) = queue.pop_front() {
+        if !path.exists() {
+            continue;
+        }
+        let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        if seen.contains(&key) {
+            continue;
+        }
+        if seen.len() >= MAX_CONFIG_FILES {
+            return Err(format!(
+                "the repository's git configuration includes more than {MAX_CONFIG_FILES} files"
+            ));
+        }
+        seen.push(key);
+        let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
+        let listed = config_git(
+            cwd,
+            &[
+                "config".as_ref(),
+                "--file".as_ref(),
+                path.as_os_str(),
+                "--list".as_ref(),
+                "--null".as_ref(),
+                "--no-includes".as_ref(),
+            ],
+        )
+        .await?;
+        total += listed.len();
+        if total > CONFIG_LIST_CAP {
+            return Err("the repository's git configuration is too large to check".into());
+        }
+        let entries = entries_of_file_listing(&listed);
+        for value in include_paths(&entries) {
+            if depth + 1 > MAX_INCLUDE_DEPTH {
+                return Err(format!(
+                    "the repository's git configuration includes deeper than                      {MAX_INCLUDE_DEPTH} levels"
+                ));
+            }
+            queue.push_back((resolve_include(&dir, value)?, depth + 1));
+        }
+        files.push((path, entries));
+    }
+    Ok(files)
+}
+
+/// The entries of a `git config --file F --list --null` listing: key, a newline and the value,
+/// each ended by NUL; a key without a value has no newline.
+fn entries_of_file_listing(listing: &[u8]) -> ConfigEntries {
+    listing
+        .split(|&b| b == 0)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            let text = String::from_utf8_lossy(entry);
+            match text.split_once('\n') {
+                Some((key, value)) => (key.to_string(), Some(value.to_string())),
+                None => (text.into_owned(), None),
+            }
+        })
+        .collect()
+}
+
+/// The values of a file's `include.path` and `includeIf.<condition>.path` entries.
+fn include_paths(entries: &ConfigEntries) -> impl Iterator<Item = &str> {
+    entries.iter().filter_map(|(key, value)| {
+        let (section, sub, name) = split_key(key)?;
+        let include = match sub {
+            None => section == "include",
+            Some(_) => section == "includeif",
+        };
+        (include && name == "path")
+            .then_some(value.as_deref())
+            .flatten()
+    })
+}
+
+/// Where git finds the file an include names from a file in `dir`: `~/…` in `HOME`, a
+/// relative path against `dir`. `~user/…` is refused rather than looked up.
+fn resolve_include(dir: &Path, value: &str) -> Result<PathBuf, String> {
+    let path = if value == "~" || value.starts_with("~/") {
+        let home = std::env::var_os("HOME")
+            .ok_or_else(|| format!("the include `{value}` names HOME, which is not set"))?;
+        PathBuf::from(home).join(value.trim_start_matches('~').trim_start_matches('/'))
+    } else if value.starts_with('~') {
+        return Err(format!(
+            "the include `{value}` names another user's home, which is not looked up"
+        ));
+    } else {
+        dir.join(value)
+    };
+    Ok(path)
 }
 
 fn first_line(bytes: &[u8]) -> String {
@@ -518,6 +728,150 @@ mod tests {
         // Control: git as a user runs it, so the test would see the attack.
         git(tmp.path(), &["add", "-A", "--", "."]);
         assert!(marker.exists(), "control: the filter should run unhardened");
+    }
+
+    /// A repository on `main` whose `.git/config` includes, on a condition that does not hold
+    /// in it now, a file naming a smudge filter that every file takes and that writes a marker.
+    fn repo_with_conditional_filter(condition: &str) -> (tempfile::TempDir, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q", "-b", "main"]);
+        std::fs::write(dir.join("a.txt"), "one\n").unwrap();
+        git(dir, &["add", "a.txt"]);
+        git(dir, &["commit", "-qm", "one"]);
+        let marker = dir.join("ran");
+        std::fs::write(
+            dir.join(".git/evil.cfg"),
+            format!(
+                "[filter \"x\"]\n\tsmudge = \"touch {}; cat\"\n",
+                marker.display()
+            ),
+        )
+        .unwrap();
+        let mut config = std::fs::read_to_string(dir.join(".git/config")).unwrap();
+        config.push_str(&format!("[includeIf \"{condition}\"]\n\tpath = evil.cfg\n"));
+        std::fs::write(dir.join(".git/config"), config).unwrap();
+        std::fs::write(dir.join(".git/info/attributes"), "* filter=x\n").unwrap();
+        (tmp, marker)
+    }
+
+    /// `git worktree add -b cadre-x` through cadre's own git: the checkout in the new worktree
+    /// is on `cadre-x` (and in `.git/worktrees/…`), where the include holds.
+    async fn own_worktree_add_runs_no_filter(condition: &str) {
+        let (tmp, marker) = repo_with_conditional_filter(condition);
+        let overrides = program_overrides(tmp.path()).await.unwrap();
+        assert!(
+            overrides.contains(&("filter.x.smudge".to_string(), "")),
+            "{overrides:?}"
+        );
+        let wt = tmp.path().join("wt");
+        let out = own_git(
+            tmp.path(),
+            [
+                "worktree".as_ref(),
+                "add".as_ref(),
+                "-b".as_ref(),
+                "cadre-x".as_ref(),
+                wt.as_os_str(),
+                "HEAD".as_ref(),
+            ],
+            &[],
+            None,
+        )
+        .await
+        .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert!(wt.join("a.txt").exists());
+        assert!(!marker.exists(), "the conditionally included filter ran");
+        // Control: a plain git in a worktree on that branch runs it, so the test sees the attack.
+        git(
+            tmp.path(),
+            &["worktree", "add", "-b", "cadre-y", "wt2", "HEAD"],
+        );
+        assert!(marker.exists(), "control: the include should hold there");
+    }
+
+    #[tokio::test]
+    async fn an_include_on_the_new_branch_names_no_program_cadre_s_worktree_runs() {
+        own_worktree_add_runs_no_filter("onbranch:cadre-*").await;
+    }
+
+    #[tokio::test]
+    async fn an_include_on_a_linked_worktree_s_gitdir_names_no_program_cadre_s_worktree_runs() {
+        own_worktree_add_runs_no_filter("gitdir:**/worktrees/**").await;
+    }
+
+    #[tokio::test]
+    async fn includes_are_followed_whatever_their_condition_and_bounded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q"]);
+        let git_dir = dir.join(".git");
+        // A chain: config -> a.cfg (relative) -> sub/b.cfg (relative to a.cfg's directory)
+        // -> ../a.cfg (a cycle), and a missing file, which git skips.
+        std::fs::create_dir(git_dir.join("sub")).unwrap();
+        let mut config = std::fs::read_to_string(git_dir.join("config")).unwrap();
+        config.push_str(
+            "[include]\n\tpath = a.cfg\n[includeIf \"hasconfig:remote.*.url:x\"]\n\
+             \tpath = missing.cfg\n",
+        );
+        std::fs::write(git_dir.join("config"), config).unwrap();
+        std::fs::write(
+            git_dir.join("a.cfg"),
+            "[diff \"A\"]\n\ttextconv = a\n[includeIf \"gitdir:/nowhere/\"]\n\tpath = sub/b.cfg\n",
+        )
+        .unwrap();
+        std::fs::write(
+            git_dir.join("sub/b.cfg"),
+            "[core]\n\tfsmonitor = b\n[include]\n\tpath = ../a.cfg\n",
+        )
+        .unwrap();
+        let overrides = program_overrides(dir).await.unwrap();
+        assert_eq!(
+            overrides,
+            [
+                ("core.fsmonitor".to_string(), "false"),
+                ("diff.A.textconv".to_string(), "")
+            ]
+        );
+        // A file that cannot be listed is an error, not a file passed over.
+        std::fs::write(git_dir.join("missing.cfg"), "[broken\n").unwrap();
+        assert!(program_overrides(dir).await.is_err());
+        std::fs::remove_file(git_dir.join("missing.cfg")).unwrap();
+        // A chain deeper than git's own limit is refused.
+        for i in 0..12 {
+            std::fs::write(
+                git_dir.join(format!("d{i}.cfg")),
+                format!("[include]\n\tpath = d{}.cfg\n", i + 1),
+            )
+            .unwrap();
+        }
+        std::fs::write(git_dir.join("d12.cfg"), "[user]\n\tname = x\n").unwrap();
+        let mut config = std::fs::read_to_string(git_dir.join("config")).unwrap();
+        config.push_str("[includeIf \"onbranch:nope\"]\n\tpath = d0.cfg\n");
+        std::fs::write(git_dir.join("config"), config).unwrap();
+        assert!(program_overrides(dir).await.is_err());
+    }
+
+    #[test]
+    fn include_paths_resolve_as_git_resolves_them() {
+        let dir = Path::new("/r/.git");
+        assert_eq!(
+            resolve_include(dir, "x.cfg").unwrap(),
+            Path::new("/r/.git/x.cfg")
+        );
+        assert_eq!(resolve_include(dir, "/abs").unwrap(), Path::new("/abs"));
+        if let Some(home) = std::env::var_os("HOME") {
+            assert_eq!(
+                resolve_include(dir, "~/h.cfg").unwrap(),
+                Path::new(&home).join("h.cfg")
+            );
+        }
+        assert!(resolve_include(dir, "~root/x").is_err());
+        let entries = entries_of_file_listing(
+            b"include.path\na\0includeif.onbranch:x.path\nb\0includeif.x.y.z\nc\0x.flag\0",
+        );
+        assert_eq!(include_paths(&entries).collect::<Vec<_>>(), ["a", "b"]);
     }
 
     #[tokio::test]

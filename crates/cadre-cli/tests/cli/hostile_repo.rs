@@ -2149,6 +2149,43 @@ fn a_writing_child_s_receipt_sees_changes_made_through_bash() {
     );
 }
 
+/// A writing child cannot blind its receipt by writing an ignore file: the rules that decide
+/// which files its bash calls changed are those in force when its first call began. It writes
+/// `*` into `.ignore` (a child) or `.gitignore` (another), passes `make test`, then changes a
+/// source file: the change is seen after the test, and the work is UNVERIFIED.
+#[test]
+fn an_ignore_file_written_by_a_child_does_not_hide_its_later_changes() {
+    let w = World::new();
+    std::fs::write(w.project().join("Makefile"), "test:\n\ttrue\n").unwrap();
+    std::fs::write(w.project().join("src.c"), "int main(void) { return 0; }\n").unwrap();
+    w.commit();
+    let blinded = |file: &str| {
+        vec![
+            bash(format!("printf '*\\n' > {file}")),
+            bash("make test"),
+            bash("echo broken >> src.c"),
+        ]
+    };
+    let launches = [
+        launch(1, "general-purpose", blinded(".ignore")),
+        launch(2, "general-purpose", blinded(".gitignore")),
+    ];
+    let ran = w.run(&[], &launches, &[]);
+    ran.assert_finished();
+    for c in &ran.children {
+        c.assert_ran_every_step();
+    }
+    for n in 0..2 {
+        let text = &ran.agent_result(0, n).text;
+        let receipt = &text[text.find("<execution-receipt>").unwrap_or(0)..];
+        assert!(
+            receipt.contains("Verification: UNVERIFIED"),
+            "a change after the passing test is not verified: {receipt}"
+        );
+        assert!(receipt.contains("src.c"), "{receipt}");
+    }
+}
+
 /// A committed `AGENTS.md` that is a link to a device that never ends, a link to a FIFO no one
 /// writes to, or a link to a file outside the project: `cadre -p` finishes, says why the file
 /// was not read, and nothing of it reaches the system prompt. A long file is cut.

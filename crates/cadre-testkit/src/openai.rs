@@ -281,25 +281,7 @@ pub(crate) fn completion_body(reply: &Reply, ctx: &RenderCtx) -> String {
 
 /// A chunk whose delta carries nothing: well-formed, but no content.
 pub(crate) fn empty_delta_frame(ctx: &RenderCtx) -> Frame {
-    let id = completion_id(ctx);
-    let chunk = Chunk {
-        id: &id,
-        object: "chat.completion.chunk",
-        created: CREATED,
-        model: &ctx.model,
-        system_fingerprint: "fp_cadre",
-        choices: vec![Choice {
-            index: 0,
-            delta: Delta {
-                content: Some(""),
-                ..Delta::default()
-            },
-            logprobs: None,
-            finish_reason: None,
-        }],
-        usage: ctx.include_usage.then_some(None),
-    };
-    Frame::data(&to_json(&chunk))
+    text_delta_frame(ctx, "")
 }
 
 /// A chunk whose delta is this text.

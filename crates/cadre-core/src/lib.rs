@@ -3,6 +3,7 @@
 //! The core never prints: it emits [`cadre_protocol::AgentEvent`]s that front ends render.
 
 pub mod agent;
+pub mod budget;
 pub mod compaction;
 pub mod config;
 pub mod context;

@@ -63,6 +63,10 @@ pub enum LlmError {
     MessageTooLarge { provider: String, limit: usize },
     #[error("request aborted")]
     Aborted,
+    /// A token or cost budget refused the request before it was sent. Not retryable: only a
+    /// raised budget lets it through.
+    #[error("{0}")]
+    Budget(String),
     #[error("{0}")]
     Fatal(String),
 }
@@ -78,6 +82,7 @@ impl LlmError {
             LlmError::Aborted => ErrorKind::Aborted,
             LlmError::RequestDeadline { .. }
             | LlmError::MessageTooLarge { .. }
+            | LlmError::Budget(_)
             | LlmError::Fatal(_) => ErrorKind::Fatal,
         }
     }

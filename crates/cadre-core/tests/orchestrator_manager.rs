@@ -1841,7 +1841,7 @@ async fn ask_authorization_uses_the_confirmer() {
             ManagerOptions {
                 sandbox_exe: None,
                 confirm: Some(confirm.clone()),
-                shell_env: None,
+                ..ManagerOptions::default()
             },
         );
         let root = manager.root_parent(

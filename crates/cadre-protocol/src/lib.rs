@@ -6,6 +6,7 @@
 //! files or processes.
 
 mod bash_execution;
+mod budget;
 pub mod display;
 mod event;
 pub mod image;
@@ -17,6 +18,7 @@ mod thinking;
 mod tool;
 
 pub use bash_execution::BashExecutionMessage;
+pub use budget::{BudgetState, Limits, Meter, Spend};
 pub use event::{AgentEvent, AssistantMessageEvent, CompactionReason, CompactionResult};
 pub use message::{
     AssistantMessage, ContentBlock, CustomMessage, Message, StopReason, ToolCall,

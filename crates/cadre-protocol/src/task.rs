@@ -57,6 +57,10 @@ pub enum TerminationKind {
     StartupError,
     /// The review gate (V5) did not pass the implementer's work. An extension of L1's kinds.
     ReviewFailed,
+    /// The task's cost budget (or an ancestor's) ran out. Ranked after `turn_budget`.
+    CostBudget,
+    /// The task's token budget (or an ancestor's) ran out. Ranked after `turn_budget`.
+    TokenBudget,
 }
 
 impl TerminationKind {
@@ -65,7 +69,9 @@ impl TerminationKind {
             TerminationKind::Normal => TaskStatus::Completed,
             TerminationKind::TurnBudget
             | TerminationKind::ToolBudget
-            | TerminationKind::Timeout => TaskStatus::Partial,
+            | TerminationKind::Timeout
+            | TerminationKind::CostBudget
+            | TerminationKind::TokenBudget => TaskStatus::Partial,
             TerminationKind::ManualStop | TerminationKind::ParentShutdown => TaskStatus::Stopped,
             TerminationKind::ProviderError
             | TerminationKind::StartupError
@@ -84,6 +90,8 @@ impl TerminationKind {
             TerminationKind::ProviderError => "provider_error",
             TerminationKind::StartupError => "startup_error",
             TerminationKind::ReviewFailed => "review_failed",
+            TerminationKind::CostBudget => "cost_budget",
+            TerminationKind::TokenBudget => "token_budget",
         }
     }
 }
@@ -103,6 +111,23 @@ pub struct TaskBudgets {
     pub tool_budget_block: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// The task's own cost cap in USD (its role's `maxCostUsd`, or raised with `cadre task
+    /// budget`); the cap in force is in [`TaskRecord::budget`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    /// The task's own token cap (its role's `maxTokens`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+}
+
+impl TaskBudgets {
+    /// The task's own token and cost caps.
+    pub fn limits(&self) -> crate::Limits {
+        crate::Limits {
+            max_tokens: self.max_tokens,
+            max_cost_usd: self.max_cost_usd,
+        }
+    }
 }
 
 /// Supervision checkpoints (L5).
@@ -184,6 +209,10 @@ pub struct TaskRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking_clamp_reason: Option<String>,
     pub budgets: TaskBudgets,
+    /// Its token and cost budget: the cap in force, what it and its subtree spent, what its
+    /// live children reserve. Absent for a task under no cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::BudgetState>,
     pub warnings: WarningSchedule,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_file: Option<String>,

@@ -110,7 +110,10 @@ impl BudgetNode {
             cost_usd: s.spent.cost_usd + s.outstanding.cost_usd,
         };
         Spend {
-            tokens: s.cap.max_tokens.map_or(u64::MAX, |c| c.saturating_sub(used.tokens)),
+            tokens: s
+                .cap
+                .max_tokens
+                .map_or(u64::MAX, |c| c.saturating_sub(used.tokens)),
             cost_usd: s
                 .cap
                 .max_cost_usd
@@ -122,7 +125,11 @@ impl BudgetNode {
     /// left, which it reserves. `spent_before` is what a continued task spent in earlier runs
     /// (already counted above it): its new cap leaves room for that. Refused when this node or
     /// an ancestor has nothing left.
-    pub fn child(self: &Arc<Self>, own: Limits, spent_before: Spend) -> Result<Arc<Self>, Exhausted> {
+    pub fn child(
+        self: &Arc<Self>,
+        own: Limits,
+        spent_before: Spend,
+    ) -> Result<Arc<Self>, Exhausted> {
         self.admit()?;
         let mut s = lock(&self.state);
         let available = Self::available(&s);
@@ -143,11 +150,13 @@ impl BudgetNode {
             });
         }
         let hold = Spend {
-            tokens: s
+            tokens: s.cap.max_tokens.map_or(0, |_| {
+                ((available.tokens as f64 * CHILD_SHARE) as u64).max(1)
+            }),
+            cost_usd: s
                 .cap
-                .max_tokens
-                .map_or(0, |_| ((available.tokens as f64 * CHILD_SHARE) as u64).max(1)),
-            cost_usd: s.cap.max_cost_usd.map_or(0.0, |_| available.cost_usd * CHILD_SHARE),
+                .max_cost_usd
+                .map_or(0.0, |_| available.cost_usd * CHILD_SHARE),
         };
         let slice = Limits {
             max_tokens: s
@@ -159,6 +168,15 @@ impl BudgetNode {
                 .max_cost_usd
                 .map(|_| hold.cost_usd + spent_before.cost_usd),
         };
+        let cap = own.min(slice);
+        // A continued task that already spent its own cap has nothing to run on.
+        if let Some(meter) = used_up(cap, spent_before) {
+            return Err(Exhausted {
+                meter,
+                spent: spent_before,
+                cap,
+            });
+        }
         let capped = !s.cap.is_unlimited();
         if capped {
             s.outstanding.add(hold);
@@ -167,7 +185,7 @@ impl BudgetNode {
         Ok(Arc::new(BudgetNode {
             parent: Some(Arc::clone(self)),
             state: Mutex::new(NodeState {
-                cap: own.min(slice),
+                cap,
                 spent: spent_before,
                 hold_left: capped.then_some(hold),
                 ..NodeState::default()
@@ -283,6 +301,37 @@ impl BudgetNode {
     }
 }
 
+/// A child's reservation until its task exists: dropped on a failed launch, it goes back to
+/// the parent.
+pub struct Reservation {
+    node: Arc<BudgetNode>,
+    kept: bool,
+}
+
+impl Reservation {
+    pub fn new(node: Arc<BudgetNode>) -> Reservation {
+        Reservation { node, kept: false }
+    }
+
+    pub fn node(&self) -> &Arc<BudgetNode> {
+        &self.node
+    }
+
+    /// The task exists: its end gives the reservation back from now on.
+    pub fn keep(mut self) -> Arc<BudgetNode> {
+        self.kept = true;
+        Arc::clone(&self.node)
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if !self.kept {
+            self.node.close();
+        }
+    }
+}
+
 impl std::fmt::Debug for BudgetNode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BudgetNode")
@@ -308,7 +357,10 @@ fn crossed_warning(cap: Limits, spent: Spend) -> Option<Meter> {
     {
         return Some(Meter::Tokens);
     }
-    if cap.max_cost_usd.is_some_and(|c| spent.cost_usd >= c * WARN_AT) {
+    if cap
+        .max_cost_usd
+        .is_some_and(|c| spent.cost_usd >= c * WARN_AT)
+    {
         return Some(Meter::Cost);
     }
     None
@@ -385,7 +437,10 @@ mod tests {
         // Every child stopped inside its reservation plus one request.
         for k in &kids {
             let s = k.state();
-            assert!(s.spent.cost_usd <= s.cap.max_cost_usd.unwrap() + 0.03, "{s:?}");
+            assert!(
+                s.spent.cost_usd <= s.cap.max_cost_usd.unwrap() + 0.03,
+                "{s:?}"
+            );
         }
         assert!(root.admit().is_err() || root.state().spent.cost_usd < 1.0);
     }

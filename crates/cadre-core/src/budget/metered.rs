@@ -72,7 +72,8 @@ impl Provider for MeteredProvider {
             while let Some(event) = upstream.recv().await {
                 match &event {
                     StreamEvent::Done(message) => {
-                        let (spend, estimated) = spend_of(&message.usage, message, &model, estimate_input);
+                        let (spend, estimated) =
+                            spend_of(&message.usage, message, &model, estimate_input);
                         node.charge(spend, estimated);
                     }
                     StreamEvent::Failed { partial, .. } => {

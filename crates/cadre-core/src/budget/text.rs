@@ -15,12 +15,19 @@ pub fn tokens(n: u64) -> String {
     out
 }
 
-/// `$0.41`; amounts under a cent keep enough digits to be told apart from zero.
+/// `$0.41`, `$12.30`; under a dollar up to four decimals, so small caps and spends are told
+/// apart (`$0.015`, `$0.0012`).
 pub fn usd(x: f64) -> String {
-    if x > 0.0 && x < 0.01 {
-        format!("${x:.4}")
-    } else {
+    if x >= 1.0 || x <= 0.0 {
+        return format!("${x:.2}");
+    }
+    let fine = format!("{x:.4}");
+    let trimmed = fine.trim_end_matches('0');
+    let decimals = trimmed.split('.').nth(1).map_or(0, str::len);
+    if decimals < 2 {
         format!("${x:.2}")
+    } else {
+        format!("${trimmed}")
     }
 }
 
@@ -94,6 +101,9 @@ mod tests {
         assert_eq!(usd(0.41), "$0.41");
         assert_eq!(usd(0.0012), "$0.0012");
         assert_eq!(usd(0.0), "$0.00");
+        assert_eq!(usd(0.5), "$0.50");
+        assert_eq!(usd(0.015), "$0.015");
+        assert_eq!(usd(12.3), "$12.30");
     }
 
     #[test]

@@ -124,6 +124,8 @@ pub struct ExecutionReceipt {
     commands: Vec<CommandRun>,
     evidence: EvidenceLog,
     refused: Refusals,
+    /// `Budget: $0.41 of $0.50` for a task under a cap (written by cadre, not the child).
+    pub budget: Option<String>,
 }
 
 impl ExecutionReceipt {
@@ -245,6 +247,10 @@ impl ExecutionReceipt {
         }
         out.push_str(self.verification().line());
         out.push('\n');
+        if let Some(line) = &self.budget {
+            out.push_str(line);
+            out.push('\n');
+        }
         out.push_str(RECEIPT_CLOSE);
         out
     }

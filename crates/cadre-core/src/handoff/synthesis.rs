@@ -40,6 +40,8 @@ fn not_completed(entry: &EntryOutcome) -> String {
         Some(TerminationKind::ProviderError) => "it failed on a provider error",
         Some(TerminationKind::StartupError) => "it failed to start",
         Some(TerminationKind::ReviewFailed) => "its independent review did not pass",
+        Some(TerminationKind::CostBudget) => "it ran out of its cost budget before finishing",
+        Some(TerminationKind::TokenBudget) => "it ran out of its token budget before finishing",
         Some(TerminationKind::Normal) | None => match entry.status {
             TaskStatus::Running => "it had not settled when the launch returned",
             TaskStatus::Failed => "it failed",

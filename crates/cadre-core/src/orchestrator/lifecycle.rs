@@ -109,6 +109,8 @@ pub struct TerminationFacts {
     pub explicit_stop: Option<TerminationKind>,
     /// `turn_budget` or `timeout`, whichever aborted the child first.
     pub budget_abort: Option<TerminationKind>,
+    /// `cost_budget` or `token_budget`: a request was refused by a budget.
+    pub spend_budget: Option<TerminationKind>,
     /// `provider_error` or `startup_error`, whichever came first.
     pub failure: Option<TerminationKind>,
     /// `maxToolCalls` was reached.
@@ -117,12 +119,15 @@ pub struct TerminationFacts {
 }
 
 /// Resolve the termination kind when several apply: explicit stop > turn budget (or timeout)
-/// > provider failure > tool budget without final text > normal.
+/// > cost or token budget > provider failure > tool budget without final text > normal.
 pub fn resolve_termination(f: TerminationFacts) -> TerminationKind {
     if let Some(kind) = f.explicit_stop {
         return kind;
     }
     if let Some(kind) = f.budget_abort {
+        return kind;
+    }
+    if let Some(kind) = f.spend_budget {
         return kind;
     }
     if let Some(kind) = f.failure {
@@ -416,6 +421,19 @@ impl Lifecycle {
     /// manager calls [`Lifecycle::on_finished`].
     pub fn on_provider_error(&mut self, message: &str) {
         self.fail(TerminationKind::ProviderError, message);
+    }
+
+    /// A request was refused by the task's token or cost budget (or an ancestor's): the run
+    /// ended on that refusal, which is the task's termination unless a stop or a turn budget
+    /// came first.
+    pub fn on_spend_budget(&mut self, kind: TerminationKind, message: &str) {
+        if self.is_terminal() || self.facts.spend_budget.is_some() {
+            return;
+        }
+        self.facts.spend_budget = Some(kind);
+        if self.error.is_none() {
+            self.error = Some(message.to_string());
+        }
     }
 
     /// The child could not be started (no model call made). Terminal at once.
@@ -987,6 +1005,7 @@ mod tests {
                     failure: Some(ProviderError),
                     tool_budget_reached: true,
                     has_final_text: false,
+                    ..f()
                 },
                 ManualStop,
             ),
@@ -1019,6 +1038,36 @@ mod tests {
         assert_eq!(l.on_parent_shutdown(), vec![Action::Abort(ParentShutdown)]);
         assert!(l.on_stop_requested().is_empty());
         assert_eq!(l.on_finished(TEXT), ParentShutdown);
+    }
+
+    #[test]
+    fn l1_a_spend_budget_ranks_after_the_turn_budget_and_before_a_provider_error() {
+        use TerminationKind::*;
+        let base = TerminationFacts {
+            spend_budget: Some(CostBudget),
+            failure: Some(ProviderError),
+            ..TerminationFacts::default()
+        };
+        assert_eq!(resolve_termination(base), CostBudget);
+        assert_eq!(
+            resolve_termination(TerminationFacts {
+                budget_abort: Some(TurnBudget),
+                ..base
+            }),
+            TurnBudget
+        );
+        assert_eq!(
+            resolve_termination(TerminationFacts {
+                explicit_stop: Some(ManualStop),
+                ..base
+            }),
+            ManualStop
+        );
+        let mut lc = Lifecycle::new(LifecycleConfig::default());
+        lc.on_spend_budget(TokenBudget, "token budget exhausted");
+        lc.on_provider_error("token budget exhausted");
+        assert_eq!(lc.on_finished(FinalFacts::default()), TokenBudget);
+        assert_eq!(TokenBudget.status(), cadre_protocol::TaskStatus::Partial);
     }
 
     #[test]

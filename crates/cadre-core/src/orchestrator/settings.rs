@@ -306,6 +306,8 @@ impl SubagentSettings {
             soft_tool_calls: self.default_soft_tool_calls,
             tool_budget_block: self.default_tool_budget_block.clone(),
             timeout_ms: self.default_timeout_ms,
+            max_cost_usd: None,
+            max_tokens: None,
         }
     }
 
@@ -659,6 +661,7 @@ mod tests {
                 soft_tool_calls: Some(80),
                 tool_budget_block: vec!["read".into(), "bash".into()],
                 timeout_ms: Some(900_000),
+                ..TaskBudgets::default()
             }
         );
         assert!(!s.enable_background && !s.enable_fork && !s.enable_worktrees);

@@ -70,7 +70,7 @@ impl fmt::Display for Origin {
 }
 
 /// A role as the roster resolved it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ResolvedRole {
     pub def: RoleDef,
     pub layer: Layer,
@@ -250,7 +250,7 @@ pub(crate) fn project_dirs(cwd: &Path) -> Vec<PathBuf> {
 }
 
 /// The resolved roles, what is blocked, and what was reported on the way.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Roster {
     /// Available roles, built-ins first in their order, then others as found.
     pub roles: Vec<ResolvedRole>,

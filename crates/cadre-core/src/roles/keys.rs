@@ -27,6 +27,8 @@ pub(crate) const CADRE_KEYS: &[&str] = &[
     "softToolCalls",
     "toolBudgetBlock",
     "timeoutMs",
+    "maxCostUsd",
+    "maxTokens",
     "bashTimeoutMs",
     "oneShot",
     "allowPlanFiles",

@@ -141,7 +141,7 @@ impl ToolList {
 }
 
 /// A validated role definition.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct RoleDef {
     pub name: String,
     pub description: String,
@@ -172,6 +172,10 @@ pub struct RoleDef {
     /// `None`: the settings default.
     pub tool_budget_block: Option<ToolList>,
     pub timeout_ms: Option<u64>,
+    /// The role's cost cap in USD for a task and its subtree (`maxCostUsd`).
+    pub max_cost_usd: Option<f64>,
+    /// The role's token cap for a task and its subtree (`maxTokens`).
+    pub max_tokens: Option<u64>,
     /// The timeout of this role's bash calls that give none; `None`: the
     /// `subagents.bashTimeoutMs` setting.
     pub bash_timeout_ms: Option<u64>,
@@ -258,7 +262,7 @@ pub struct Problem {
 }
 
 /// What one role file yields.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Parsed {
     /// A role; `notes` are also in `def.notes`, without their lines.
     Role {
@@ -589,6 +593,8 @@ impl Reader {
                 self.def.tool_budget_block = Some(list);
             }
             "timeoutMs" => def.timeout_ms = Some(positive_u64(key, value)?),
+            "maxTokens" => def.max_tokens = Some(positive_u64(key, value)?),
+            "maxCostUsd" => def.max_cost_usd = Some(positive_usd(key, value)?),
             "bashTimeoutMs" => def.bash_timeout_ms = Some(positive_u64(key, value)?),
             "oneShot" => def.one_shot = boolean(key, value)?,
             "allowPlanFiles" => def.allow_plan_files = boolean(key, value)?,
@@ -1026,6 +1032,17 @@ fn count(key: &str, value: &Value, min: u32) -> Result<u32, RoleError> {
         return Err(bad(key, &format!("{v} is not {what}")));
     }
     Ok(v)
+}
+
+fn positive_usd(key: &str, value: &Value) -> Result<f64, RoleError> {
+    let what = "a number of US dollars above 0";
+    let Value::Number(n) = value else {
+        return Err(wrong_type(key, what, value));
+    };
+    match n.as_f64() {
+        Some(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(bad(key, &format!("{n} is not {what}"))),
+    }
 }
 
 fn positive_u64(key: &str, value: &Value) -> Result<u64, RoleError> {

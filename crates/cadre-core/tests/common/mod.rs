@@ -295,8 +295,7 @@ pub fn manager_options() -> ManagerOptions {
     ManagerOptions {
         // No cadre binary here: a read-only child's bash cannot run.
         sandbox_exe: Some(PathBuf::from("/bin/false")),
-        confirm: None,
-        shell_env: None,
+        ..ManagerOptions::default()
     }
 }
 

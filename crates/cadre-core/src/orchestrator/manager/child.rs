@@ -86,6 +86,8 @@ pub(crate) struct ChildBuild<'a> {
     pub session: SessionWriter,
     /// A task with `output_schema`: the schema and where the accepted value goes (V8).
     pub structured: Option<(serde_json::Value, StructuredSlot)>,
+    /// The task's budget node: every request its agent makes is admitted and charged there.
+    pub budget: &'a Arc<crate::budget::BudgetNode>,
 }
 
 /// Build the child's agent: its tools (the parent's tool objects, its own `bash` under the
@@ -126,7 +128,7 @@ pub(crate) fn build_child_agent(
     };
     let (tx, rx) = mpsc::unbounded_channel();
     let config = AgentConfig {
-        provider: Arc::clone(&inner.provider),
+        provider: crate::budget::MeteredProvider::wrap(Arc::clone(&inner.provider), b.budget),
         model: b.model,
         thinking: b.thinking,
         system_prompt,

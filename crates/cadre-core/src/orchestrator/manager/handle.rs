@@ -84,6 +84,9 @@ pub(crate) struct TaskHandle {
     /// Tokens of the turns of the current run, for progress (`TaskEvent::Turn`) only: the
     /// record adds the run's usage once, when the run ends, and this goes back to zero then.
     pub live_tokens: Mutex<cadre_protocol::Usage>,
+    /// The task's node in the session's budget tree: its requests and its subtree's are
+    /// charged here; given back to the parent when the task ends.
+    pub budget: Arc<crate::budget::BudgetNode>,
 }
 
 impl TaskHandle {
@@ -93,6 +96,7 @@ impl TaskHandle {
         caps: CapabilitySet,
         notices: mpsc::UnboundedSender<ParentNotice>,
         background: bool,
+        budget: Arc<crate::budget::BudgetNode>,
     ) -> TaskHandle {
         let (state, _) = watch::channel(RunState::Queued);
         TaskHandle {
@@ -118,6 +122,7 @@ impl TaskHandle {
             structured: Mutex::new(None),
             started: Instant::now(),
             live_tokens: Mutex::new(cadre_protocol::Usage::default()),
+            budget,
         }
     }
 
@@ -301,6 +306,14 @@ impl TaskHandle {
         ExecutionReceipt::of_run(&lock(&self.tool_events), &lock(&self.refusals))
     }
 
+    /// The `<execution-receipt>` of an ended run: its receipt and, under a cap, its budget
+    /// line (`Budget: $0.41 of $0.50`).
+    pub(crate) fn receipt_text(&self) -> String {
+        let mut receipt = self.execution_receipt();
+        receipt.budget = crate::budget::text::receipt_line(&self.budget.state());
+        receipt.render()
+    }
+
     /// Count a call refused before it ran and list it for the receipt.
     fn refuse(&self, tool: &str, reason: RefusalReason) {
         if reason != RefusalReason::ToolBudget {
@@ -429,6 +442,7 @@ mod tests {
             caps,
             notices,
             false,
+            crate::budget::BudgetNode::root(Default::default(), Default::default()),
         ))
     }
 

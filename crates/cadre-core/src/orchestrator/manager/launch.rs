@@ -226,6 +226,14 @@ pub(crate) async fn start(
     parent: &ParentRef,
     p: Prepared,
 ) -> Result<Arc<TaskHandle>, LaunchError> {
+    // The budget first: a launch its parent cannot pay for creates nothing.
+    let reservation = inner.reserve_budget(
+        parent.task_id.as_deref(),
+        p.budgets.limits(),
+        crate::budget::Spend::default(),
+        &p.model,
+    )?;
+    let budget = Arc::clone(reservation.node());
     let id = new_task_id();
     let description = if p.spec.description.trim().is_empty() {
         p.spec
@@ -265,6 +273,7 @@ pub(crate) async fn start(
         effective_thinking: p.thinking.as_str().into(),
         thinking_clamp_reason: p.clamp_reason.clone(),
         budgets: p.budgets.clone(),
+        budget: budget_view(&budget),
         warnings: p.warnings,
         tools: p.caps.tools.clone(),
         readonly: p.role.readonly,
@@ -405,6 +414,7 @@ pub(crate) async fn start(
             history,
             session,
             structured: structured.clone(),
+            budget: &budget,
         },
     );
     let (mut agent, events) = match built {
@@ -423,7 +433,9 @@ pub(crate) async fn start(
         p.caps.clone(),
         parent.notices.clone(),
         p.background,
+        reservation.keep(),
     ));
+    watch_budget(&handle);
     agent.set_tool_gate(Arc::new(ChildGate {
         handle: Arc::clone(&handle),
     }));
@@ -446,6 +458,7 @@ pub(crate) async fn start(
             &retry_cwd,
             retry_history,
             structured.clone(),
+            Arc::clone(&budget),
         ),
     });
     lock(&inner.runs).insert(
@@ -494,6 +507,7 @@ fn rebuild_agent(
     cwd: &std::path::Path,
     history: Vec<Message>,
     structured: Option<(serde_json::Value, StructuredSlot)>,
+    budget: Arc<crate::budget::BudgetNode>,
 ) -> RebuildAgent {
     let inner = Arc::clone(inner);
     let id = id.to_string();
@@ -532,10 +546,28 @@ fn rebuild_agent(
                     history,
                     session,
                     structured,
+                    budget: &budget,
                 },
             )
         })
     })
+}
+
+/// The budget a record shows: `None` for a task under no cap.
+pub(crate) fn budget_view(node: &crate::budget::BudgetNode) -> Option<cadre_protocol::BudgetState> {
+    let state = node.state();
+    (!state.cap.is_unlimited()).then_some(state)
+}
+
+/// At 80% of its cap a task is steered once to hand over what it has (the hook holds the
+/// handle weakly: the handle owns the node).
+pub(crate) fn watch_budget(h: &Arc<TaskHandle>) {
+    let weak = Arc::downgrade(h);
+    h.budget.on_warning(Arc::new(move |meter, state| {
+        if let Some(h) = weak.upgrade() {
+            h.deliver(&crate::budget::text::final_handoff_steer(meter, &state));
+        }
+    }));
 }
 
 /// Record a task that could not start (its record exists, no model was called).

@@ -122,6 +122,10 @@ pub struct ManagerOptions {
     /// The environment children's bash commands start from (the root session's: its
     /// settings' allowlist, its model's key removed); `None`: the process's, scrubbed by name.
     pub shell_env: Option<Arc<cadre_tools::shell_env::ShellEnv>>,
+    /// The root session's budget node (its caps and what it spent before); `None`: no cap.
+    pub budget: Option<Arc<crate::budget::BudgetNode>>,
+    /// What a cost budget does with a model without a price.
+    pub unknown_price: crate::budget::UnknownPrice,
 }
 
 pub(crate) struct Inner {
@@ -142,6 +146,9 @@ pub(crate) struct Inner {
     pub sandbox_exe: PathBuf,
     pub confirm: Option<Arc<dyn LaunchConfirmer>>,
     pub shell_env: Option<Arc<cadre_tools::shell_env::ShellEnv>>,
+    /// The root session's budget node: every task's node hangs below it.
+    pub budget: Arc<crate::budget::BudgetNode>,
+    pub unknown_price: crate::budget::UnknownPrice,
     /// Per parent (`None` = the root): held while a sequential-dispatch launch runs (D4).
     pub sequential: Mutex<HashMap<Option<String>, Arc<tokio::sync::Mutex<()>>>>,
     /// Plan mode (S6): only planning roles launch, nothing is isolated in a worktree.
@@ -237,6 +244,13 @@ impl TaskManager {
                 .unwrap_or_else(|| PathBuf::from("cadre")),
             confirm: options.confirm,
             shell_env: options.shell_env,
+            budget: options.budget.unwrap_or_else(|| {
+                crate::budget::BudgetNode::root(
+                    crate::budget::Limits::default(),
+                    crate::budget::Spend::default(),
+                )
+            }),
+            unknown_price: options.unknown_price,
             sequential: Mutex::new(HashMap::new()),
             plan_mode: std::sync::atomic::AtomicBool::new(false),
             compaction: Mutex::new(crate::compaction::CompactionSettings::default()),
@@ -254,6 +268,16 @@ impl TaskManager {
             scratch_parent: std::sync::OnceLock::new(),
             me: me.clone(),
         });
+        // At 80% of the session's cap the root is warned, like a progress warning (L5).
+        let notices = inner.root_notices.clone();
+        inner.budget.on_warning(Arc::new(move |meter, state| {
+            let _ = notices.send(ParentNotice::new(
+                NoticeKind::BudgetWarning,
+                String::new(),
+                crate::budget::text::root_warning(meter, &state),
+                None,
+            ));
+        }));
         TaskManager { inner }
     }
 
@@ -526,6 +550,32 @@ impl Inner {
             ));
         }
         Ok(())
+    }
+
+    /// Reserve the budget of a new task (or a continued one, which spent `spent_before`)
+    /// below `parent`: refused when the parent has nothing left, or when a cost cap meets a
+    /// model without a price (unless `budgets.unknownPrice` is `tokens_only`).
+    pub(crate) fn reserve_budget(
+        &self,
+        parent_task: Option<&str>,
+        own: crate::budget::Limits,
+        spent_before: crate::budget::Spend,
+        model: &Model,
+    ) -> Result<crate::budget::Reservation, LaunchError> {
+        let parent = parent_task
+            .and_then(|id| self.handle(id))
+            .map(|h| Arc::clone(&h.budget))
+            .unwrap_or_else(|| Arc::clone(&self.budget));
+        let node = parent
+            .child(own, spent_before)
+            .map_err(LaunchError::BudgetExhausted)?;
+        let reservation = crate::budget::Reservation::new(node);
+        let unpriced = model.cost.input <= 0.0 && model.cost.output <= 0.0;
+        let cost_capped = reservation.node().cap().max_cost_usd.is_some();
+        if unpriced && cost_capped && self.unknown_price == crate::budget::UnknownPrice::Fail {
+            return Err(LaunchError::UnpricedModel(model.full_name()));
+        }
+        Ok(reservation)
     }
 
     pub(crate) fn handle(&self, id: &str) -> Option<Arc<TaskHandle>> {

@@ -363,6 +363,8 @@ pub(crate) async fn prepare(
             None => defaults.tool_budget_block,
         },
         timeout_ms: role.timeout_ms.or(defaults.timeout_ms),
+        max_cost_usd: role.max_cost_usd,
+        max_tokens: role.max_tokens,
     };
     let default_warnings = inner.settings.warning_schedule();
     let warnings = WarningSchedule {

@@ -162,6 +162,19 @@ async fn reopen_with(
             }
         },
     };
+    // Its budget: what it spent before stays spent; its cap is its own (as raised with
+    // `cadre task budget`) and what its parent can give it now.
+    let spent_before = record
+        .budget
+        .map(|b| b.spent)
+        .unwrap_or_else(|| crate::budget::Spend::of_usage(&record.usage.tokens));
+    let reservation = inner.reserve_budget(
+        record.parent_task_id.as_deref(),
+        record.budgets.limits(),
+        spent_before,
+        &model,
+    )?;
+    let budget = Arc::clone(reservation.node());
     let thinking = ThinkingLevel::parse(&record.effective_thinking).unwrap_or_default();
     let cwd = Some(PathBuf::from(&record.cwd))
         .filter(|p| p.is_dir())
@@ -207,6 +220,7 @@ async fn reopen_with(
             history,
             session,
             structured: None,
+            budget: &budget,
         },
     )?;
     let lifecycle = Lifecycle::resume(
@@ -245,12 +259,19 @@ async fn reopen_with(
     record.error = None;
     record.ended_at = None;
     record.background = background;
+    record.budget = super::launch::budget_view(&budget);
     claim_ownership(&mut record);
     inner.store.save(&mut record)?;
 
     let handle = Arc::new(TaskHandle::new(
-        record, lifecycle, caps, notices, background,
+        record,
+        lifecycle,
+        caps,
+        notices,
+        background,
+        reservation.keep(),
     ));
+    super::launch::watch_budget(&handle);
     agent.set_tool_gate(Arc::new(ChildGate {
         handle: Arc::clone(&handle),
     }));

@@ -361,6 +361,9 @@ fn on_event(inner: &Arc<Inner>, h: &Arc<TaskHandle>, ev: AgentEvent) {
             lc.write_counters(&mut r.usage);
             r.phase = lc.phase();
             drop(lc);
+            if r.budget.is_some() {
+                r.budget = super::launch::budget_view(&h.budget);
+            }
             // The record's tokens grow once, at the run's end; a turn event carries them
             // with the tokens of this run's turns so far.
             let mut live = lock(&h.live_tokens);
@@ -471,7 +474,12 @@ async fn finish(
         let failed_on_its_own = matches!(&last, Some(Ok(o)) if o.stop_reason == StopReason::Error)
             || matches!(&last, Some(Err(_)));
         if failed_on_its_own && !h.is_aborting() {
-            lc.on_provider_error(run_error.as_deref().unwrap_or("the model request failed"));
+            let message = run_error.as_deref().unwrap_or("the model request failed");
+            // A request its budget refused: the run ended on the budget, not on the provider.
+            if let Some(meter) = h.budget.state().exhausted {
+                lc.on_spend_budget(spend_termination(meter), message);
+            }
+            lc.on_provider_error(message);
         }
         if let Err(e) = &closed {
             lc.on_provider_error(&format!("session file: {e}"));
@@ -538,6 +546,7 @@ async fn finish(
         if worktree_info.is_some() {
             r.worktree = worktree_info;
         }
+        r.budget = super::launch::budget_view(&h.budget);
         r.preview = preview(&output);
         r.ended_at = Some(timestamp(SystemTime::now()));
         r.owner_pid = None;
@@ -558,7 +567,7 @@ async fn finish(
         r.clone()
     };
     *lock(&h.final_text) = text;
-    *lock(&h.receipt) = h.execution_receipt().render();
+    *lock(&h.receipt) = h.receipt_text();
     lock(&h.permit).take();
 
     // Exactly once: this is the run's single end. The pending count moves into the notice (a
@@ -593,10 +602,20 @@ pub(crate) fn announce_end(
         termination: record.termination,
     });
     h.set_state(RunState::Ended);
+    // What the task did not spend of its reservation goes back to its parent.
+    h.budget.close();
     if let Some(notice) = notice {
         let _ = h.notices.send(notice);
     }
     inner.retire(h);
+}
+
+/// The termination of a run a budget stopped.
+fn spend_termination(meter: cadre_protocol::Meter) -> TerminationKind {
+    match meter {
+        cadre_protocol::Meter::Tokens => TerminationKind::TokenBudget,
+        cadre_protocol::Meter::Cost => TerminationKind::CostBudget,
+    }
 }
 
 /// The `<task-notification>` of a finished run (O6).

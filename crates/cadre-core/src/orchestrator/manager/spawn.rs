@@ -88,7 +88,7 @@ fn end_after_panic(inner: &Arc<Inner>, h: &Arc<TaskHandle>, why: &str) {
         r.clone()
     };
     lock(&h.final_text).clear();
-    *lock(&h.receipt) = h.execution_receipt().render();
+    *lock(&h.receipt) = h.receipt_text();
     lock(&h.permit).take();
     let notice = h.is_background().then(|| {
         ParentNotice::new(

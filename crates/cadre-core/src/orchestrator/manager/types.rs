@@ -76,6 +76,8 @@ pub enum NoticeKind {
     Completion,
     /// `<progress-warning>` (L5).
     ProgressWarning,
+    /// `<budget-warning>`: the session reached 80% of its token or cost cap.
+    BudgetWarning,
 }
 
 /// A message for a parent agent, handed to the parent's front end through its notice channel.
@@ -129,6 +131,7 @@ impl ParentNotice {
         let custom_type = match self.kind {
             NoticeKind::Completion => "task-notification",
             NoticeKind::ProgressWarning => "progress-warning",
+            NoticeKind::BudgetWarning => "budget-warning",
         };
         Message::Custom(CustomMessage {
             custom_type: custom_type.into(),
@@ -380,6 +383,14 @@ pub enum LaunchError {
     TooManyTasks { given: usize, max: usize },
     #[error("{0}")]
     NotAllowed(String),
+    /// The parent's (or the session's) token or cost budget has nothing left for a new task.
+    #[error("cannot launch a subagent: {0}. Finish the work yourself with what you have")]
+    BudgetExhausted(crate::budget::Exhausted),
+    /// A cost budget is in force and the model has no price to count it by.
+    #[error(
+        "model `{0}` has no price in the model table, so a cost budget cannot be kept;          choose a priced model, or set budgets.unknownPrice to \"tokens_only\" to count          only its tokens"
+    )]
+    UnpricedModel(String),
     #[error("{0}")]
     Skill(#[from] SkillError),
     #[error("worktree isolation failed: {0}")]

@@ -143,6 +143,16 @@ pub struct RunArgs {
     #[arg(long)]
     pub plan: bool,
 
+    /// Spend at most this many US dollars in this session, subagents included (list prices
+    /// from the model table). Requests past it are refused; tasks end `partial`.
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    pub max_cost_usd: Option<f64>,
+
+    /// Spend at most this many tokens in this session, subagents included (fresh input,
+    /// cache writes and output; cache reads are not counted).
+    #[arg(long, value_name = "N", value_parser = parse_tokens)]
+    pub max_tokens: Option<u64>,
+
     /// List the known models and exit; with SEARCH, only those whose provider, id or name
     /// contains it (case-insensitive; several words must all match).
     #[arg(long, value_name = "SEARCH", num_args = 0..=1, default_missing_value = "")]
@@ -254,6 +264,54 @@ pub struct ServeArgs {
     /// Directory where sessions are stored, instead of CADRE_HOME/sessions/--<cwd>--.
     #[arg(long, value_name = "DIR")]
     pub session_dir: Option<PathBuf>,
+
+    /// Spend at most this many US dollars in this session, subagents included (list prices
+    /// from the model table). Requests past it are refused; tasks end `partial`.
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    pub max_cost_usd: Option<f64>,
+
+    /// Spend at most this many tokens in this session, subagents included (fresh input,
+    /// cache writes and output; cache reads are not counted).
+    #[arg(long, value_name = "N", value_parser = parse_tokens)]
+    pub max_tokens: Option<u64>,
+}
+
+fn parse_usd(s: &str) -> Result<f64, String> {
+    match s.trim().trim_start_matches('$').parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!(
+            "`{s}` is not a number of US dollars above 0 (e.g. 0.50)"
+        )),
+    }
+}
+
+fn parse_tokens(s: &str) -> Result<u64, String> {
+    match s.trim().replace(['_', ','], "").parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not a whole number of tokens above 0 (e.g. 200000)"
+        )),
+    }
+}
+
+impl RunArgs {
+    /// `--max-cost-usd` and `--max-tokens` as the host takes them.
+    pub fn budget(&self) -> cadre_core::budget::Limits {
+        cadre_core::budget::Limits {
+            max_cost_usd: self.max_cost_usd,
+            max_tokens: self.max_tokens,
+        }
+    }
+}
+
+impl ServeArgs {
+    /// `--max-cost-usd` and `--max-tokens` as the host takes them.
+    pub fn budget(&self) -> cadre_core::budget::Limits {
+        cadre_core::budget::Limits {
+            max_cost_usd: self.max_cost_usd,
+            max_tokens: self.max_tokens,
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]

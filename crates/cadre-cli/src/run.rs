@@ -49,6 +49,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         };
     }
     let host = started.host;
+    let manager = host.manager();
     let printer = tokio::spawn(print_events(started.events, args.mode));
     let (interrupted, signals) = cadre_host::interrupt_on_signal(host.interrupt_handle());
     let outcome = run_prompts(&host, first, rest).await;
@@ -66,7 +67,25 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         0 => None,
         n => Some(n),
     };
+    // The closing line: what the session spent of its budget, on stderr so the answer on
+    // stdout stays the answer.
+    if let Some(line) = manager.budget().as_ref().and_then(budget_line) {
+        errln!("cadre: {line}");
+    }
     finish(args.mode, &outcome, session_path.as_deref(), signal)
+}
+
+/// `spent $0.41 of $0.50 (list prices), subagents included`.
+fn budget_line(state: &cadre_protocol::BudgetState) -> Option<String> {
+    let spent = cadre_core::budget::text::spent_of_cap(state.spent, state.cap)?;
+    let estimated = if state.estimated {
+        ", partly estimated"
+    } else {
+        ""
+    };
+    Some(format!(
+        "budget: spent {spent} in this session, subagents included (list prices{estimated})"
+    ))
 }
 
 /// Whether this run is the interactive mode: `cadre` (or `cadre -c`, `-r`, `--model …`) at a
@@ -136,6 +155,7 @@ pub(crate) fn host_options(args: &RunArgs) -> HostOptions {
         session_dir: args.session_dir.clone(),
         trust: args.trust,
         plan: args.plan,
+        budget: args.budget(),
         background_by_default: false,
         stream_updates: args.mode == Mode::Json,
         ..HostOptions::default()

@@ -19,6 +19,8 @@ mod acp_hostile;
 mod agent_corpus;
 #[path = "cli/bash_allow.rs"]
 mod bash_allow;
+#[path = "cli/budgets.rs"]
+mod budgets;
 #[path = "cli/compaction_pi.rs"]
 mod compaction_pi;
 #[path = "cli/config.rs"]

@@ -7,6 +7,7 @@
 //! notifications is decided here, once.
 
 pub mod bash;
+pub mod budget;
 mod context;
 pub mod export;
 pub mod mcp;

@@ -62,6 +62,9 @@ pub struct HostOptions {
     /// interactive mode, as Pi: opening and leaving leaves no empty session for `--continue`
     /// to pick). A file named by `--session` is always created at once.
     pub session_file_when_used: bool,
+    /// `--max-cost-usd` and `--max-tokens`: caps for the whole root session, its subagents
+    /// included; each meter set here overrides the `budgets` settings.
+    pub budget: cadre_core::budget::Limits,
 }
 
 /// A [`LaunchConfirmer`] in [`HostOptions`] (which are `Debug`).

@@ -58,6 +58,8 @@ pub struct Orchestration {
     /// What the person running cadre should be told about settings and role files, each
     /// starting with its kind (`warning: …`).
     pub warnings: Vec<String>,
+    /// The session's token and cost budget: the root's requests and every task's count here.
+    pub budget: crate::budget::SessionBudget,
 }
 
 /// Inputs for [`Orchestration::new`].
@@ -78,6 +80,9 @@ pub struct Setup<'a> {
     pub confirm: Option<Arc<dyn cadre_core::orchestrator::manager::LaunchConfirmer>>,
     /// The environment children's bash commands start from (the root's).
     pub shell_env: Arc<cadre_tools::shell_env::ShellEnv>,
+    /// The whole settings document (its `budgets`) and the run's budget flags.
+    pub all_settings: &'a cadre_core::config::Settings,
+    pub budget_flags: cadre_core::budget::Limits,
 }
 
 impl Orchestration {
@@ -117,6 +122,14 @@ impl Orchestration {
             let _ = store.cleanup(u64::from(days), std::time::SystemTime::now());
         }
         drop(recovery);
+        // After recovery: a task a killed process left running counts what it spent.
+        let budget = crate::budget::session_budget(
+            setup.all_settings,
+            setup.budget_flags,
+            setup.root_session_file.as_deref(),
+            &store,
+            &setup.root_session_id,
+        )?;
         let (notice_tx, notices) = mpsc::unbounded_channel();
         let manager = TaskManager::with_options(
             ManagerConfig {
@@ -141,10 +154,13 @@ impl Orchestration {
             ManagerOptions {
                 confirm: setup.confirm,
                 shell_env: Some(setup.shell_env),
+                budget: Some(Arc::clone(&budget.node)),
+                unknown_price: budget.unknown_price,
                 ..ManagerOptions::default()
             },
         );
         Ok(Orchestration {
+            budget,
             manager,
             notices,
             mirror: ConversationMirror::new(setup.history),

@@ -190,7 +190,11 @@ impl Root {
             artifacts_dir: artifacts_dir.clone(),
             confirm: options.confirm.as_ref().map(|c| c.0.clone()),
             shell_env: ctx.shell_env(),
+            all_settings: &ctx.settings,
+            budget_flags: options.budget,
         })?;
+        // Under a cost cap, a root model without a price is refused before any token is spent.
+        crate::budget::check_priced(&orchestration.budget, &model)?;
         warnings.extend(orchestration.warnings.iter().cloned());
         // Plan mode (S6) is checked by the manager at every launch, before anything is
         // created. The manager keeps the full tool set so that a writing role is refused by
@@ -213,7 +217,12 @@ impl Root {
         let mut root = Root {
             agent: Agent::new(
                 AgentConfig {
-                    provider: ctx.provider.clone(),
+                    // The root's requests count against the session's budget, compaction
+                    // summaries included.
+                    provider: cadre_core::budget::MeteredProvider::wrap(
+                        ctx.provider.clone(),
+                        &orchestration.budget.node,
+                    ),
                     model: model.clone(),
                     thinking: thinking.effective,
                     system_prompt: String::new(),

@@ -78,6 +78,8 @@ pub struct HostState {
     pub pending_message_count: usize,
     pub steering: Vec<String>,
     pub follow_up: Vec<String>,
+    /// The session's token and cost budget (`None`: no cap).
+    pub budget: Option<cadre_protocol::BudgetState>,
 }
 
 /// How a session switch went.
@@ -425,6 +427,7 @@ impl Host {
             pending_message_count: steering.len() + follow_up.len(),
             steering,
             follow_up,
+            budget: live.manager.budget(),
         }
     }
 

@@ -177,6 +177,7 @@ impl Sessions {
             session_dir: self.args.session_dir.clone(),
             trust: self.args.trust,
             plan: self.args.plan,
+            budget: self.args.budget(),
             background_by_default: false,
             stream_updates: true,
             mcp_servers: servers,

@@ -60,6 +60,8 @@ fn run_args(serve: &ServeArgs) -> RunArgs {
         no_session: false,
         trust: serve.trust,
         plan: serve.plan,
+        max_cost_usd: serve.max_cost_usd,
+        max_tokens: serve.max_tokens,
         list_models: None,
         messages: Vec::new(),
     }

@@ -505,6 +505,10 @@ impl Commands {
         if let Some(name) = state.session_name {
             data["sessionName"] = json!(name);
         }
+        // cadre's addition: the session's token and cost budget, when one is set.
+        if let Some(budget) = state.budget {
+            data["budget"] = json!(budget);
+        }
         data
     }
 

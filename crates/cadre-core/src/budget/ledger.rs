@@ -121,15 +121,21 @@ impl BudgetNode {
         }
     }
 
-    /// A child's node: its cap is the smaller of `own` and a slice of what this node has
-    /// left, which it reserves. `spent_before` is what a continued task spent in earlier runs
+    /// A child's node: its cap is the smaller of `own` and `share` (at most
+    /// [`super::CHILD_SHARE`]) of what this node has left, which it reserves. `spent_before` is what a continued task spent in earlier runs
     /// (already counted above it): its new cap leaves room for that. Refused when this node or
     /// an ancestor has nothing left.
     pub fn child(
         self: &Arc<Self>,
         own: Limits,
         spent_before: Spend,
+        share: f64,
     ) -> Result<Arc<Self>, Exhausted> {
+        let share = if share.is_finite() && share > 0.0 {
+            share.min(CHILD_SHARE)
+        } else {
+            CHILD_SHARE
+        };
         self.admit()?;
         let mut s = lock(&self.state);
         let available = Self::available(&s);
@@ -150,13 +156,14 @@ impl BudgetNode {
             });
         }
         let hold = Spend {
-            tokens: s.cap.max_tokens.map_or(0, |_| {
-                ((available.tokens as f64 * CHILD_SHARE) as u64).max(1)
-            }),
+            tokens: s
+                .cap
+                .max_tokens
+                .map_or(0, |_| ((available.tokens as f64 * share) as u64).max(1)),
             cost_usd: s
                 .cap
                 .max_cost_usd
-                .map_or(0.0, |_| available.cost_usd * CHILD_SHARE),
+                .map_or(0.0, |_| available.cost_usd * share),
         };
         let slice = Limits {
             max_tokens: s
@@ -394,7 +401,9 @@ mod tests {
     #[test]
     fn an_unlimited_tree_admits_everything_and_still_counts() {
         let root = BudgetNode::root(Limits::default(), Spend::default());
-        let child = root.child(Limits::default(), Spend::default()).unwrap();
+        let child = root
+            .child(Limits::default(), Spend::default(), CHILD_SHARE)
+            .unwrap();
         child.charge(cost(5.0), false);
         assert!(child.admit().is_ok());
         assert!(close(root.state().spent.cost_usd, 5.0));
@@ -404,10 +413,14 @@ mod tests {
     #[test]
     fn a_child_reserves_half_of_what_is_left_and_gives_back_the_rest() {
         let root = BudgetNode::root(usd(1.0), cost(0.2));
-        let a = root.child(Limits::default(), Spend::default()).unwrap();
+        let a = root
+            .child(Limits::default(), Spend::default(), CHILD_SHARE)
+            .unwrap();
         assert!(close(a.cap().max_cost_usd.unwrap(), 0.4));
         assert!(close(root.state().reserved.cost_usd, 0.4));
-        let b = root.child(usd(0.05), Spend::default()).unwrap();
+        let b = root
+            .child(usd(0.05), Spend::default(), CHILD_SHARE)
+            .unwrap();
         // Half of the 0.4 left, but its own cap is smaller.
         assert!(close(b.cap().max_cost_usd.unwrap(), 0.05));
         a.charge(cost(0.1), false);
@@ -424,7 +437,10 @@ mod tests {
     fn a_fan_out_of_overspenders_never_passes_the_roots_cap_by_more_than_one_request_each() {
         let root = BudgetNode::root(usd(1.0), Spend::default());
         let kids: Vec<_> = (0..8)
-            .map(|_| root.child(Limits::default(), Spend::default()).unwrap())
+            .map(|_| {
+                root.child(Limits::default(), Spend::default(), CHILD_SHARE)
+                    .unwrap()
+            })
             .collect();
         // Each spends 0.03 a request while admitted.
         for k in &kids {
@@ -446,13 +462,42 @@ mod tests {
     }
 
     #[test]
+    fn the_tasks_of_one_call_split_half_of_the_remainder_equally() {
+        let root = BudgetNode::root(usd(1.6), Spend::default());
+        let n = 8;
+        let kids: Vec<_> = (0..n)
+            .map(|i| {
+                root.child(
+                    Limits::default(),
+                    Spend::default(),
+                    1.0 / (2 * n - i) as f64,
+                )
+                .unwrap()
+            })
+            .collect();
+        for k in &kids {
+            assert!(close(k.cap().max_cost_usd.unwrap(), 0.1), "{k:?}");
+        }
+        assert!(close(root.state().reserved.cost_usd, 0.8));
+        // A share above the default is held to it.
+        let big = root
+            .child(Limits::default(), Spend::default(), 7.0)
+            .unwrap();
+        assert!(close(big.cap().max_cost_usd.unwrap(), 0.4));
+    }
+
+    #[test]
     fn the_root_is_refused_once_its_own_room_is_gone_but_a_child_keeps_its_reservation() {
         let root = BudgetNode::root(usd(1.0), Spend::default());
-        let child = root.child(Limits::default(), Spend::default()).unwrap();
+        let child = root
+            .child(Limits::default(), Spend::default(), CHILD_SHARE)
+            .unwrap();
         root.charge(cost(0.5), false);
         assert!(root.admit().is_err(), "0.5 spent + 0.5 reserved");
         assert!(child.admit().is_ok());
-        let e = root.child(Limits::default(), Spend::default()).unwrap_err();
+        let e = root
+            .child(Limits::default(), Spend::default(), CHILD_SHARE)
+            .unwrap_err();
         assert_eq!(e.meter, Meter::Cost);
         assert_eq!(e.to_string(), "cost budget exhausted: $0.50 of $1.00");
     }
@@ -466,7 +511,9 @@ mod tests {
             },
             Spend::default(),
         );
-        let c = root.child(Limits::default(), Spend::default()).unwrap();
+        let c = root
+            .child(Limits::default(), Spend::default(), CHILD_SHARE)
+            .unwrap();
         assert_eq!(c.cap().max_tokens, Some(500));
         assert_eq!(c.cap().max_cost_usd, None);
         c.charge(
@@ -484,7 +531,7 @@ mod tests {
     #[test]
     fn a_continued_task_keeps_its_earlier_spend_and_gets_new_room() {
         let root = BudgetNode::root(usd(10.0), cost(0.5));
-        let c = root.child(usd(1.0), cost(0.5)).unwrap();
+        let c = root.child(usd(1.0), cost(0.5), CHILD_SHARE).unwrap();
         assert!(close(c.cap().max_cost_usd.unwrap(), 1.0));
         assert!(c.admit().is_ok());
         c.charge(cost(0.5), false);
@@ -494,7 +541,9 @@ mod tests {
     #[test]
     fn the_warning_fires_once_per_node_at_eighty_percent() {
         let root = BudgetNode::root(usd(1.0), Spend::default());
-        let child = root.child(Limits::default(), Spend::default()).unwrap();
+        let child = root
+            .child(Limits::default(), Spend::default(), CHILD_SHARE)
+            .unwrap();
         let root_warnings = Arc::new(AtomicU32::new(0));
         let child_warnings = Arc::new(AtomicU32::new(0));
         let r = Arc::clone(&root_warnings);
@@ -520,7 +569,10 @@ mod tests {
     #[test]
     fn a_parent_with_nothing_left_refuses_new_children() {
         let root = BudgetNode::root(usd(1.0), cost(1.0));
-        assert!(root.child(Limits::default(), Spend::default()).is_err());
+        assert!(
+            root.child(Limits::default(), Spend::default(), CHILD_SHARE)
+                .is_err()
+        );
         let tiny = BudgetNode::root(
             Limits {
                 max_tokens: Some(1),
@@ -528,8 +580,13 @@ mod tests {
             },
             Spend::default(),
         );
-        let first = tiny.child(Limits::default(), Spend::default()).unwrap();
+        let first = tiny
+            .child(Limits::default(), Spend::default(), CHILD_SHARE)
+            .unwrap();
         assert_eq!(first.cap().max_tokens, Some(1));
-        assert!(tiny.child(Limits::default(), Spend::default()).is_err());
+        assert!(
+            tiny.child(Limits::default(), Spend::default(), CHILD_SHARE)
+                .is_err()
+        );
     }
 }

@@ -68,10 +68,15 @@ pub(crate) async fn launch(
         None
     };
     let mut slots: Vec<Result<Arc<TaskHandle>, (String, LaunchError)>> = Vec::new();
-    for entry in entries {
+    // The tasks of one call share half of what their parent has left equally: the i-th of n
+    // reserves 1/(2n - i) of what is left when it starts, which is 1/(2n) of the whole for
+    // each. Sequential tasks run one at a time, so each may have half.
+    let batch = if sequential { 1 } else { entries.len().max(1) };
+    for (i, entry) in entries.into_iter().enumerate() {
         let description = entry.description.clone();
+        let share = 1.0 / (2 * batch - i.min(batch - 1)) as f64;
         let started = match prepare(inner, parent, entry, raw.as_ref()).await {
-            Ok(p) => start(inner, parent, p).await,
+            Ok(p) => start(inner, parent, p, share).await,
             Err(e) => Err(e),
         };
         match started {
@@ -225,12 +230,14 @@ pub(crate) async fn start(
     inner: &Arc<Inner>,
     parent: &ParentRef,
     p: Prepared,
+    budget_share: f64,
 ) -> Result<Arc<TaskHandle>, LaunchError> {
     // The budget first: a launch its parent cannot pay for creates nothing.
     let reservation = inner.reserve_budget(
         parent.task_id.as_deref(),
         p.budgets.limits(),
         crate::budget::Spend::default(),
+        budget_share,
         &p.model,
     )?;
     let budget = Arc::clone(reservation.node());
@@ -455,10 +462,12 @@ pub(crate) async fn start(
             parent,
             &p,
             &id,
-            &retry_cwd,
-            retry_history,
-            structured.clone(),
-            Arc::clone(&budget),
+            RetrySeed {
+                cwd: retry_cwd.clone(),
+                history: retry_history,
+                structured: structured.clone(),
+                budget: Arc::clone(&budget),
+            },
         ),
     });
     lock(&inner.runs).insert(
@@ -498,24 +507,35 @@ pub(crate) async fn start(
     Ok(handle)
 }
 
+/// What a fallback retry starts again from: the task's directory, the history it was given,
+/// its structured-output slot and its budget node (the retry spends the same budget).
+struct RetrySeed {
+    cwd: std::path::PathBuf,
+    history: Vec<Message>,
+    structured: Option<(serde_json::Value, StructuredSlot)>,
+    budget: Arc<crate::budget::BudgetNode>,
+}
+
 /// How to build the task's agent again on its fallback model, in a new session file (T7).
 fn rebuild_agent(
     inner: &Arc<Inner>,
     parent: &ParentRef,
     p: &Prepared,
     id: &str,
-    cwd: &std::path::Path,
-    history: Vec<Message>,
-    structured: Option<(serde_json::Value, StructuredSlot)>,
-    budget: Arc<crate::budget::BudgetNode>,
+    seed: RetrySeed,
 ) -> RebuildAgent {
+    let RetrySeed {
+        cwd,
+        history,
+        structured,
+        budget,
+    } = seed;
     let inner = Arc::clone(inner);
     let id = id.to_string();
     let role = p.role.clone();
     let skills = p.skills.clone();
     let caps = p.caps.clone();
     let requested = p.requested_thinking;
-    let cwd = cwd.to_path_buf();
     let system_prompt = p
         .fork_history
         .as_ref()

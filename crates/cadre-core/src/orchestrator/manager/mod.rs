@@ -297,6 +297,12 @@ impl TaskManager {
         &self.inner.root_session_id
     }
 
+    /// The session's budget: its caps, what the root and every task spent, what live tasks
+    /// still reserve. `None` when no cap is set.
+    pub fn budget(&self) -> Option<cadre_protocol::BudgetState> {
+        launch::budget_view(&self.inner.budget)
+    }
+
     pub fn store(&self) -> &TaskStore {
         &self.inner.store
     }
@@ -553,13 +559,14 @@ impl Inner {
     }
 
     /// Reserve the budget of a new task (or a continued one, which spent `spent_before`)
-    /// below `parent`: refused when the parent has nothing left, or when a cost cap meets a
+    /// below `parent`, `share` of what the parent has left: refused when the parent has nothing left, or when a cost cap meets a
     /// model without a price (unless `budgets.unknownPrice` is `tokens_only`).
     pub(crate) fn reserve_budget(
         &self,
         parent_task: Option<&str>,
         own: crate::budget::Limits,
         spent_before: crate::budget::Spend,
+        share: f64,
         model: &Model,
     ) -> Result<crate::budget::Reservation, LaunchError> {
         let parent = parent_task
@@ -567,7 +574,7 @@ impl Inner {
             .map(|h| Arc::clone(&h.budget))
             .unwrap_or_else(|| Arc::clone(&self.budget));
         let node = parent
-            .child(own, spent_before)
+            .child(own, spent_before, share)
             .map_err(LaunchError::BudgetExhausted)?;
         let reservation = crate::budget::Reservation::new(node);
         let unpriced = model.cost.input <= 0.0 && model.cost.output <= 0.0;

@@ -172,6 +172,7 @@ async fn reopen_with(
         record.parent_task_id.as_deref(),
         record.budgets.limits(),
         spent_before,
+        crate::budget::CHILD_SHARE,
         &model,
     )?;
     let budget = Arc::clone(reservation.node());

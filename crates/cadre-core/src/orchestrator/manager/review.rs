@@ -256,7 +256,7 @@ fn start_boxed<'a>(
     parent: &'a ParentRef,
     p: super::prepare::Prepared,
 ) -> BoxFuture<'a, Result<Arc<TaskHandle>, super::types::LaunchError>> {
-    Box::pin(start(inner, parent, p))
+    Box::pin(start(inner, parent, p, crate::budget::CHILD_SHARE))
 }
 
 /// Untracked files whose lines are counted into the diff size (more are listed, not read).

@@ -1,0 +1,98 @@
+//! The root session's token and cost budget: its caps (`--max-cost-usd`/`--max-tokens` over the
+//! `budgets` settings) and what the session spent before this process.
+//!
+//! What was spent is read from the session files, not from a counter of its own: every reply's
+//! usage is in the root's session file and in each task's, which are written as replies arrive
+//! and survive `kill -9`. So a continued session counts its earlier spend — the root's and every
+//! task's, ended or killed mid-run — without a sync per request.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Result;
+use cadre_core::budget::{BudgetNode, BudgetSettings, Limits, Spend, UnknownPrice};
+use cadre_core::orchestrator::store::TaskStore;
+use cadre_protocol::{Message, SessionEntryKind};
+
+/// The session's budget as the run path takes it.
+pub struct SessionBudget {
+    pub node: Arc<BudgetNode>,
+    pub unknown_price: UnknownPrice,
+}
+
+/// Build the session's budget node. `flags` override the settings meter by meter.
+pub fn session_budget(
+    settings: &cadre_core::config::Settings,
+    flags: Limits,
+    root_session_file: Option<&Path>,
+    store: &TaskStore,
+    root_session_id: &str,
+) -> Result<SessionBudget> {
+    let configured = BudgetSettings::from_settings(&settings.raw).map_err(anyhow::Error::msg)?;
+    let limits = Limits {
+        max_tokens: flags.max_tokens.or(configured.limits.max_tokens),
+        max_cost_usd: flags.max_cost_usd.or(configured.limits.max_cost_usd),
+    };
+    let spent = if limits.is_unlimited() {
+        Spend::default()
+    } else {
+        spent_before(root_session_file, store, root_session_id)
+    };
+    Ok(SessionBudget {
+        node: BudgetNode::root(limits, spent),
+        unknown_price: configured.unknown_price,
+    })
+}
+
+/// What a root session and its tasks spent, from their session files. A file that cannot be
+/// read counts nothing (its task's record still shows what it knew).
+pub fn spent_before(root_session_file: Option<&Path>, store: &TaskStore, root_id: &str) -> Spend {
+    let mut spent = Spend::default();
+    if let Some(path) = root_session_file.filter(|p| p.exists()) {
+        spent.add(session_spend(path));
+    }
+    if let Ok(listing) = store.list_root(root_id) {
+        for record in listing.records {
+            match record.session_file.as_deref() {
+                Some(file) => spent.add(session_spend(Path::new(file))),
+                None => spent.add(Spend::of_usage(&record.usage.tokens)),
+            }
+        }
+    }
+    spent
+}
+
+/// Every reply's usage in one session file (all branches: a reply was paid for whichever
+/// branch kept it).
+fn session_spend(path: &Path) -> Spend {
+    let mut spent = Spend::default();
+    let Ok(loaded) = cadre_core::session::load_session(path) else {
+        return spent;
+    };
+    for entry in &loaded.entries {
+        if let SessionEntryKind::Message {
+            message: Message::Assistant(a),
+        } = &entry.kind
+        {
+            spent.add(Spend::of_usage(&a.usage));
+        }
+    }
+    spent
+}
+
+/// Refuse a session whose model has no price under a cost cap, before any token is spent.
+pub fn check_priced(budget: &SessionBudget, model: &cadre_llm::Model) -> Result<()> {
+    let unpriced = model.cost.input <= 0.0 && model.cost.output <= 0.0;
+    if unpriced
+        && budget.node.cap().max_cost_usd.is_some()
+        && budget.unknown_price == UnknownPrice::Fail
+    {
+        anyhow::bail!(
+            "model `{}` has no price in the model table, so a cost budget cannot be kept; \
+             choose a priced model, or set budgets.unknownPrice to \"tokens_only\" in \
+             settings to count only its tokens",
+            model.full_name()
+        );
+    }
+    Ok(())
+}

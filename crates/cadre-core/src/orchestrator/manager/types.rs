@@ -13,6 +13,7 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use super::pending::PendingGuard;
+use super::refusal_code::RefusalCode;
 use crate::handoff::contract::DelegationPacket;
 use crate::orchestrator::capability::CapabilityError;
 use crate::orchestrator::store::StoreError;
@@ -378,8 +379,10 @@ pub enum LaunchError {
     DepthLimit { max_depth: u32 },
     #[error("too many tasks in one call: {given} (at most {max})")]
     TooManyTasks { given: usize, max: usize },
-    #[error("{0}")]
-    NotAllowed(String),
+    /// Refused by a rule of the manager: the code says which, the message says it to the
+    /// model.
+    #[error("{message}")]
+    Refused { code: RefusalCode, message: String },
     #[error("{0}")]
     Skill(#[from] SkillError),
     #[error("worktree isolation failed: {0}")]
@@ -390,6 +393,42 @@ pub enum LaunchError {
     Session(#[from] SessionError),
     #[error("{0}")]
     Target(#[from] TargetError),
+}
+
+impl LaunchError {
+    /// A refusal by one of the manager's rules.
+    pub fn refused(code: RefusalCode, message: impl Into<String>) -> LaunchError {
+        LaunchError::Refused {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// A launch refused because the budget it would spend from is exhausted; `message` says
+    /// which budget and how much of it was spent.
+    pub fn budget_exhausted(message: impl Into<String>) -> LaunchError {
+        LaunchError::refused(RefusalCode::BudgetExhausted, message)
+    }
+
+    /// The refusal's stable code, for front ends (the message is for the model).
+    pub fn code(&self) -> RefusalCode {
+        match self {
+            LaunchError::Invalid(_) => RefusalCode::InvalidCall,
+            LaunchError::Role(RoleLookupError::Unknown { .. }) => RefusalCode::UnknownRole,
+            LaunchError::Role(RoleLookupError::Blocked { .. }) => RefusalCode::RoleUnavailable,
+            LaunchError::Model(_) => RefusalCode::ModelUnavailable,
+            LaunchError::Capability(_) => RefusalCode::Capability,
+            LaunchError::DepthLimit { .. } => RefusalCode::DepthLimit,
+            LaunchError::TooManyTasks { .. } => RefusalCode::TooManyTasks,
+            LaunchError::Refused { code, .. } => *code,
+            LaunchError::Skill(_) => RefusalCode::SkillUnavailable,
+            LaunchError::Worktree(_) => RefusalCode::Worktree,
+            LaunchError::Store(_) => RefusalCode::TaskRecord,
+            LaunchError::Session(_) => RefusalCode::TaskSession,
+            LaunchError::Target(TargetError::Unknown { .. }) => RefusalCode::UnknownTask,
+            LaunchError::Target(TargetError::Ambiguous { .. }) => RefusalCode::AmbiguousTask,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cadre_core::orchestrator::manager::{
-    EntryOutcome, LaunchError, LaunchSpec, ParentNotice, ParentRef, TaskManager, TaskOutcome,
-    TaskSpec,
+    EntryOutcome, LaunchError, LaunchSpec, ParentNotice, ParentRef, RefusalCode, TaskManager,
+    TaskOutcome, TaskSpec,
 };
 use cadre_core::roles::{RoleDef, builtin_roles};
 use cadre_llm::CompletionRequest;
@@ -563,6 +563,7 @@ async fn review_is_refused_for_other_roles() {
             e.to_string().contains("only for code and general-purpose"),
             "{e}"
         );
+        assert_eq!(e.code(), RefusalCode::NotReviewable);
     }
     assert!(h.provider.requests.lock().unwrap().is_empty());
     let mut s = spec("general-purpose", "GP");
@@ -647,6 +648,7 @@ async fn an_unsupported_schema_or_review_with_a_schema_is_refused_at_launch() {
     s.task.output_schema = Some(schema());
     let e = h.launch(s).await.unwrap_err();
     assert!(e.to_string().contains("cannot be combined"), "{e}");
+    assert_eq!(e.code(), RefusalCode::InvalidCall);
     assert!(h.provider.requests.lock().unwrap().is_empty());
     assert!(h.records().is_empty());
 }

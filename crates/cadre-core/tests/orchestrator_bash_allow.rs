@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use cadre_core::agent::{Agent, AgentConfig};
 use cadre_core::orchestrator::manager::ConversationMirror;
-use cadre_core::orchestrator::manager::{LaunchError, LaunchSpec, SendOutcome, TaskOutcome};
+use cadre_core::orchestrator::manager::{
+    LaunchError, LaunchSpec, RefusalCode, SendOutcome, TaskOutcome,
+};
 use cadre_core::orchestrator::tools::root_tools;
 use cadre_core::roles::{ContextMode, RoleDef, ToolList, builtin_roles};
 use cadre_llm::CompletionRequest;
@@ -178,7 +180,12 @@ async fn a_record_whose_patterns_cannot_be_read_never_widens_on_continuation() {
     let sent = tokio::time::timeout(GUARD, h.manager.send_message(&h.root, &o.task_id, "MORE"))
         .await
         .expect("hang guard");
-    let e = sent.err().map(|e| e.to_string()).unwrap_or_default();
+    let e = sent.err();
+    assert_eq!(
+        e.as_ref().map(LaunchError::code),
+        Some(RefusalCode::RoleChanged)
+    );
+    let e = e.map(|e| e.to_string()).unwrap_or_default();
     assert!(e.contains("command patterns"), "{e}");
     assert!(!work.join("tampered.txt-again").exists());
 }
@@ -188,7 +195,10 @@ async fn invalid_patterns_fail_the_launch() {
     let h = harness(script("never.txt"));
     let e = h.launch(spec("bad-patterns", "CHILD bad")).await;
     let message = match e {
-        Err(e) => e.to_string(),
+        Err(e) => {
+            assert_eq!(e.code(), RefusalCode::BashPatterns);
+            e.to_string()
+        }
         Ok(o) => o.error.unwrap_or_default(),
     };
     assert!(

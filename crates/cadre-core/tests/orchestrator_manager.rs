@@ -11,7 +11,7 @@ use std::time::Duration;
 use cadre_core::agent::{Agent, AgentConfig};
 use cadre_core::orchestrator::manager::{
     Delivery, EntryOutcome, LaunchError, LaunchSpec, ManagerConfig, ManagerOptions, NoticeKind,
-    ParentNotice, ParentRef, SendOutcome, TaskManager, TaskOutcome, TaskSpec,
+    ParentNotice, ParentRef, RefusalCode, SendOutcome, TaskManager, TaskOutcome, TaskSpec,
 };
 use cadre_core::orchestrator::tools::{format_entries, root_tools};
 use cadre_core::roles::{RoleDef, ShellPolicy, ToolList, builtin_roles};
@@ -260,13 +260,16 @@ async fn foreground_task_returns_its_final_text_and_is_recorded() {
 async fn unknown_role_and_model_fail_before_any_model_call() {
     let h = harness(json!({}), |_| text("never"));
     let e = h.launch(spec("nope", "CHILD x")).await.unwrap_err();
+    assert_eq!(e.code(), RefusalCode::UnknownRole);
     let msg = e.to_string();
     assert!(msg.contains("unknown agent type"), "{msg}");
     assert!(msg.contains("Explore") && msg.contains("lister"), "{msg}");
 
     let mut s = spec("lister", "CHILD x");
     s.task.model = Some("fake/missing".into());
-    let msg = h.launch(s).await.unwrap_err().to_string();
+    let e = h.launch(s).await.unwrap_err();
+    assert_eq!(e.code(), RefusalCode::ModelUnavailable);
+    let msg = e.to_string();
     assert!(
         msg.contains("fake/missing") && msg.contains("fake/other"),
         "{msg}"
@@ -332,6 +335,7 @@ async fn too_many_tasks_are_refused() {
     ];
     let e = h.launch_tasks(tasks).await.unwrap_err();
     assert!(matches!(e, LaunchError::TooManyTasks { given: 3, max: 2 }));
+    assert_eq!(e.code(), RefusalCode::TooManyTasks);
 }
 
 /// A root agent with the orchestration tools, and a front end that hands notices to it.
@@ -504,6 +508,7 @@ async fn send_message_continues_a_foreground_task_and_one_shot_roles_refuse() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("one-shot"), "{e}");
+    assert_eq!(e.code(), RefusalCode::OneShot);
 }
 
 #[tokio::test]
@@ -542,6 +547,7 @@ async fn task_stop_keeps_partial_output() {
     // Stopping again is refused: nothing runs.
     let e = guarded(h.manager.stop(&o.task_id)).await.unwrap_err();
     assert!(e.to_string().contains("not running"), "{e}");
+    assert_eq!(e.code(), RefusalCode::NotRunning);
 }
 
 #[tokio::test]
@@ -560,9 +566,14 @@ async fn ambiguous_and_unknown_targets_list_candidates() {
     }
     let e = guarded(h.manager.send_message(&h.root, "dup", "x"))
         .await
-        .unwrap_err()
-        .to_string();
+        .unwrap_err();
+    assert_eq!(e.code(), RefusalCode::AmbiguousTask);
+    let e = e.to_string();
     assert!(e.contains("ambiguous"), "{e}");
+    let e = guarded(h.manager.stop("nothing-like-it"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), RefusalCode::UnknownTask);
     let e = h
         .manager
         .resolve("nothing-like-it")
@@ -625,6 +636,7 @@ async fn nesting_stops_at_the_depth_limit() {
         .await
         .unwrap_err();
     assert!(matches!(e, LaunchError::DepthLimit { max_depth: 2 }));
+    assert_eq!(e.code(), RefusalCode::DepthLimit);
 }
 
 #[tokio::test]
@@ -778,6 +790,7 @@ async fn a_worktree_outside_git_is_a_startup_error() {
     s.task.isolation = Some("worktree".into());
     let e = h.launch(s).await.unwrap_err();
     assert!(matches!(e, LaunchError::Worktree(_)), "{e}");
+    assert_eq!(e.code(), RefusalCode::Worktree);
     let records = h
         .manager
         .store()
@@ -897,6 +910,7 @@ async fn a_fork_from_a_child_is_refused() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("only from the root"), "{e}");
+    assert_eq!(e.code(), RefusalCode::ForkUnavailable);
 }
 
 #[tokio::test]
@@ -1255,13 +1269,16 @@ async fn bad_roles_models_and_thinking_fail_before_any_model_call() {
     let h = harness(json!({}), |_| text("never"));
     let e = h.launch(spec("typo", "CHILD x")).await.unwrap_err();
     assert!(matches!(e, LaunchError::Capability(_)), "{e}");
+    assert_eq!(e.code(), RefusalCode::Capability);
     assert!(e.to_string().contains("lss"), "{e}");
     let e = h.launch(spec("skilled", "CHILD x")).await.unwrap_err();
     assert!(matches!(e, LaunchError::Skill(_)), "{e}");
+    assert_eq!(e.code(), RefusalCode::SkillUnavailable);
     let mut s = spec("lister", "CHILD x");
     s.task.thinking = Some("enormous".into());
     let e = h.launch(s).await.unwrap_err();
     assert!(e.to_string().contains("unknown thinking level"), "{e}");
+    assert_eq!(e.code(), RefusalCode::InvalidCall);
     let e = h.launch(spec("lister", "   ")).await.unwrap_err();
     assert!(matches!(e, LaunchError::Invalid(_)), "{e}");
     let mut s = spec("lister", "CHILD x");
@@ -1411,9 +1428,12 @@ async fn a_continuation_is_held_to_the_role_and_trust_of_now() {
     let gone = fresh(builtin_roles(), true);
     let e = guarded(gone.send_message(&h.root, &o.task_id, "AGAIN"))
         .await
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
+        .err();
+    assert_eq!(
+        e.as_ref().map(LaunchError::code),
+        Some(RefusalCode::UnknownRole)
+    );
+    let e = e.map(|e| e.to_string()).unwrap_or_default();
     assert!(e.contains("its role is not available now"), "{e}");
     assert!(!h.dir.path().join("work/again.txt").exists());
     assert_eq!(h.record(&o.task_id).usage.turns, 1);
@@ -1747,6 +1767,7 @@ async fn solo_and_unconfirmable_ask_authorization_refuse_launches() {
         let h = harness(settings, |_| text("never"));
         let e = h.launch(spec("lister", "CHILD x")).await.unwrap_err();
         assert!(e.to_string().contains("host_authorization_required"), "{e}");
+        assert_eq!(e.code(), RefusalCode::NotAuthorized);
         assert!(h.provider.requests().is_empty());
     }
 }
@@ -1761,6 +1782,7 @@ async fn sequential_dispatch_runs_one_child_at_a_time_and_refuses_background() {
     s.task.run_in_background = Some(true);
     let e = h.launch(s).await.unwrap_err();
     assert!(e.to_string().contains("sequential"), "{e}");
+    assert_eq!(e.code(), RefusalCode::SequentialDispatch);
 
     let entries = h.launch_listers("CHILD seq", 3).await;
     assert_eq!(entries.len(), 3);
@@ -1859,7 +1881,9 @@ async fn ask_authorization_uses_the_confirmer() {
         if allow {
             assert_eq!(single(res.unwrap()).result, "ok");
         } else {
-            let e = res.unwrap_err().to_string();
+            let e = res.unwrap_err();
+            assert_eq!(e.code(), RefusalCode::NotAuthorized);
+            let e = e.to_string();
             assert!(e.contains("declined"), "{e}");
             assert!(provider.requests().is_empty());
         }
@@ -1873,11 +1897,13 @@ async fn plan_mode_launches_only_planning_roles_in_place() {
     for role in ["general-purpose", "code", "verification", "lister"] {
         let e = h.launch(spec(role, "CHILD plan")).await.unwrap_err();
         assert!(e.to_string().contains("plan mode"), "{role}: {e}");
+        assert_eq!(e.code(), RefusalCode::PlanMode);
     }
     let mut s = spec("Explore", "CHILD plan");
     s.task.isolation = Some("worktree".into());
     let e = h.launch(s).await.unwrap_err();
     assert!(e.to_string().contains("worktree"), "{e}");
+    assert_eq!(e.code(), RefusalCode::PlanMode);
     assert!(h.provider.requests().is_empty());
     for role in ["Explore", "Plan", "research", "review", "advisor"] {
         let o = h.launch(spec(role, "CHILD plan")).await.unwrap();
@@ -1900,4 +1926,82 @@ async fn the_parent_policy_names_the_live_roster_unless_switched_off() {
     assert!(p.contains("lister"), "{p}");
     let h = harness(json!({"proactivePrompt": false}), |_| text("x"));
     assert!(h.manager.parent_policy_prompt().is_none());
+}
+
+/// The refusals no other test reaches each carry their own code, with their text unchanged.
+#[tokio::test]
+async fn each_refusal_carries_its_code() {
+    let h = harness(
+        json!({"enableWorktrees": false, "enableFork": false}),
+        |_| text("done"),
+    );
+    let mut s = spec("lister", "CHILD wt");
+    s.task.isolation = Some("worktree".into());
+    let e = h.launch(s).await.unwrap_err();
+    assert_eq!(e.code(), RefusalCode::WorktreeDisabled);
+    assert!(
+        e.to_string().contains("subagents.enableWorktrees is false"),
+        "{e}"
+    );
+    let e = h.launch(spec("fork", "CHILD f")).await.unwrap_err();
+    assert_eq!(e.code(), RefusalCode::ForkUnavailable);
+    assert!(
+        e.to_string().contains("subagents.enableFork is false"),
+        "{e}"
+    );
+
+    // Continuations: plan mode, a record whose task still runs elsewhere, one without a
+    // session file.
+    let o = h.launch(spec("writer", "CHILD w")).await.unwrap();
+    h.manager.set_plan_mode(true);
+    let e = guarded(h.manager.send_message(&h.root, &o.task_id, "MORE"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), RefusalCode::PlanMode);
+    assert!(e.to_string().starts_with("plan mode: task"), "{e}");
+    h.manager.set_plan_mode(false);
+    let mut r = h.record(&o.task_id);
+    r.status = TaskStatus::Running;
+    h.manager.store().save(&mut r).unwrap();
+    let e = guarded(h.manager.send_message(&h.root, &o.task_id, "MORE"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), RefusalCode::StillRunning);
+    assert!(
+        e.to_string().contains("still running in another process"),
+        "{e}"
+    );
+    r.status = TaskStatus::Completed;
+    r.session_file = None;
+    h.manager.store().save(&mut r).unwrap();
+    let e = guarded(h.manager.send_message(&h.root, &o.task_id, "MORE"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), RefusalCode::NoSession);
+    assert!(e.to_string().contains("has no session file"), "{e}");
+
+    // A role with patterns of its own under a parent task with other patterns.
+    let mut defs = builtin_roles();
+    defs.push(RoleDef {
+        bash_allow: vec!["ls:*".into()],
+        ..role("patterned", &["bash"])
+    });
+    let (manager, root, _rx) =
+        start_manager(h.dir.path(), h.provider.clone(), MODELS, defs, &json!({}));
+    let mut parent = root.clone();
+    parent.task_id = Some("p".into());
+    parent.depth = 1;
+    parent.limits.bash_allow = vec!["git status:*".into()];
+    let e = guarded(manager.launch(&parent, spec("patterned", "CHILD p"), None))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), RefusalCode::OutsideParentLimits);
+    assert!(e.to_string().contains("not among its parent"), "{e}");
+
+    // Once the session shuts down nothing starts.
+    guarded(h.manager.shutdown()).await;
+    let e = h.launch(spec("lister", "CHILD late")).await.unwrap_err();
+    assert_eq!(e.code(), RefusalCode::ShuttingDown);
+    assert!(e.to_string().contains("shutting down"), "{e}");
+    assert!(!e.code().is_internal());
 }

@@ -9,6 +9,7 @@
 pub mod bash;
 pub mod budget;
 mod context;
+mod error;
 pub mod export;
 pub mod mcp;
 mod options;
@@ -26,11 +27,10 @@ pub use context::{
     HostContext, IDLE_TIMEOUT_VAR, RETRY_BASE_VAR, RuntimeKey, hide_key_files, parse_thinking,
     pick_model,
 };
+pub use error::HostError;
 pub use options::{Confirmer, HostOptions, SessionChoice};
 pub use orchestration::{ORCHESTRATION_TOOLS, root_tool_specs};
-pub use service::{
-    Delivery, Host, HostError, HostEvent, HostState, InterruptHandle, StartedHost, Switched,
-};
+pub use service::{Delivery, Host, HostEvent, HostState, InterruptHandle, StartedHost, Switched};
 pub use session_open::ForkPoint;
 pub use signals::{Signals, interrupt_on_signal, note_live_frame, on_signal, signal_name};
 pub use tasks::apply_task;

@@ -25,6 +25,7 @@ use cadre_protocol::{
 use tokio::sync::{mpsc, oneshot};
 
 use crate::context::{HostContext, parse_thinking};
+use crate::error::HostError;
 use crate::options::{HostOptions, SessionChoice};
 use crate::root::{Root, RootInputs, ToolChoice};
 use crate::session_open::{self, OpenedSession};
@@ -34,24 +35,6 @@ use crate::session_open::{self, OpenedSession};
 pub enum HostEvent {
     Agent(AgentEvent),
     Task(TaskEvent),
-}
-
-/// A refused or failed operation, in words for the person or client that asked.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct HostError(pub String);
-
-impl HostError {
-    fn from_any(e: anyhow::Error) -> HostError {
-        let mut parts: Vec<String> = Vec::new();
-        for cause in e.chain() {
-            let s = cause.to_string();
-            if !parts.iter().any(|p| p.contains(&s)) {
-                parts.push(s);
-            }
-        }
-        HostError(parts.join(": "))
-    }
 }
 
 /// How a prompt that arrives while the agent runs is delivered (Pi's `streamingBehavior`).
@@ -300,7 +283,7 @@ impl Host {
     fn send(&self, op: Op) -> Result<(), HostError> {
         self.ops
             .send(op)
-            .map_err(|_| HostError("the session has ended".into()))
+            .map_err(|_| HostError::Ended("the session has ended".into()))
     }
 
     /// Queue `op` now (operations are served in the order they were asked for) and return
@@ -314,7 +297,7 @@ impl Host {
         async move {
             sent?;
             rx.await
-                .unwrap_or_else(|_| Err(HostError("the session has ended".into())))
+                .unwrap_or_else(|_| Err(HostError::Ended("the session has ended".into())))
         }
     }
 
@@ -342,7 +325,7 @@ impl Host {
                     controller.follow_up(text);
                     Ok(())
                 }
-                None => Err(HostError(
+                None => Err(HostError::Busy(
                     "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
                         .into(),
                 )),
@@ -549,7 +532,7 @@ impl Host {
         let command = command.to_string();
         async move {
             if busy {
-                return Err(HostError(
+                return Err(HostError::Busy(
                     "a bash command is already running; wait for it or send abort_bash".into(),
                 ));
             }
@@ -615,7 +598,7 @@ impl Host {
             return Ok(Vec::new());
         }
         let Some(path) = lock(&self.shared.live).session_file.clone() else {
-            return Err(HostError(
+            return Err(HostError::InvalidInput(
                 "this session is not saved (--no-session), so it has no entries to fork from"
                     .into(),
             ));
@@ -639,7 +622,7 @@ fn queued_text(content: &UserContent) -> Result<String, HostError> {
             .iter()
             .any(|b| matches!(b, cadre_protocol::ContentBlock::Image { .. }))
     {
-        return Err(HostError(
+        return Err(HostError::InvalidInput(
             "images cannot be queued while the agent runs; send them with a prompt when it is idle"
                 .into(),
         ));
@@ -814,7 +797,7 @@ impl Actor {
             // The session is ending: what was queued before the end does not start.
             Op::Prompt(_) if ending => {}
             Op::Switch(_, reply) if ending => {
-                let _ = reply.send(Err(HostError("the session is ending".into())));
+                let _ = reply.send(Err(HostError::Ended("the session is ending".into())));
             }
             Op::Prompt(messages) => self.run(messages).await,
             Op::Settle(reply) => self.settle.push(reply),
@@ -836,7 +819,7 @@ impl Actor {
                         lock(&self.shared.live).session_name = Some(name);
                         Ok(())
                     }
-                    None => Err(HostError(
+                    None => Err(HostError::InvalidInput(
                         "this session is not saved (--no-session), so it cannot be named".into(),
                     )),
                 };
@@ -848,7 +831,7 @@ impl Actor {
                 self.shared.compacting.store(false, Ordering::SeqCst);
                 self.flush_events().await;
                 self.sync_mirror();
-                let _ = reply.send(done.map_err(|e| HostError(e.to_string())));
+                let _ = reply.send(done.map_err(|e| HostError::Failed(e.to_string())));
             }
             Op::SetAutoCompaction(enabled, reply) => {
                 self.root.agent.set_auto_compaction(enabled);
@@ -979,7 +962,7 @@ impl Actor {
             .ctx
             .registry
             .resolve(name)
-            .map_err(|e| HostError(e.to_string()))?;
+            .map_err(|e| HostError::InvalidInput(e.to_string()))?;
         HostContext::register_secret(&model);
         let requested = self.root.agent.config().thinking;
         self.root.agent.set_model(model.clone());
@@ -1116,7 +1099,7 @@ impl Actor {
         verb: &str,
     ) -> Result<PathBuf, HostError> {
         current.map(PathBuf::from).ok_or_else(|| {
-            HostError(format!(
+            HostError::InvalidInput(format!(
                 "this session is not saved (--no-session), so it cannot be {verb}"
             ))
         })
@@ -1132,7 +1115,10 @@ impl Actor {
         }
         let path = self.root.agent.session_path().map(PathBuf::from);
         if let Some(writer) = self.root.agent.session_mut() {
-            writer.flush().await.map_err(|e| HostError(e.to_string()))?;
+            writer
+                .flush()
+                .await
+                .map_err(|e| HostError::Failed(e.to_string()))?;
         }
         Ok(path)
     }

@@ -1,12 +1,67 @@
-//! Task operations every front end offers beyond the live manager's: applying a kept
-//! worktree's changes (O11).
+//! Task operations every front end offers: show, output, stop (their errors typed, a refusal
+//! with its code) and applying a kept worktree's changes (O11).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
+use cadre_core::orchestrator::manager::TaskSnapshot;
 use cadre_core::orchestrator::worktree::{self, Worktree};
 use cadre_protocol::{TaskRecord, TaskStatus};
+
+use crate::{Host, HostError};
+
+impl Host {
+    /// The task `target` names (an id, a unique id prefix or a name, O5).
+    pub fn task(&self, target: &str) -> Result<TaskSnapshot, HostError> {
+        let manager = self.manager();
+        let id = manager.resolve(target)?;
+        Ok(manager.snapshot(&id)?)
+    }
+
+    /// `TaskOutput`: the task's snapshot, once it has ended when `block` (waiting at most
+    /// `wait`).
+    pub fn task_output(
+        &self,
+        target: &str,
+        block: bool,
+        wait: std::time::Duration,
+    ) -> impl Future<Output = Result<TaskSnapshot, HostError>> + Send + 'static + use<> {
+        let manager = self.manager();
+        let target = target.to_string();
+        async move { Ok(manager.task_output(&target, block, wait).await?) }
+    }
+
+    /// `TaskStop`: stop a live task; its snapshot once it has ended.
+    pub fn stop_task(
+        &self,
+        target: &str,
+    ) -> impl Future<Output = Result<TaskSnapshot, HostError>> + Send + 'static + use<> {
+        let manager = self.manager();
+        let target = target.to_string();
+        async move { Ok(manager.stop(&target).await?) }
+    }
+
+    /// Apply the kept worktree of task `target` (O11): its id and the report.
+    pub fn apply_task(
+        &self,
+        target: &str,
+    ) -> impl Future<Output = Result<(String, String), HostError>> + Send + 'static + use<> {
+        let manager = self.manager();
+        let target = target.to_string();
+        async move {
+            let id = manager.resolve(&target)?;
+            let record = manager
+                .store()
+                .load(manager.root_session_id(), &id)
+                .map_err(|e| HostError::Failed(e.to_string()))?;
+            let report = apply_task(&record)
+                .await
+                .map_err(|e| HostError::Failed(format!("{e:#}")))?;
+            Ok((id, report))
+        }
+    }
+}
 
 /// Apply a kept worktree's changes to the main working tree (O11).
 pub async fn apply_task(r: &TaskRecord) -> Result<String> {

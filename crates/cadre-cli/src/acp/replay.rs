@@ -73,6 +73,9 @@ pub fn history(messages: &[Message], cwd: &Path) -> Vec<Value> {
                                 if let Some(content) = update["content"].as_array_mut() {
                                     content.push(tools::text_content(tail(&text.join("\n"))));
                                 }
+                                if let Some(meta) = tools::refusal_meta(result.details.as_ref()) {
+                                    update["_meta"] = meta;
+                                }
                             }
                             out.push(update);
                         }

@@ -317,7 +317,7 @@ async fn run_turn(
     session
         .host
         .prompt(content, Some(Delivery::FollowUp))
-        .map_err(|e| e.0)?;
+        .map_err(|e| e.message())?;
     let settle = session.host.settle();
     tokio::pin!(settle);
     loop {
@@ -329,12 +329,12 @@ async fn run_turn(
             // the start of its run finds nothing to stop, so it is repeated until the turn ends.
             session.host.abort();
             match tokio::time::timeout(ABORT_AGAIN, &mut settle).await {
-                Ok(outcome) => return outcome.map_err(|e| e.0),
+                Ok(outcome) => return outcome.map_err(|e| e.message()),
                 Err(_) => continue,
             }
         }
         tokio::select! {
-            outcome = &mut settle => return outcome.map_err(|e| e.0),
+            outcome = &mut settle => return outcome.map_err(|e| e.message()),
             () = cancelled => {}
         }
     }

@@ -109,6 +109,24 @@ pub fn result_text(result: &Value) -> String {
     }
 }
 
+/// The one place a refusal's code reaches ACP: a tool call's `_meta`
+/// (`{"cadre/refusal": {"code": "plan_mode"}}`, or `{"cadre/refusals": [{"task", "code"}]}` for
+/// a `tasks` launch), from the tool result's `details`; `None` for a call not refused.
+pub fn refusal_meta(details: Option<&Value>) -> Option<Value> {
+    use cadre_core::orchestrator::tools::{REFUSAL_DETAILS_KEY, REFUSALS_DETAILS_KEY};
+    let details = details?;
+    let mut meta = serde_json::Map::new();
+    for (from, to) in [
+        (REFUSAL_DETAILS_KEY, "cadre/refusal"),
+        (REFUSALS_DETAILS_KEY, "cadre/refusals"),
+    ] {
+        if let Some(value) = details.get(from) {
+            meta.insert(to.to_string(), value.clone());
+        }
+    }
+    (!meta.is_empty()).then_some(Value::Object(meta))
+}
+
 /// ACP tool-call content holding `text`.
 pub fn text_content(text: &str) -> Value {
     json!({"type": "content", "content": {"type": "text", "text": text}})
@@ -135,6 +153,17 @@ mod tests {
         let loc = locations("read", &json!({"path": "a.rs", "offset": 3}), cwd);
         assert_eq!(loc, vec![json!({"path": "/p/a.rs", "line": 3})]);
         assert!(locations("bash", &json!({"path": "x"}), cwd).is_empty());
+    }
+
+    #[test]
+    fn a_refused_call_s_code_becomes_its_meta() {
+        let details = json!({"refusal": {"code": "plan_mode"}});
+        assert_eq!(
+            refusal_meta(Some(&details)),
+            Some(json!({"cadre/refusal": {"code": "plan_mode"}}))
+        );
+        assert_eq!(refusal_meta(Some(&json!({"other": 1}))), None);
+        assert_eq!(refusal_meta(None), None);
     }
 
     #[test]

@@ -178,12 +178,16 @@ impl View {
                 if !text.is_empty() {
                     content.push(tools::text_content(tail(&text)));
                 }
-                vec![self.here(json!({
+                let mut update = json!({
                     "sessionUpdate": "tool_call_update",
                     "toolCallId": tool_call_id,
                     "status": if *is_error { "failed" } else { "completed" },
                     "content": content,
-                }))]
+                });
+                if let Some(meta) = tools::refusal_meta(result.get("details")) {
+                    update["_meta"] = meta;
+                }
+                vec![self.here(update)]
             }
             _ => Vec::new(),
         }

@@ -232,7 +232,31 @@ fn result_of(output: &ToolOutput, with_schema: bool) -> CallToolResult {
     {
         result.structured_content = Some(value);
     }
+    result.meta = refusal_meta(output);
     result
+}
+
+/// The `_meta` key of a refused call's code: `{"cadre/refusal": {"code": "plan_mode"}}`.
+pub const REFUSAL_META_KEY: &str = "cadre/refusal";
+/// The `_meta` key of a `tasks` launch's refused entries:
+/// `{"cadre/refusals": [{"task": 2, "code": "unknown_role"}]}`.
+pub const REFUSALS_META_KEY: &str = "cadre/refusals";
+
+/// The one place a refusal's code reaches MCP: the result's `_meta`, from the tool result's
+/// `details` (see `cadre_core::orchestrator::tools::refused`); `None` for a call not refused.
+fn refusal_meta(output: &ToolOutput) -> Option<rmcp::model::MetaObject> {
+    use cadre_core::orchestrator::tools::{REFUSAL_DETAILS_KEY, REFUSALS_DETAILS_KEY};
+    let details = output.details.as_ref()?;
+    let mut meta = serde_json::Map::new();
+    for (from, to) in [
+        (REFUSAL_DETAILS_KEY, REFUSAL_META_KEY),
+        (REFUSALS_DETAILS_KEY, REFUSALS_META_KEY),
+    ] {
+        if let Some(value) = details.get(from) {
+            meta.insert(to.to_string(), value.clone());
+        }
+    }
+    (!meta.is_empty()).then_some(rmcp::model::MetaObject(meta))
 }
 
 /// The value of a structured answer: the JSON between `<result>` and `</result>` of a
@@ -265,6 +289,31 @@ mod tests {
         assert_eq!(structured_value(&out), Some(json!({"value": [1]})));
         let out = ToolOutput::ok("Task 1: completed\n<result>\nnot json\n</result>");
         assert_eq!(structured_value(&out), None);
+    }
+
+    #[test]
+    fn a_refusal_s_code_is_in_the_result_s_meta() {
+        use cadre_core::orchestrator::manager::LaunchError;
+        let out =
+            cadre_core::orchestrator::tools::refused(&LaunchError::DepthLimit { max_depth: 2 });
+        let result = serde_json::to_value(result_of(&out, false)).unwrap();
+        assert_eq!(result["isError"], true);
+        assert_eq!(
+            result["_meta"],
+            json!({"cadre/refusal": {"code": "depth_limit"}})
+        );
+        assert!(
+            result["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("maximum nesting depth")
+        );
+        let ok = serde_json::to_value(result_of(&ToolOutput::ok("fine"), false)).unwrap();
+        assert!(ok.get("_meta").is_none(), "{ok}");
+        let set = ToolOutput::ok("2 tasks")
+            .with_details(json!({"refusals": [{"task": 2, "code": "plan_mode"}]}));
+        let set = serde_json::to_value(result_of(&set, false)).unwrap();
+        assert_eq!(set["_meta"]["cadre/refusals"][0]["code"], "plan_mode");
     }
 
     #[test]

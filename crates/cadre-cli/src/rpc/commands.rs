@@ -28,38 +28,41 @@ struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
-    fn str(&self, key: &str) -> Result<&'a str, String> {
+    fn str(&self, key: &str) -> Result<&'a str, HostError> {
         match self.command.get(key) {
             Some(Value::String(s)) => Ok(s),
-            Some(_) => Err(format!("{}: `{key}` must be a string", self.name)),
-            None => Err(format!("{}: `{key}` is required", self.name)),
+            Some(_) => Err(invalid(format!("{}: `{key}` must be a string", self.name))),
+            None => Err(invalid(format!("{}: `{key}` is required", self.name))),
         }
     }
 
-    fn opt_str(&self, key: &str) -> Result<Option<&'a str>, String> {
+    fn opt_str(&self, key: &str) -> Result<Option<&'a str>, HostError> {
         match self.command.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(_) => Err(format!("{}: `{key}` must be a string", self.name)),
+            Some(_) => Err(invalid(format!("{}: `{key}` must be a string", self.name))),
         }
     }
 
-    fn bool(&self, key: &str) -> Result<bool, String> {
+    fn bool(&self, key: &str) -> Result<bool, HostError> {
         match self.command.get(key) {
             Some(Value::Bool(b)) => Ok(*b),
-            Some(_) => Err(format!("{}: `{key}` must be true or false", self.name)),
-            None => Err(format!("{}: `{key}` is required", self.name)),
+            Some(_) => Err(invalid(format!(
+                "{}: `{key}` must be true or false",
+                self.name
+            ))),
+            None => Err(invalid(format!("{}: `{key}` is required", self.name))),
         }
     }
 
     /// `message` and optional `images` as user content.
-    fn content(&self) -> Result<UserContent, String> {
+    fn content(&self) -> Result<UserContent, HostError> {
         let text = self.str("message")?.to_string();
         let Some(images) = self.command.get("images").filter(|v| !v.is_null()) else {
             return Ok(UserContent::Text(text));
         };
         let Value::Array(images) = images else {
-            return Err(format!("{}: `images` must be a list", self.name));
+            return Err(invalid(format!("{}: `images` must be a list", self.name)));
         };
         let mut blocks = vec![ContentBlock::text(text)];
         for (i, image) in images.iter().enumerate() {
@@ -74,10 +77,10 @@ impl<'a> Fields<'a> {
                     });
                 }
                 _ => {
-                    return Err(format!(
+                    return Err(invalid(format!(
                         "{}: images[{i}] must be {{\"type\": \"image\", \"data\": base64, \"mimeType\": \"image/…\"}}",
                         self.name
-                    ));
+                    )));
                 }
             }
         }
@@ -98,8 +101,11 @@ impl Commands {
         let command: Value = match serde_json::from_str(line) {
             Ok(v) => v,
             Err(e) => {
-                self.out
-                    .error(None, "parse", &format!("Failed to parse command: {e}"));
+                self.out.error(
+                    None,
+                    "parse",
+                    &invalid(format!("Failed to parse command: {e}")),
+                );
                 return;
             }
         };
@@ -112,7 +118,9 @@ impl Commands {
             self.out.error(
                 id.as_ref(),
                 "parse",
-                "Failed to parse command: a command is a JSON object with a string `type`",
+                &invalid(
+                    "Failed to parse command: a command is a JSON object with a string `type`",
+                ),
             );
             return;
         };
@@ -124,14 +132,14 @@ impl Commands {
             command: &command,
             name: &name,
         };
-        if let Err(message) = self.dispatch(&name, &fields, id.clone()) {
-            self.out.error(id.as_ref(), &name, &message);
+        if let Err(e) = self.dispatch(&name, &fields, id.clone()) {
+            self.out.error(id.as_ref(), &name, &e);
         }
     }
 
     /// Serve `name`: answered here, or by a spawned wait for the host. `Err` is the error
     /// response's message.
-    fn dispatch(&mut self, name: &str, f: &Fields<'_>, id: Option<Value>) -> Result<(), String> {
+    fn dispatch(&mut self, name: &str, f: &Fields<'_>, id: Option<Value>) -> Result<(), HostError> {
         let host = &self.host;
         let out = &self.out;
         let ok = |data: Option<Value>| out.success(id.as_ref(), name, data);
@@ -142,20 +150,20 @@ impl Commands {
                     Some("steer") => Some(Delivery::Steer),
                     Some("followUp") => Some(Delivery::FollowUp),
                     Some(other) => {
-                        return Err(format!(
+                        return Err(invalid(format!(
                             "prompt: streamingBehavior must be \"steer\" or \"followUp\", not {other:?}"
-                        ));
+                        )));
                     }
                 };
-                host.prompt(f.content()?, delivery).map_err(text)?;
+                host.prompt(f.content()?, delivery)?;
                 ok(None);
             }
             "steer" => {
-                host.steer(f.content()?).map_err(text)?;
+                host.steer(f.content()?)?;
                 ok(None);
             }
             "follow_up" => {
-                host.follow_up(f.content()?).map_err(text)?;
+                host.follow_up(f.content()?)?;
                 ok(None);
             }
             "abort" => {
@@ -199,10 +207,10 @@ impl Commands {
                         .into_iter()
                         .find(|m| m.full_name == full)
                         .and_then(|m| m.unsupported);
-                    return Err(match why {
+                    return Err(invalid(match why {
                         Some(why) => format!("Model not found: {full} ({why})"),
                         None => format!("Model not found: {full}"),
-                    });
+                    }));
                 }
                 let wait = host.set_model(&full);
                 self.answer(
@@ -236,9 +244,9 @@ impl Commands {
             "set_thinking_level" => {
                 let level = f.str("level")?;
                 let level = ThinkingLevel::parse(level).ok_or_else(|| {
-                    format!(
+                    invalid(format!(
                         "set_thinking_level: unknown level {level:?} (off, minimal, low, medium, high, xhigh, max)"
-                    )
+                    ))
                 })?;
                 let wait = host.set_thinking(level);
                 self.answer(id, name, async move { wait.await.map(|_| None) });
@@ -262,7 +270,9 @@ impl Commands {
             "set_steering_mode" | "set_follow_up_mode" => {
                 let mode = f.str("mode")?;
                 let mode = QueueMode::parse(mode).ok_or_else(|| {
-                    format!("{name}: mode must be \"all\" or \"one-at-a-time\", not {mode:?}")
+                    invalid(format!(
+                        "{name}: mode must be \"all\" or \"one-at-a-time\", not {mode:?}"
+                    ))
                 })?;
                 let controller = host.controller();
                 if name == "set_steering_mode" {
@@ -311,7 +321,7 @@ impl Commands {
                 });
             }
             "get_fork_messages" => {
-                let points = host.fork_points().map_err(text)?;
+                let points = host.fork_points()?;
                 let messages: Vec<Value> = points
                     .iter()
                     .filter(|p| !p.text.is_empty())
@@ -322,7 +332,7 @@ impl Commands {
             "set_session_name" => {
                 let session_name = f.str("name")?.trim();
                 if session_name.is_empty() {
-                    return Err("Session name cannot be empty".into());
+                    return Err(invalid("Session name cannot be empty"));
                 }
                 let wait = host.set_session_name(session_name);
                 let out = out.clone();
@@ -386,7 +396,7 @@ impl Commands {
                     .clone()
                     .unwrap_or_else(|| format!("cadre session {}", state.session_id));
                 cadre_host::export::export_html(&title, &host.messages(), &path)
-                    .map_err(|e| format!("{e:#}"))?;
+                    .map_err(|e| HostError::Failed(format!("{e:#}")))?;
                 ok(Some(json!({"path": path.to_string_lossy()})));
             }
             "get_commands" => {
@@ -403,12 +413,7 @@ impl Commands {
                 ok(Some(json!({"tasks": tasks})));
             }
             "task_show" => {
-                let manager = host.manager();
-                let target = f.str("task")?;
-                let task = manager
-                    .resolve(target)
-                    .and_then(|id| manager.snapshot(&id))
-                    .map_err(|e| e.to_string())?;
+                let task = host.task(f.str("task")?)?;
                 ok(Some(views::task_json(&task)));
             }
             "task_output" => {
@@ -421,51 +426,33 @@ impl Commands {
                 let wait = match f.command.get("timeoutMs") {
                     None | Some(Value::Null) => TASK_OUTPUT_WAIT,
                     Some(v) => Duration::from_millis(v.as_u64().ok_or_else(|| {
-                        "task_output: `timeoutMs` must be a whole number of milliseconds"
-                            .to_string()
+                        invalid("task_output: `timeoutMs` must be a whole number of milliseconds")
                     })?)
                     .min(TASK_OUTPUT_MAX_WAIT),
                 };
-                let manager = host.manager();
+                let output = host.task_output(&target, block, wait);
                 self.answer(id, name, async move {
-                    let task = manager
-                        .task_output(&target, block, wait)
-                        .await
-                        .map_err(|e| HostError(e.to_string()))?;
+                    let task = output.await?;
                     let mut data = views::task_json(&task);
                     data["output"] = json!(task.output);
                     Ok(Some(data))
                 });
             }
             "task_stop" => {
-                let target = f.str("task")?.to_string();
-                let manager = host.manager();
+                let stop = host.stop_task(f.str("task")?);
                 self.answer(id, name, async move {
-                    let task = manager
-                        .stop(&target)
-                        .await
-                        .map_err(|e| HostError(e.to_string()))?;
+                    let task = stop.await?;
                     Ok(Some(views::task_json(&task)))
                 });
             }
             "task_apply" => {
-                let target = f.str("task")?.to_string();
-                let manager = host.manager();
+                let apply = host.apply_task(f.str("task")?);
                 self.answer(id, name, async move {
-                    let task_id = manager
-                        .resolve(&target)
-                        .map_err(|e| HostError(e.to_string()))?;
-                    let record = manager
-                        .store()
-                        .load(manager.root_session_id(), &task_id)
-                        .map_err(|e| HostError(e.to_string()))?;
-                    let report = cadre_host::apply_task(&record)
-                        .await
-                        .map_err(|e| HostError(format!("{e:#}")))?;
+                    let (task_id, report) = apply.await?;
                     Ok(Some(json!({"taskId": task_id, "report": report})))
                 });
             }
-            _ => return Err(format!("Unknown command: {name}")),
+            _ => return Err(invalid(format!("Unknown command: {name}"))),
         }
         Ok(())
     }
@@ -480,7 +467,7 @@ impl Commands {
         tokio::spawn(async move {
             let response = match wait.await {
                 Ok(data) => super::success(id.as_ref(), &name, data),
-                Err(e) => super::error(id.as_ref(), &name, &e.0),
+                Err(e) => super::error(id.as_ref(), &name, &e),
             };
             out.line_after_events(response);
         });
@@ -540,8 +527,9 @@ fn report(switched: &cadre_host::Switched) {
     }
 }
 
-fn text(e: HostError) -> String {
-    e.0
+/// A command the client got wrong.
+fn invalid(message: impl Into<String>) -> HostError {
+    HostError::InvalidInput(message.into())
 }
 
 /// The thinking levels a reasoning model takes, in cycling order (Pi's

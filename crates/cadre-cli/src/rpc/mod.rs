@@ -12,7 +12,7 @@ pub(crate) mod input;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use cadre_host::{Host, HostEvent};
+use cadre_host::{Host, HostError, HostEvent};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -47,8 +47,8 @@ impl Out {
         self.line(&success(id, command, data));
     }
 
-    pub fn error(&self, id: Option<&Value>, command: &str, message: &str) {
-        self.line(&error(id, command, message));
+    pub fn error(&self, id: Option<&Value>, command: &str, e: &HostError) {
+        self.line(&error(id, command, e));
     }
 }
 
@@ -60,14 +60,16 @@ pub fn success(id: Option<&Value>, command: &str, data: Option<Value>) -> Value 
     with_id(response, id)
 }
 
-pub fn error(id: Option<&Value>, command: &str, message: &str) -> Value {
+/// The one place an error becomes an RPC response: Pi's `error` with the message, and cadre's
+/// `code`, stable for clients to branch on (a refusal's code such as `not_running` or
+/// `unknown_task`, else `busy`, `ended`, `invalid_input`, `failed`).
+pub fn error(id: Option<&Value>, command: &str, e: &HostError) -> Value {
     let response = json!({
-        "type": "response", "command": command, "success": false, "error": message,
+        "type": "response", "command": command, "success": false, "error": e.message(),
+        "code": e.code(),
     });
     with_id(response, id)
 }
-
-impl Out {}
 
 /// The request's `id`, echoed in its response.
 fn with_id(response: Value, id: Option<&Value>) -> Value {
@@ -114,7 +116,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
                 Line::TooLong(limit) => out.error(
                     None,
                     "parse",
-                    &format!("Failed to parse command: the line is longer than {limit} bytes"),
+                    &HostError::InvalidInput(format!(
+                        "Failed to parse command: the line is longer than {limit} bytes"
+                    )),
                 ),
                 Line::End => break,
                 Line::Failed(e) => {

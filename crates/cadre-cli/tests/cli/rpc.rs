@@ -196,6 +196,7 @@ fn bad_input_gets_error_responses_and_the_session_goes_on() {
 
     let r = rpc.call("u1", json!({"type": "frobnicate"}));
     assert_eq!(error_of(&r), "Unknown command: frobnicate");
+    assert_eq!(r["code"], "invalid_input", "{r}");
     assert_eq!(r["command"], "frobnicate");
 
     let r = rpc.call("m1", json!({"type": "prompt"}));
@@ -223,6 +224,7 @@ fn bad_input_gets_error_responses_and_the_session_goes_on() {
     assert!(error_of(&r).contains("not saved"), "{r}");
     let r = rpc.call("m8", json!({"type": "task_show", "task": "nope"}));
     assert_eq!(r["success"], false, "{r}");
+    assert_eq!(r["code"], "unknown_task", "{r}");
 
     // Still serving after all that.
     let state = rpc.call("s", json!({"type": "get_state"}));
@@ -572,8 +574,44 @@ fn agent_calls_default_to_background_and_task_commands_see_them() {
     );
     let stop = rpc.call("tstop", json!({"type": "task_stop", "task": "checker"}));
     assert!(error_of(&stop).contains("not running"), "{stop}");
+    assert_eq!(stop["code"], "not_running", "{stop}");
     let apply = rpc.call("ta", json!({"type": "task_apply", "task": "checker"}));
     assert!(error_of(&apply).contains("worktree"), "{apply}");
+    let (code, stderr) = rpc.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// A launch plan mode refuses reaches the client with its stable code: in the `Agent` tool
+/// result's `details` of `tool_execution_end`, next to the text the model reads.
+#[test]
+fn a_refused_launch_carries_its_code() {
+    let f = Fixture::new();
+    f.server.script(
+        Rule::new(Match::last_user("WRITE IT").and(Match::AssistantTurns(0))).reply(
+            Reply::tool_call(
+                "call_w",
+                "Agent",
+                json!({"subagent_type": "code", "description": "Edit", "prompt": "[child] edit"}),
+            ),
+        ),
+    );
+    f.server
+        .script(Rule::new(Match::AssistantTurns(1)).reply(Reply::text("Refused, so I plan.")));
+    let mut rpc = RpcClient::start(&f, &["--plan", "--no-session"]);
+    rpc.call("p", json!({"type": "prompt", "message": "WRITE IT"}));
+    let end = rpc.wait_for("the Agent call's end", |v| {
+        v["type"] == "tool_execution_end" && v["toolName"] == "Agent"
+    });
+    assert_eq!(end["isError"], true, "{end}");
+    assert_eq!(
+        end["result"]["details"]["refusal"]["code"], "plan_mode",
+        "{end}"
+    );
+    assert!(
+        text_of(&end["result"]).contains("plan mode: `code` may not launch"),
+        "{end}"
+    );
+    rpc.wait_event("agent_end");
     let (code, stderr) = rpc.finish();
     assert_eq!(code, Some(0), "{stderr}");
 }

@@ -14,6 +14,12 @@ use crate::rpc::RpcClient;
 const ALLOW: &[Allow] = &[
     Allow {
         event: "response",
+        path: "code",
+        rule: Cmp::Ignore,
+        reason: "cadre adds a stable error code next to Pi's `error` text (docs/rpc.md), for clients to branch on",
+    },
+    Allow {
+        event: "response",
         path: "id",
         rule: Cmp::Ignore,
         reason: "cadre echoes the id of an unknown command too, so a client waiting on it is answered; Pi drops it",

@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::manager::{
-    DEFAULT_OUTPUT_WAIT_MS, Delivery, EntryOutcome, LaunchSpec, ParentRef, SendOutcome,
-    TaskManager, TaskOutcome, TaskSnapshot,
+    DEFAULT_OUTPUT_WAIT_MS, Delivery, EntryOutcome, LaunchError, LaunchSpec, ParentRef,
+    SendOutcome, TaskManager, TaskOutcome, TaskSnapshot,
 };
 use super::output::neutralize;
 use super::policy::usage_line;
@@ -234,18 +234,57 @@ impl Tool for AgentTool {
                 .launch(&self.parent, spec, Some(ctx.cancel.clone()))
                 .await
             {
-                Err(e) => ToolOutput::error(e.to_string()),
+                Err(e) => refused(&e),
                 Ok(entries) if single => match entries.into_iter().next() {
                     Some(EntryOutcome::Started(o)) => ToolOutput::ok(format_outcome_for(&o, polls)),
-                    Some(EntryOutcome::Refused { error, .. }) => {
-                        ToolOutput::error(error.to_string())
-                    }
+                    Some(EntryOutcome::Refused { error, .. }) => refused(&error),
                     None => ToolOutput::error("no task was launched"),
                 },
-                Ok(entries) => ToolOutput::ok(format_entries_for(&entries, polls)),
+                Ok(entries) => entries_output(&entries, polls),
             }
         })
     }
+}
+
+/// The key of a refusal in a tool result's `details`: `{"refusal": {"code": "plan_mode"}}`.
+pub const REFUSAL_DETAILS_KEY: &str = "refusal";
+
+/// The key of a `tasks` launch's refused entries in its result's `details`:
+/// `{"refusals": [{"task": 2, "code": "unknown_role"}]}` (`task` counts from 1, as the text's
+/// `## Task 2` does).
+pub const REFUSALS_DETAILS_KEY: &str = "refusals";
+
+/// A refused launch or task operation as the tool result the model reads: its message as the
+/// text, its code in `details` for front ends (the one place a refusal becomes a tool result).
+pub fn refused(e: &LaunchError) -> ToolOutput {
+    ToolOutput::error(e.to_string())
+        .with_details(json!({ REFUSAL_DETAILS_KEY: { "code": e.code().as_str() } }))
+}
+
+/// A `tasks` launch's result: every entry's text, and the codes of the entries refused.
+fn entries_output(entries: &[EntryOutcome], polls: bool) -> ToolOutput {
+    let text = format_entries_for(entries, polls);
+    let refusals: Vec<Value> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| match e {
+            EntryOutcome::Refused { error, .. } => {
+                Some(json!({ "task": i + 1, "code": error.code().as_str() }))
+            }
+            EntryOutcome::Started(_) => None,
+        })
+        .collect();
+    if refusals.is_empty() {
+        ToolOutput::ok(text)
+    } else {
+        ToolOutput::ok(text).with_details(json!({ REFUSALS_DETAILS_KEY: refusals }))
+    }
+}
+
+/// The refusal code a tool result's `details` carry (see [`refused`]), for front ends that
+/// put it on their wire.
+pub fn refusal_code(details: Option<&Value>) -> Option<&str> {
+    details?.get(REFUSAL_DETAILS_KEY)?.get("code")?.as_str()
 }
 
 /// One task's result for a parent that gets task notices.
@@ -477,7 +516,7 @@ impl Tool for SendMessageTool {
                     &o,
                     self.manager.parent_polls(&self.parent),
                 )),
-                Err(e) => ToolOutput::error(e.to_string()),
+                Err(e) => refused(&e),
             }
         })
     }
@@ -520,7 +559,7 @@ impl Tool for TaskOutputTool {
             let wait = Duration::from_millis(a.timeout_ms.unwrap_or(DEFAULT_OUTPUT_WAIT_MS));
             match self.manager.task_output(&a.task_id, a.block, wait).await {
                 Ok(s) => ToolOutput::ok(format_snapshot(&s)),
-                Err(e) => ToolOutput::error(e.to_string()),
+                Err(e) => refused(&e),
             }
         })
     }
@@ -559,7 +598,7 @@ impl Tool for TaskStopTool {
             };
             match self.manager.stop(&a.task_id).await {
                 Ok(s) => ToolOutput::ok(format_snapshot(&s)),
-                Err(e) => ToolOutput::error(e.to_string()),
+                Err(e) => refused(&e),
             }
         })
     }
@@ -569,7 +608,7 @@ impl Tool for TaskStopTool {
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
-    use crate::orchestrator::manager::LaunchError;
+    use crate::orchestrator::manager::RefusalCode;
     use cadre_protocol::{TaskPhase, TaskUsage, TerminationKind, WorktreeInfo};
 
     fn outcome(delivery: Delivery, status: TaskStatus) -> TaskOutcome {
@@ -663,5 +702,57 @@ mod tests {
         assert!(t.contains(
             "## Task 3 [degraded]\n\"bad one\" was not started: invalid Agent call: `prompt` must not be empty"
         ));
+    }
+
+    #[test]
+    fn a_refusal_keeps_its_text_and_carries_its_code_in_details() {
+        let e = LaunchError::DepthLimit { max_depth: 2 };
+        let out = refused(&e);
+        assert!(out.is_error);
+        let cadre_protocol::ContentBlock::Text { text } = &out.content[0] else {
+            panic!("not text")
+        };
+        assert_eq!(text, &e.to_string());
+        assert_eq!(
+            out.details,
+            Some(json!({"refusal": {"code": "depth_limit"}}))
+        );
+        assert_eq!(refusal_code(out.details.as_ref()), Some("depth_limit"));
+        let budget = refused(&LaunchError::BudgetExhausted(crate::budget::Exhausted {
+            meter: cadre_protocol::Meter::Cost,
+            spent: cadre_protocol::Spend {
+                tokens: 0,
+                cost_usd: 0.5,
+            },
+            cap: cadre_protocol::Limits {
+                max_cost_usd: Some(0.5),
+                max_tokens: None,
+            },
+        }));
+        assert_eq!(
+            refusal_code(budget.details.as_ref()),
+            Some("budget_exhausted")
+        );
+        assert_eq!(refusal_code(None), None);
+        assert_eq!(refusal_code(Some(&json!({"other": 1}))), None);
+    }
+
+    #[test]
+    fn a_task_set_lists_the_codes_of_its_refused_entries() {
+        let entries = vec![
+            EntryOutcome::Started(Box::new(outcome(Delivery::Finished, TaskStatus::Completed))),
+            EntryOutcome::Refused {
+                description: "writer".into(),
+                error: LaunchError::refused(RefusalCode::PlanMode, "plan mode: no"),
+            },
+        ];
+        let out = entries_output(&entries, false);
+        assert!(!out.is_error);
+        assert_eq!(
+            out.details,
+            Some(json!({"refusals": [{"task": 2, "code": "plan_mode"}]}))
+        );
+        let all_ok = entries_output(&entries[..1], false);
+        assert_eq!(all_ok.details, None);
     }
 }

@@ -16,6 +16,7 @@ use super::Inner;
 use super::digest::Sha256Tool;
 use super::handle::lock;
 use super::prompt::{child_system_prompt, task_message};
+use super::refusal_code::RefusalCode;
 use super::sandbox_dirs;
 use super::structured::{
     STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, StructuredOutputTool, StructuredSlot,
@@ -191,10 +192,16 @@ fn child_bash(
         .map(std::time::Duration::from_millis);
     let policy = b.shell_policy;
     let allowlist = CommandAllowlist::parse(b.bash_allow).map_err(|e| {
-        LaunchError::NotAllowed(format!("the role's Bash(…) command patterns: {e}"))
+        LaunchError::refused(
+            RefusalCode::BashPatterns,
+            format!("the role's Bash(…) command patterns: {e}"),
+        )
     })?;
     let refused = |what: &str, e: String| {
-        LaunchError::NotAllowed(format!("cannot prepare the read-only sandbox: {what}: {e}"))
+        LaunchError::refused(
+            RefusalCode::SandboxUnavailable,
+            format!("cannot prepare the read-only sandbox: {what}: {e}"),
+        )
     };
     // Named only: bash creates it before its first command, so a child that never runs bash
     // (most read-only children) costs no directory.

@@ -16,6 +16,7 @@ use cadre_protocol::TaskRecord;
 
 use super::child::parse_shell_policy;
 use super::prepare::narrower_policy;
+use super::{LaunchError, RefusalCode};
 use crate::roles::{ContextMode, Isolation, RoleDef, ShellPolicy};
 
 /// The boundary a continuation runs under.
@@ -36,13 +37,14 @@ fn shown(record: &TaskRecord) -> String {
 
 /// Plan mode's refusal of continuing `record` with `boundary` (S6), as the launch path refuses
 /// a role that is not a planning role; `None` when plan mode allows it.
-pub(crate) fn plan_mode_refusal(record: &TaskRecord, boundary: &Boundary) -> Option<String> {
+pub(crate) fn plan_mode_refusal(record: &TaskRecord, boundary: &Boundary) -> Option<LaunchError> {
+    let refused = |message: String| LaunchError::refused(RefusalCode::PlanMode, message);
     if record.worktree.is_some() {
-        return Some(format!(
+        return Some(refused(format!(
             "plan mode: task {} works in a worktree and may not be continued (worktree isolation \
              is refused in plan mode)",
             shown(record)
-        ));
+        )));
     }
     let as_launched = RoleDef {
         readonly: boundary.readonly,
@@ -56,13 +58,13 @@ pub(crate) fn plan_mode_refusal(record: &TaskRecord, boundary: &Boundary) -> Opt
         ..RoleDef::default()
     };
     (!as_launched.plan_mode_compatible()).then(|| {
-        format!(
+        refused(format!(
             "plan mode: task {} (`{}`) may not be continued; only tasks of read-only planning \
              roles (such as Explore, Plan, research, review, advisor) may. Launch a planning \
              role instead, or continue the task outside plan mode",
             shown(record),
             record.agent
-        )
+        ))
     })
 }
 
@@ -83,16 +85,19 @@ pub(crate) fn continuation_boundary(
     record: &TaskRecord,
     role: &RoleDef,
     plan_mode: bool,
-) -> Result<Boundary, String> {
+) -> Result<Boundary, LaunchError> {
     let was = recorded(record);
     let bash_allow = narrower_patterns(&was.bash_allow, &role.bash_allow).ok_or_else(|| {
-        format!(
-            "task {} cannot be continued: its role `{}` now has other Bash(…) command patterns \
+        LaunchError::refused(
+            RefusalCode::RoleChanged,
+            format!(
+                "task {} cannot be continued: its role `{}` now has other Bash(…) command patterns \
              ({}) than the task ran under ({}); launch a new task instead",
-            shown(record),
-            record.agent,
-            role.bash_allow.join(", "),
-            was.bash_allow.join(", ")
+                shown(record),
+                record.agent,
+                role.bash_allow.join(", "),
+                was.bash_allow.join(", ")
+            ),
         )
     })?;
     let boundary = Boundary {
@@ -209,7 +214,10 @@ mod tests {
                     (ro, policy, patterns),
                     "{rec:?} {r:?}"
                 ),
-                (Err(e), None) => assert!(e.contains("command patterns"), "{e}"),
+                (Err(e), None) => {
+                    assert_eq!(e.code(), RefusalCode::RoleChanged);
+                    assert!(e.to_string().contains("command patterns"), "{e}");
+                }
                 (got, want) => panic!("{rec:?} {r:?}: got {got:?}, want {want:?}"),
             }
         }
@@ -251,7 +259,8 @@ mod tests {
             let got = continuation_boundary(&rec, &r, true);
             assert_eq!(got.is_ok(), allowed, "{rec:?}: {got:?}");
             if let Err(e) = got {
-                assert!(e.starts_with("plan mode: task t1"), "{e}");
+                assert_eq!(e.code(), RefusalCode::PlanMode);
+                assert!(e.to_string().starts_with("plan mode: task t1"), "{e}");
             }
             // Outside plan mode every one of them continues.
             assert!(continuation_boundary(&rec, &r, false).is_ok());
@@ -262,6 +271,8 @@ mod tests {
             ..record(false, "unrestricted", &[])
         };
         let e = plan_mode_refusal(&named, &recorded(&named)).unwrap();
+        assert_eq!(e.code(), RefusalCode::PlanMode);
+        let e = e.to_string();
         assert!(
             e.contains("task `writer` (t1) (`code`) may not be continued"),
             "{e}"

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::child::{ChildBuild, build_child_agent, fork_message, task_text};
 use super::handle::{ChildGate, RunState, TaskHandle, lock};
 use super::prepare::{Prepared, prepare};
+use super::refusal_code::RefusalCode;
 use super::review::ReviewSetup;
 use super::run::{RebuildAgent, Retry, Slot, drive, outcome_of};
 use super::scope::ProbeScope;
@@ -51,10 +52,10 @@ pub(crate) async fn launch(
     // D4: one foreground child at a time per parent, and no background launches.
     let sequential = inner.settings.dispatch == DispatchMode::Sequential;
     if sequential && entries.iter().any(|e| e.run_in_background == Some(true)) {
-        return Err(LaunchError::NotAllowed(
+        return Err(LaunchError::refused(
+            RefusalCode::SequentialDispatch,
             "background launches are refused: subagents.dispatch is sequential; launch in the \
-             foreground"
-                .into(),
+             foreground",
         ));
     }
     let _turn = if sequential {
@@ -127,16 +128,22 @@ async fn authorize(inner: &Inner, entries: &[TaskSpec]) -> Result<(), LaunchErro
     const REASON: &str = "host_authorization_required";
     match inner.settings.authorization {
         Authorization::Standing => Ok(()),
-        Authorization::Solo => Err(LaunchError::NotAllowed(format!(
-            "{REASON}: this session may not launch subagents (subagents.authorization is solo); \
+        Authorization::Solo => Err(LaunchError::refused(
+            RefusalCode::NotAuthorized,
+            format!(
+                "{REASON}: this session may not launch subagents (subagents.authorization is solo); \
              do the work yourself"
-        ))),
+            ),
+        )),
         Authorization::Ask => {
             let Some(confirm) = &inner.confirm else {
-                return Err(LaunchError::NotAllowed(format!(
-                    "{REASON}: launches need confirmation (subagents.authorization is ask) and \
+                return Err(LaunchError::refused(
+                    RefusalCode::NotAuthorized,
+                    format!(
+                        "{REASON}: launches need confirmation (subagents.authorization is ask) and \
                      nobody can confirm in this mode"
-                )));
+                    ),
+                ));
             };
             let summary = entries
                 .iter()
@@ -146,9 +153,10 @@ async fn authorize(inner: &Inner, entries: &[TaskSpec]) -> Result<(), LaunchErro
             if confirm.confirm(&summary).await {
                 Ok(())
             } else {
-                Err(LaunchError::NotAllowed(format!(
-                    "{REASON}: the launch was declined"
-                )))
+                Err(LaunchError::refused(
+                    RefusalCode::NotAuthorized,
+                    format!("{REASON}: the launch was declined"),
+                ))
             }
         }
     }

@@ -35,6 +35,7 @@ mod observe;
 mod pending;
 mod prepare;
 mod prompt;
+mod refusal_code;
 mod reopen;
 mod review;
 mod run;
@@ -63,6 +64,7 @@ pub use mirror::ConversationMirror;
 pub use observe::{LaunchObserver, observe_launches};
 pub use pending::PendingGuard;
 pub use prepare::FORK_OPEN_CALL_RESULT;
+pub use refusal_code::RefusalCode;
 pub use types::{
     ConversationSource, Delivery, EntryOutcome, InheritedLimits, LaunchConfirmer, LaunchError,
     LaunchSpec, ModelResolver, NoticeKind, ParentNotice, ParentRef, SendOutcome, TaskEvent,
@@ -380,10 +382,13 @@ impl TaskManager {
             .filter(|h| h.state() != RunState::Ended)
         else {
             let snap = self.snapshot(&id)?;
-            return Err(LaunchError::NotAllowed(format!(
-                "task {id} is not running (status {}); nothing to stop",
-                snap.status.as_str()
-            )));
+            return Err(LaunchError::refused(
+                RefusalCode::NotRunning,
+                format!(
+                    "task {id} is not running (status {}); nothing to stop",
+                    snap.status.as_str()
+                ),
+            ));
         };
         let actions = lock(&h.lifecycle).on_stop_requested();
         run::apply_actions(&self.inner, &h, actions);
@@ -551,8 +556,9 @@ impl Inner {
     /// No run starts once the parent is shutting down (L6).
     pub(crate) fn refuse_if_closed(&self) -> Result<(), LaunchError> {
         if self.is_closed() {
-            return Err(LaunchError::NotAllowed(
-                "the parent session is shutting down: no task starts or continues".into(),
+            return Err(LaunchError::refused(
+                RefusalCode::ShuttingDown,
+                "the parent session is shutting down: no task starts or continues",
             ));
         }
         Ok(())

@@ -12,6 +12,7 @@ use cadre_protocol::{
 };
 
 use super::Inner;
+use super::refusal_code::RefusalCode;
 use super::structured::STRUCTURED_OUTPUT_TOOL;
 use super::types::{InheritedLimits, LaunchError, ParentRef, TaskSpec};
 use crate::handoff::schema::check_schema;
@@ -86,13 +87,16 @@ fn apply_parent_limits(
             .iter()
             .all(|p| limits.bash_allow.contains(p))
         {
-            return Err(LaunchError::NotAllowed(format!(
-                "`{}` has its own Bash(…) command patterns ({}), which are not among its parent \
+            return Err(LaunchError::refused(
+                RefusalCode::OutsideParentLimits,
+                format!(
+                    "`{}` has its own Bash(…) command patterns ({}), which are not among its parent \
                  task's ({}); launch a role without patterns, or with some of the parent's",
-                role.name,
-                role.bash_allow.join(", "),
-                limits.bash_allow.join(", ")
-            )));
+                    role.name,
+                    role.bash_allow.join(", "),
+                    limits.bash_allow.join(", ")
+                ),
+            ));
         }
     }
     Ok(())
@@ -158,12 +162,15 @@ pub(crate) async fn prepare(
     let mut diagnostics = Vec::new();
     apply_parent_limits(&mut role, &parent.limits, &mut diagnostics)?;
     if spec.review && !super::review::REVIEWABLE_ROLES.contains(&role.name.as_str()) {
-        return Err(LaunchError::NotAllowed(format!(
-            "`review: true` is only for {} tasks; `{}` cannot be reviewed by the gate (launch a \
+        return Err(LaunchError::refused(
+            RefusalCode::NotReviewable,
+            format!(
+                "`review: true` is only for {} tasks; `{}` cannot be reviewed by the gate (launch a \
              `review` task yourself instead)",
-            super::review::REVIEWABLE_ROLES.join(" and "),
-            role.name
-        )));
+                super::review::REVIEWABLE_ROLES.join(" and "),
+                role.name
+            ),
+        ));
     }
 
     // Model and thinking (T6, T7).
@@ -265,23 +272,29 @@ pub(crate) async fn prepare(
     // Fork (O9).
     let fork_history = if is_fork(&role) {
         if !parent.is_root() {
-            return Err(LaunchError::NotAllowed(
-                "a fork starts only from the root session".into(),
+            return Err(LaunchError::refused(
+                RefusalCode::ForkUnavailable,
+                "a fork starts only from the root session",
             ));
         }
         if !inner.settings.enable_fork {
-            return Err(LaunchError::NotAllowed(
-                "forks are disabled (subagents.enableFork is false)".into(),
+            return Err(LaunchError::refused(
+                RefusalCode::ForkUnavailable,
+                "forks are disabled (subagents.enableFork is false)",
             ));
         }
         let source = parent.conversation.as_ref().ok_or_else(|| {
-            LaunchError::NotAllowed(
-                "this session cannot fork: its conversation is not available".into(),
+            LaunchError::refused(
+                RefusalCode::ForkUnavailable,
+                "this session cannot fork: its conversation is not available",
             )
         })?;
         let args = raw.cloned().unwrap_or(serde_json::Value::Null);
         let history = source.snapshot_for_call(&args).await.ok_or_else(|| {
-            LaunchError::NotAllowed("cannot find the fork call in the parent's conversation".into())
+            LaunchError::refused(
+                RefusalCode::ForkUnavailable,
+                "cannot find the fork call in the parent's conversation",
+            )
         })?;
         Some(close_open_calls(history))
     } else {
@@ -413,21 +426,26 @@ pub(crate) async fn prepare(
     };
     if inner.plan_mode.load(std::sync::atomic::Ordering::SeqCst) {
         if !role.plan_mode_compatible() {
-            return Err(LaunchError::NotAllowed(format!(
-                "plan mode: `{}` may not launch; only read-only planning roles (such as Explore, \
+            return Err(LaunchError::refused(
+                RefusalCode::PlanMode,
+                format!(
+                    "plan mode: `{}` may not launch; only read-only planning roles (such as Explore, \
                  Plan, research, review, advisor) may",
-                role.name
-            )));
+                    role.name
+                ),
+            ));
         }
         if worktree {
-            return Err(LaunchError::NotAllowed(
-                "plan mode: worktree isolation is refused".into(),
+            return Err(LaunchError::refused(
+                RefusalCode::PlanMode,
+                "plan mode: worktree isolation is refused",
             ));
         }
     }
     if worktree && !inner.settings.enable_worktrees {
-        return Err(LaunchError::NotAllowed(
-            "worktree isolation is disabled (subagents.enableWorktrees is false)".into(),
+        return Err(LaunchError::refused(
+            RefusalCode::WorktreeDisabled,
+            "worktree isolation is disabled (subagents.enableWorktrees is false)",
         ));
     }
 

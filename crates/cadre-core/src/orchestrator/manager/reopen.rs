@@ -13,6 +13,7 @@ use cadre_protocol::{Message, TaskStatus, ThinkingLevel};
 use super::child::{ChildBuild, build_child_agent};
 use super::continuation::{continuation_boundary, plan_mode_refusal, recorded};
 use super::handle::{ChildGate, RunState, TaskHandle, lock};
+use super::refusal_code::RefusalCode;
 use super::run::{Slot, drive, outcome_of};
 use super::scope::ProbeScope;
 use super::spawn::spawn_run;
@@ -81,7 +82,7 @@ pub(crate) async fn steer_or_reopen(
         if inner.plan_mode.load(std::sync::atomic::Ordering::SeqCst) {
             let record = lock(&h.record).clone();
             if let Some(refusal) = plan_mode_refusal(&record, &recorded(&record)) {
-                return Err(LaunchError::NotAllowed(refusal));
+                return Err(refusal);
             }
         }
         if h.deliver(message) {
@@ -106,29 +107,35 @@ async fn reopen_with(
 ) -> Result<Arc<TaskHandle>, LaunchError> {
     let mut record = inner.store.load(&inner.root_session_id, id)?;
     if record.one_shot {
-        return Err(LaunchError::NotAllowed(format!(
-            "task {id}: {} ({}); launch a new task instead",
-            ReopenError::OneShot,
-            record.agent
-        )));
+        return Err(LaunchError::refused(
+            RefusalCode::OneShot,
+            format!(
+                "task {id}: {} ({}); launch a new task instead",
+                ReopenError::OneShot,
+                record.agent
+            ),
+        ));
     }
     if record.status == TaskStatus::Running {
-        return Err(LaunchError::NotAllowed(format!(
-            "task {id} is still running in another process"
-        )));
+        return Err(LaunchError::refused(
+            RefusalCode::StillRunning,
+            format!("task {id} is still running in another process"),
+        ));
     }
     // Checked as a launch is, before anything changes: the role as it is now (a role that can no
     // longer launch — removed, blocked, or a project role of a project no longer trusted —
     // cannot be continued either), plan mode, and the tool set the role allows now.
     let role = inner.roster.get(&record.agent).map_err(|e| {
-        LaunchError::NotAllowed(format!(
-            "task {id} cannot be continued: its role is not available now: {e}"
-        ))
+        // The role's own code (unknown, or a refused definition) with the task's words.
+        let code = LaunchError::Role(e.clone()).code();
+        LaunchError::refused(
+            code,
+            format!("task {id} cannot be continued: its role is not available now: {e}"),
+        )
     })?;
     let role = role.def.clone();
     let plan_mode = inner.plan_mode.load(std::sync::atomic::Ordering::SeqCst);
-    let boundary =
-        continuation_boundary(&record, &role, plan_mode).map_err(LaunchError::NotAllowed)?;
+    let boundary = continuation_boundary(&record, &role, plan_mode)?;
     let caps = continuation_caps(inner, &record, &role, boundary.readonly)?;
     // Project skills, roles and servers load only while the project is trusted: the trust the
     // task was launched with does not outlive a `cadre trust` revocation.
@@ -138,7 +145,10 @@ async fn reopen_with(
         .as_ref()
         .map(PathBuf::from)
         .ok_or_else(|| {
-            LaunchError::NotAllowed(format!("task {id} has no session file to continue"))
+            LaunchError::refused(
+                RefusalCode::NoSession,
+                format!("task {id} has no session file to continue"),
+            )
         })?;
     let loaded = load_session(&session_path)?;
     let history = loaded.messages();

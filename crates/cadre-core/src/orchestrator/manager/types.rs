@@ -13,6 +13,7 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use super::pending::PendingGuard;
+use super::refusal_code::RefusalCode;
 use crate::handoff::contract::DelegationPacket;
 use crate::orchestrator::capability::CapabilityError;
 use crate::orchestrator::store::StoreError;
@@ -381,14 +382,16 @@ pub enum LaunchError {
     DepthLimit { max_depth: u32 },
     #[error("too many tasks in one call: {given} (at most {max})")]
     TooManyTasks { given: usize, max: usize },
-    #[error("{0}")]
-    NotAllowed(String),
+    /// Refused by a rule of the manager: the code says which, the message says it to the
+    /// model.
+    #[error("{message}")]
+    Refused { code: RefusalCode, message: String },
     /// The parent's (or the session's) token or cost budget has nothing left for a new task.
     #[error("cannot launch a subagent: {0}. Finish the work yourself with what you have")]
     BudgetExhausted(crate::budget::Exhausted),
     /// A cost budget is in force and the model has no price to count it by.
     #[error(
-        "model `{0}` has no price in the model table, so a cost budget cannot be kept;          choose a priced model, or set budgets.unknownPrice to \"tokens_only\" to count          only its tokens"
+        "model `{0}` has no price in the model table, so a cost budget cannot be kept; choose a priced model, or set budgets.unknownPrice to \"tokens_only\" to count only its tokens"
     )]
     UnpricedModel(String),
     #[error("{0}")]
@@ -401,6 +404,38 @@ pub enum LaunchError {
     Session(#[from] SessionError),
     #[error("{0}")]
     Target(#[from] TargetError),
+}
+
+impl LaunchError {
+    /// A refusal by one of the manager's rules.
+    pub fn refused(code: RefusalCode, message: impl Into<String>) -> LaunchError {
+        LaunchError::Refused {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The refusal's stable code, for front ends (the message is for the model).
+    pub fn code(&self) -> RefusalCode {
+        match self {
+            LaunchError::Invalid(_) => RefusalCode::InvalidCall,
+            LaunchError::Role(RoleLookupError::Unknown { .. }) => RefusalCode::UnknownRole,
+            LaunchError::Role(RoleLookupError::Blocked { .. }) => RefusalCode::RoleUnavailable,
+            LaunchError::Model(_) => RefusalCode::ModelUnavailable,
+            LaunchError::Capability(_) => RefusalCode::Capability,
+            LaunchError::DepthLimit { .. } => RefusalCode::DepthLimit,
+            LaunchError::TooManyTasks { .. } => RefusalCode::TooManyTasks,
+            LaunchError::Refused { code, .. } => *code,
+            LaunchError::BudgetExhausted(_) => RefusalCode::BudgetExhausted,
+            LaunchError::UnpricedModel(_) => RefusalCode::UnpricedModel,
+            LaunchError::Skill(_) => RefusalCode::SkillUnavailable,
+            LaunchError::Worktree(_) => RefusalCode::Worktree,
+            LaunchError::Store(_) => RefusalCode::TaskRecord,
+            LaunchError::Session(_) => RefusalCode::TaskSession,
+            LaunchError::Target(TargetError::Unknown { .. }) => RefusalCode::UnknownTask,
+            LaunchError::Target(TargetError::Ambiguous { .. }) => RefusalCode::AmbiguousTask,
+        }
+    }
 }
 
 #[cfg(test)]

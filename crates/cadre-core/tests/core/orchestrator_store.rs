@@ -2,7 +2,6 @@
 //! it rewrites records and outputs as fast as it can; afterwards every `task.json` parses, every
 //! `output.md` is a whole version, every record that says `running` has its live marker, and
 //! recovery leaves no task `running`.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::fs;
 use std::path::Path;
@@ -72,7 +71,7 @@ fn kill_9_mid_write_leaves_every_record_and_output_whole() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "store_writer_child",
+            "orchestrator_store::store_writer_child",
             "--test-threads=1",
             "--quiet",
         ])
@@ -183,7 +182,7 @@ fn kill_9_while_tasks_end_and_reopen_leaves_no_running_record_unmarked() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "store_reopener_child",
+            "orchestrator_store::store_reopener_child",
             "--test-threads=1",
             "--quiet",
         ])

@@ -1,8 +1,7 @@
 //! Regression tests for orchestrator races, leaks and escapes found in a correctness review
 //! (SPEC O2, O6, O7, V3, Z1), against the scripted provider of `common`.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,11 +11,11 @@ use cadre_core::orchestrator::manager::{
 };
 use cadre_core::orchestrator::tools::{TaskOutputTool, format_outcome};
 use cadre_core::roles::{RoleDef, ToolList, builtin_roles};
-use cadre_llm::{CompletionRequest, Provider, StreamEvent};
+use cadre_llm::CompletionRequest;
 use cadre_protocol::{TaskStatus, WorktreeInfo};
 use cadre_tools::{Tool, ToolContext};
 use common::{
-    Models, ROOT_SESSION_ID, Reply, Scripted, all_text, call, first_user, hang, last_text,
+    Models, ROOT_SESSION_ID, Reply, ScriptedProvider, all_text, call, first_user, hang, last_text,
     manager_config, manager_options, root_parent, settings, single, spec, text, turn,
 };
 use serde_json::{Value, json};
@@ -44,7 +43,7 @@ fn role(name: &str, tools: &[&str]) -> RoleDef {
 
 struct Harness {
     manager: TaskManager,
-    provider: Arc<Scripted>,
+    provider: Arc<ScriptedProvider>,
     notices: mpsc::UnboundedReceiver<ParentNotice>,
     root: ParentRef,
     dir: tempfile::TempDir,
@@ -52,11 +51,10 @@ struct Harness {
 
 fn harness_with(
     settings_value: Value,
-    provider_of: impl FnOnce(Arc<Scripted>) -> Arc<dyn Provider>,
     handler: impl Fn(&CompletionRequest) -> Reply + Send + Sync + 'static,
 ) -> Harness {
     let dir = tempfile::tempdir().unwrap();
-    let provider = Scripted::new(handler);
+    let provider = ScriptedProvider::new(handler);
     let mut defs = builtin_roles();
     defs.push(role("lister", &["ls"]));
     defs.push(role("nester", &["Agent", "ls"]));
@@ -66,7 +64,7 @@ fn harness_with(
     });
     let (tx, rx) = mpsc::unbounded_channel();
     std::fs::create_dir_all(dir.path().join("work")).unwrap();
-    let mut config = manager_config(
+    let config = manager_config(
         dir.path(),
         provider.clone(),
         Models(&["scripted"]),
@@ -74,7 +72,6 @@ fn harness_with(
         settings(&settings_value),
         tx,
     );
-    config.provider = provider_of(provider.clone());
     let manager = TaskManager::with_options(config, manager_options());
     let root = root_parent(&manager);
     Harness {
@@ -87,7 +84,7 @@ fn harness_with(
 }
 
 fn harness(handler: impl Fn(&CompletionRequest) -> Reply + Send + Sync + 'static) -> Harness {
-    harness_with(json!({}), |p| p, handler)
+    harness_with(json!({}), handler)
 }
 
 /// Take every notice (as a front end would) until nothing is pending.
@@ -259,27 +256,13 @@ async fn two_messages_to_a_finishing_task_reopen_it_once() {
 // ------------------------------------------------------------------ Z1, O6: a run that panics
 
 /// A provider with a bug: it panics on the conversation whose first user message is `BOOM`.
-struct Panicky(Arc<Scripted>);
-
-impl Provider for Panicky {
-    fn stream(
-        &self,
-        request: CompletionRequest,
-        cancel: CancellationToken,
-    ) -> mpsc::Receiver<StreamEvent> {
-        if first_user(&request).starts_with("BOOM") {
+fn panicky() -> Harness {
+    harness_with(json!({"maxConcurrentTasks": 1}), |r| {
+        if first_user(r).starts_with("BOOM") {
             panic!("provider bug");
         }
-        self.0.stream(request, cancel)
-    }
-}
-
-fn panicky() -> Harness {
-    harness_with(
-        json!({"maxConcurrentTasks": 1}),
-        |p| Arc::new(Panicky(p)),
-        |r| text(&first_user(r)),
-    )
+        text(&first_user(r))
+    })
 }
 
 /// A run whose task panics still ends: the launcher gets a failed task, task.json is not left
@@ -339,31 +322,27 @@ async fn a_panicking_background_run_notifies_its_parent_once() {
 /// fix round must borrow it again rather than queue for a slot its own parent holds.
 #[tokio::test]
 async fn a_nested_fix_round_under_a_quota_of_one_borrows_its_parent_s_slot() {
-    let h = harness_with(
-        json!({"maxConcurrentTasks": 1, "maxAgentDepth": 3}),
-        |p| p,
-        |r| {
-            let first = first_user(r);
-            if first.starts_with("Review packet: ") {
-                return text("VERDICT: NEEDS_FIX\nFINDINGS:\n- impl.txt must say three");
-            }
-            if first.starts_with("IMPL") {
-                return if last_text(r).contains("An independent review") {
-                    text("fixed")
-                } else {
-                    text("implemented")
-                };
-            }
-            match turn(r) {
-                0 => call(
-                    "Agent",
-                    json!({"description": "implement it", "prompt": "IMPL",
+    let h = harness_with(json!({"maxConcurrentTasks": 1, "maxAgentDepth": 3}), |r| {
+        let first = first_user(r);
+        if first.starts_with("Review packet: ") {
+            return text("VERDICT: NEEDS_FIX\nFINDINGS:\n- impl.txt must say three");
+        }
+        if first.starts_with("IMPL") {
+            return if last_text(r).contains("An independent review") {
+                text("fixed")
+            } else {
+                text("implemented")
+            };
+        }
+        match turn(r) {
+            0 => call(
+                "Agent",
+                json!({"description": "implement it", "prompt": "IMPL",
                            "subagent_type": "code", "review": true}),
-                ),
-                _ => text("nester done"),
-            }
-        },
-    );
+            ),
+            _ => text("nester done"),
+        }
+    });
     let o = single(
         guarded(h.manager.launch(&h.root, spec("nester", "NEST"), None))
             .await
@@ -449,7 +428,6 @@ async fn a_review_failure_s_findings_are_capped_for_the_parent() {
     let answer = format!("VERDICT: NEEDS_FIX\nFINDINGS:\n{findings}");
     let h = harness_with(
         json!({"maxOutputBytes": 4096, "maxOutputLines": 50}),
-        |p| p,
         move |r| {
             if first_user(r).starts_with("Review packet: ") {
                 text(&answer)
@@ -526,26 +504,22 @@ async fn a_scoped_read_of_a_fifo_does_not_block_the_dispatch_check() {
 /// own blocked parent holds.
 #[tokio::test]
 async fn a_nested_fan_out_under_a_quota_of_one_runs_its_children_one_after_the_other() {
-    let h = harness_with(
-        json!({"maxConcurrentTasks": 1, "maxAgentDepth": 3}),
-        |p| p,
-        |r| {
-            let first = first_user(r);
-            if first.starts_with("LEAF") {
-                return text(&format!("{first} done"));
-            }
-            match turn(r) {
-                0 => call(
-                    "Agent",
-                    json!({"tasks": [
-                        {"description": "leaf a", "prompt": "LEAF a", "subagent_type": "lister"},
-                        {"description": "leaf b", "prompt": "LEAF b", "subagent_type": "lister"}
-                    ]}),
-                ),
-                _ => text(&format!("nester got [{}]", last_text(r))),
-            }
-        },
-    );
+    let h = harness_with(json!({"maxConcurrentTasks": 1, "maxAgentDepth": 3}), |r| {
+        let first = first_user(r);
+        if first.starts_with("LEAF") {
+            return text(&format!("{first} done"));
+        }
+        match turn(r) {
+            0 => call(
+                "Agent",
+                json!({"tasks": [
+                    {"description": "leaf a", "prompt": "LEAF a", "subagent_type": "lister"},
+                    {"description": "leaf b", "prompt": "LEAF b", "subagent_type": "lister"}
+                ]}),
+            ),
+            _ => text(&format!("nester got [{}]", last_text(r))),
+        }
+    });
     let o = single(
         guarded(h.manager.launch(&h.root, spec("nester", "NEST"), None))
             .await

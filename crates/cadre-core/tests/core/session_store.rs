@@ -9,7 +9,7 @@ use cadre_core::session::{
 use cadre_protocol::{ContentBlock, Message, SessionEntryKind, StopReason, UserContent};
 use serde_json::{Value, json};
 
-use super::common::*;
+use crate::common::agent::*;
 
 fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -106,7 +106,7 @@ async fn agent_session_round_trips_and_resumes_with_chain() {
         .await
         .unwrap();
     let path = writer.path().to_path_buf();
-    let provider = Scripted::new(|req| match last_text(req).as_str() {
+    let provider = ScriptedProvider::new(|req| match last_text(req).as_str() {
         "go" => tool_reply(&[call("c1", "echo", json!({"v": 1}))]),
         other => text_reply(&format!("re {other}")),
     });
@@ -197,7 +197,7 @@ async fn torn_last_line_loads_is_reported_and_resume_starts_a_fresh_line() {
 
     // The agent answers the dangling call and persists the answer on a line of its own.
     let writer = SessionWriter::resume(&path, &loaded).await.unwrap();
-    let provider = Scripted::new(|_| text_reply("ok"));
+    let provider = ScriptedProvider::new(|_| text_reply("ok"));
     let mut h = harness(
         provider.clone(),
         vec![],

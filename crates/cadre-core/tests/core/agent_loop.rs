@@ -11,7 +11,7 @@ use serde_json::json;
 use tokio::sync::{Barrier, Notify};
 use tokio::time::timeout;
 
-use super::common::*;
+use crate::common::agent::*;
 
 /// Two `meet` calls only both succeed if they run at the same time.
 fn meet_tool(barrier: Arc<Barrier>) -> Arc<FnTool> {
@@ -28,7 +28,7 @@ fn meet_tool(barrier: Arc<Barrier>) -> Arc<FnTool> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multi_turn_with_concurrent_tools_answers_every_call_in_order() {
-    let provider = Scripted::new(|req| match last_text(req).as_str() {
+    let provider = ScriptedProvider::new(|req| match last_text(req).as_str() {
         "go" => tool_reply(&[
             call("c1", "meet", json!({"who": "a"})),
             call("c2", "echo", json!({"x": 1})),
@@ -165,7 +165,7 @@ async fn mutations_on_one_target_are_serialised_in_call_order() {
             ToolOutput::ok(tag)
         })
     });
-    let provider = Scripted::new(|req| match last_text(req).as_str() {
+    let provider = ScriptedProvider::new(|req| match last_text(req).as_str() {
         "go" => tool_reply(&[
             call("w1", "write", json!({"path": "a", "tag": "a1"})),
             call("w2", "write", json!({"path": "b", "tag": "b1"})),
@@ -199,7 +199,7 @@ async fn steer_is_delivered_after_the_tool_batch() {
             ToolOutput::ok("steered")
         })
     });
-    let provider = Scripted::new(|req| match last_text(req).as_str() {
+    let provider = ScriptedProvider::new(|req| match last_text(req).as_str() {
         "go" => tool_reply(&[call("s1", "steer", json!({})), call("e1", "echo", json!(1))]),
         "change course" => text_reply("changed"),
         other => text_reply(&format!("unexpected {other}")),
@@ -238,7 +238,7 @@ async fn steer_is_delivered_after_the_tool_batch() {
 
 #[tokio::test]
 async fn follow_up_is_delivered_when_the_agent_would_stop() {
-    let provider = Scripted::new(|req| text_reply(&format!("re: {}", last_text(req))));
+    let provider = ScriptedProvider::new(|req| text_reply(&format!("re: {}", last_text(req))));
     let mut h = simple(provider.clone(), vec![]);
     let controller = h.agent.controller();
     assert!(matches!(
@@ -272,7 +272,7 @@ async fn follow_up_is_delivered_when_the_agent_would_stop() {
 async fn abort_while_streaming_records_the_partial_and_answers_its_calls() {
     let streaming = Arc::new(Notify::new());
     let s = streaming.clone();
-    let provider = Scripted::new(move |req| match last_text(req).as_str() {
+    let provider = ScriptedProvider::new(move |req| match last_text(req).as_str() {
         "go" => {
             // A complete tool call, then text, then the provider hangs (ignoring cancel).
             let mut steps = tool_deltas(&[call("t1", "echo", json!({}))]);
@@ -338,7 +338,7 @@ async fn abort_during_long_tools_returns_promptly_with_every_call_answered() {
             ToolOutput::ok("never")
         })
     });
-    let provider = Scripted::new(|req| match last_text(req).as_str() {
+    let provider = ScriptedProvider::new(|req| match last_text(req).as_str() {
         "go" => tool_reply(&[
             call("p1", "polite", json!({})),
             call("s1", "stubborn", json!({"path": "f"})),
@@ -380,7 +380,7 @@ async fn abort_during_long_tools_returns_promptly_with_every_call_answered() {
 
 #[tokio::test]
 async fn provider_failure_is_an_outcome_and_history_stays_valid() {
-    let provider = Scripted::new(|req| match last_text(req).as_str() {
+    let provider = ScriptedProvider::new(|req| match last_text(req).as_str() {
         "go" => {
             let partial = assistant(
                 vec![
@@ -442,7 +442,7 @@ async fn provider_failure_is_an_outcome_and_history_stays_valid() {
 
 #[tokio::test]
 async fn retry_resets_the_partial_message() {
-    let provider = Scripted::new(|_| {
+    let provider = ScriptedProvider::new(|_| {
         let mut steps = text_deltas("garbage");
         steps.push(Step::Send(StreamEvent::Retry {
             attempt: 1,
@@ -544,7 +544,7 @@ async fn a_retry_that_fails_is_reported_after_its_run_ends() {
         provider: "fake".into(),
         message: "reset".into(),
     };
-    let provider = Scripted::new(move |_| {
+    let provider = ScriptedProvider::new(move |_| {
         vec![
             Step::Send(StreamEvent::Retry {
                 attempt: 1,
@@ -585,7 +585,7 @@ async fn a_retry_that_fails_is_reported_after_its_run_ends() {
 
 #[tokio::test]
 async fn calls_of_a_reply_cut_by_the_token_limit_are_refused() {
-    let provider = Scripted::new(|req| match last_text(req).as_str() {
+    let provider = ScriptedProvider::new(|req| match last_text(req).as_str() {
         "go" => {
             let calls = [call("l1", "echo", json!({"a": 1}))];
             let mut steps = tool_deltas(&calls);
@@ -608,7 +608,7 @@ async fn calls_of_a_reply_cut_by_the_token_limit_are_refused() {
 
 #[tokio::test]
 async fn history_with_unanswered_calls_is_repaired_before_the_next_request() {
-    let provider = Scripted::new(|_| text_reply("ok"));
+    let provider = ScriptedProvider::new(|_| text_reply("ok"));
     let history = vec![
         Message::user("earlier"),
         Message::Assistant(assistant(
@@ -640,7 +640,7 @@ async fn tool_updates_become_events_and_a_panicking_tool_still_gets_a_result() {
         })
     });
     let boom = FnTool::new("boom", |_, _| Box::pin(async move { panic!("tool bug") }));
-    let provider = Scripted::new(|req| match last_text(req).as_str() {
+    let provider = ScriptedProvider::new(|req| match last_text(req).as_str() {
         "go" => tool_reply(&[
             call("p", "progress", json!({})),
             call("b", "boom", json!({})),
@@ -699,7 +699,7 @@ async fn tool_updates_become_events_and_a_panicking_tool_still_gets_a_result() {
 
 #[tokio::test]
 async fn steer_queued_while_idle_is_delivered_with_the_next_prompt() {
-    let provider = Scripted::new(|req| text_reply(&format!("re {}", last_text(req))));
+    let provider = ScriptedProvider::new(|req| text_reply(&format!("re {}", last_text(req))));
     let mut h = simple(provider.clone(), vec![]);
     h.agent.controller().steer("also this");
     let outcome = h.agent.prompt("main").await.unwrap();
@@ -716,7 +716,7 @@ async fn steer_queued_while_idle_is_delivered_with_the_next_prompt() {
 
 #[tokio::test]
 async fn a_steered_message_arrives_whole_and_unlisted() {
-    let provider = Scripted::new(|req| text_reply(&format!("re {}", last_text(req))));
+    let provider = ScriptedProvider::new(|req| text_reply(&format!("re {}", last_text(req))));
     let mut h = simple(provider.clone(), vec![]);
     let notice = Message::Custom(cadre_protocol::CustomMessage {
         custom_type: "task-notification".into(),
@@ -755,7 +755,7 @@ async fn a_steered_message_arrives_whole_and_unlisted() {
 async fn abort_while_waiting_for_the_first_event() {
     let waiting = Arc::new(Notify::new());
     let w = waiting.clone();
-    let provider = Scripted::new(move |req| match last_text(req).as_str() {
+    let provider = ScriptedProvider::new(move |req| match last_text(req).as_str() {
         "go" => vec![Step::Notify(w.clone()), Step::Hang],
         other => text_reply(&format!("fresh {other}")),
     });
@@ -808,7 +808,7 @@ impl cadre_core::agent::ToolGate for RecordingGate {
 
 #[tokio::test]
 async fn the_gate_checks_exactly_the_arguments_the_tool_runs_with() {
-    let provider = Scripted::new(|req| match last_text(req).as_str() {
+    let provider = ScriptedProvider::new(|req| match last_text(req).as_str() {
         "go" => tool_reply(&[
             call("obj", "echo", json!({"path": "a"})),
             call("str", "echo", json!("{\"path\": \"/etc/passwd\"}")),
@@ -885,7 +885,7 @@ async fn tool_gate_sees_every_call_and_refusals_are_results() {
             ToolOutput::ok("written")
         })
     });
-    let provider = Scripted::new(|req| match last_text(req).as_str() {
+    let provider = ScriptedProvider::new(|req| match last_text(req).as_str() {
         "go" => tool_reply(&[
             call("w", "write", json!({"path": "x"})),
             call("e", "echo", json!({})),

@@ -1,9 +1,8 @@
 //! Verified handoff end to end through the real task manager (SPEC V3–V5, V7, S4, D2), against
 //! a scripted provider that routes on each conversation's first user message. The project is a
 //! real git repository with a Makefile whose `test` target is a real, fast verifier.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,7 +16,7 @@ use cadre_core::roles::{RoleDef, builtin_roles};
 use cadre_llm::CompletionRequest;
 use cadre_protocol::{Message, TaskRecord, TaskStatus, TerminationKind};
 use common::{
-    Models, ROOT_SESSION_ID as ROOT, Reply, Scripted, call, first_user, git, last_text,
+    Models, ROOT_SESSION_ID as ROOT, Reply, ScriptedProvider, call, first_user, git, last_text,
     message_text, start_manager, text, turn,
 };
 use serde_json::{Value, json};
@@ -75,7 +74,7 @@ impl Conv {
 
 struct Harness {
     manager: TaskManager,
-    provider: Arc<Scripted>,
+    provider: Arc<ScriptedProvider>,
     root: ParentRef,
     work: PathBuf,
     _notices: mpsc::UnboundedReceiver<ParentNotice>,
@@ -105,7 +104,7 @@ fn harness_full(
     handler: impl Fn(&Conv) -> Reply + Send + Sync + 'static,
 ) -> Harness {
     let dir = tempfile::tempdir().unwrap();
-    let provider = Scripted::new(move |r| handler(&Conv::of(r)));
+    let provider = ScriptedProvider::new(move |r| handler(&Conv::of(r)));
     let mut defs: Vec<RoleDef> = builtin_roles();
     for e in extra {
         defs.retain(|d| d.name != e.name);

@@ -1,8 +1,7 @@
 //! A role's `Bash(…)` command patterns hold for the whole life of its task: at launch, in a
 //! worktree, and after a continuation (SendMessage), from the task record.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -14,8 +13,8 @@ use cadre_core::roles::{ContextMode, RoleDef, ToolList, builtin_roles};
 use cadre_llm::CompletionRequest;
 use cadre_protocol::{TaskRecord, ThinkingLevel};
 use common::{
-    Models, ROOT_SESSION_ID, Reply, Scripted, all_text, call, git, last_text, model, single, spec,
-    start_manager, text,
+    Models, ROOT_SESSION_ID, Reply, ScriptedProvider, all_text, call, git, last_text, model,
+    single, spec, start_manager, text,
 };
 use serde_json::json;
 
@@ -39,14 +38,14 @@ fn allowed_role(name: &str, patterns: &[&str]) -> RoleDef {
 struct Harness {
     manager: cadre_core::orchestrator::manager::TaskManager,
     root: cadre_core::orchestrator::manager::ParentRef,
-    provider: std::sync::Arc<Scripted>,
+    provider: std::sync::Arc<ScriptedProvider>,
     dir: tempfile::TempDir,
 }
 
 fn harness(handler: impl Fn(&CompletionRequest) -> Reply + Send + Sync + 'static) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("work")).unwrap();
-    let provider = Scripted::new(handler);
+    let provider = ScriptedProvider::new(handler);
     let mut defs: Vec<RoleDef> = builtin_roles();
     defs.push(allowed_role(
         "status-only",
@@ -290,7 +289,7 @@ async fn a_fork_runs_under_its_roles_patterns() {
 async fn a_child_of_a_restricted_task_inherits_its_restrictions() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("work")).unwrap();
-    let provider = Scripted::new(|r| {
+    let provider = ScriptedProvider::new(|r| {
         let sys = r.system_prompt.clone();
         let last = last_text(r);
         let all = format!("{:?}", r.messages);

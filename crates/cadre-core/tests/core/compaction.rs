@@ -3,9 +3,8 @@
 //! then retry once), aborted; what the session file records and what the next request carries.
 //! The model is the fake server behind the real Anthropic client; children compact too (the
 //! task manager with a scripted provider).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -614,7 +613,7 @@ async fn a_continued_compacted_session_compacts_on_top_of_its_summary() {
 #[tokio::test]
 async fn a_child_compacts_mid_task_and_keeps_its_receipt() {
     use cadre_core::roles::builtin_roles;
-    use common::{Scripted, call, start_manager, text};
+    use common::{ScriptedProvider, call, start_manager, text};
 
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path().join("work");
@@ -626,7 +625,7 @@ async fn a_child_compacts_mid_task_and_keeps_its_receipt() {
     common::git(&work, &["commit", "-qm", "init"]);
 
     // Routes on content, not on turn numbers: after a compaction the history is shorter.
-    let provider = Scripted::new(|r| {
+    let provider = ScriptedProvider::new(|r| {
         if r.system_prompt == SUMMARIZATION_SYSTEM_PROMPT {
             return text("CHILD SUMMARY: wrote lib.txt");
         }

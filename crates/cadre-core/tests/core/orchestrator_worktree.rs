@@ -1,5 +1,4 @@
 //! Worktree isolation against real git repositories (SPEC O11).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,8 +1,7 @@
 //! The task manager end to end, against a scripted provider that routes on conversation
 //! content (the first user message names the agent: `ROOT …` or `CHILD …`). No HTTP.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -21,7 +20,7 @@ use cadre_protocol::{
     AgentEvent, Message, TaskPhase, TaskRecord, TaskStatus, TerminationKind, ThinkingLevel,
 };
 use common::{
-    Models, ROOT_SESSION_ID, Reply, Scripted, all_text, call, fail, first_user, git, hang,
+    Models, ROOT_SESSION_ID, Reply, ScriptedProvider, all_text, call, fail, first_user, git, hang,
     last_text, manager_config, manager_options, message_text, model, root_session_file, settings,
     single, spec, start_manager, text, turn,
 };
@@ -114,7 +113,7 @@ fn test_roles() -> Vec<RoleDef> {
 
 struct Harness {
     manager: TaskManager,
-    provider: Arc<Scripted>,
+    provider: Arc<ScriptedProvider>,
     notices: mpsc::UnboundedReceiver<ParentNotice>,
     root: ParentRef,
     dir: tempfile::TempDir,
@@ -126,7 +125,7 @@ fn harness(
     handler: impl Fn(&CompletionRequest) -> Reply + Send + Sync + 'static,
 ) -> Harness {
     let dir = tempfile::tempdir().unwrap();
-    let provider = Scripted::new(handler);
+    let provider = ScriptedProvider::new(handler);
     let mut defs: Vec<RoleDef> = builtin_roles().into_iter().chain(test_roles()).collect();
     defs.dedup_by(|a, b| a.name == b.name);
     std::fs::create_dir_all(dir.path().join("work")).unwrap();
@@ -1723,7 +1722,7 @@ async fn retention_at_start_up_removes_old_tool_artifacts() {
     let start = |settings: Value| {
         let (manager, _root, _rx) = common::start_manager(
             dir.path(),
-            Scripted::new(|_| text("x")),
+            ScriptedProvider::new(|_| text("x")),
             MODELS,
             test_roles(),
             &settings,
@@ -1821,7 +1820,7 @@ impl cadre_core::orchestrator::manager::LaunchConfirmer for Confirm {
 async fn ask_authorization_uses_the_confirmer() {
     for allow in [true, false] {
         let dir = tempfile::tempdir().unwrap();
-        let provider = Scripted::new(|_| text("ok"));
+        let provider = ScriptedProvider::new(|_| text("ok"));
         let confirm = Arc::new(Confirm(allow, Mutex::new(Vec::new())));
         let (tx, _rx) = mpsc::unbounded_channel();
         let manager = TaskManager::with_options(

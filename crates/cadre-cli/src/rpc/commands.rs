@@ -487,25 +487,8 @@ impl Commands {
     }
 
     fn state_json(&self) -> Value {
-        let state = self.host.state();
         let (steering, follow_up) = self.host.controller().queue_modes();
-        let mut data = json!({
-            "model": model_json(&state.model),
-            "thinkingLevel": state.thinking.as_str(),
-            "isStreaming": state.is_streaming,
-            "isCompacting": state.is_compacting,
-            "steeringMode": steering.as_str(),
-            "followUpMode": follow_up.as_str(),
-            "sessionFile": state.session_file.map(|p| p.to_string_lossy().into_owned()),
-            "sessionId": state.session_id,
-            "autoCompactionEnabled": state.auto_compaction,
-            "messageCount": state.message_count,
-            "pendingMessageCount": state.pending_message_count,
-        });
-        if let Some(name) = state.session_name {
-            data["sessionName"] = json!(name);
-        }
-        data
+        state_json(self.host.state(), steering, follow_up)
     }
 
     /// Models that can be called: credentials present, the API served.
@@ -518,6 +501,27 @@ impl Commands {
             .filter_map(|m| registry.resolve(&m.full_name).ok())
             .collect()
     }
+}
+
+/// `get_state`'s data: Pi's fields, from the host's state and the queue modes.
+fn state_json(state: cadre_host::HostState, steering: QueueMode, follow_up: QueueMode) -> Value {
+    let mut data = json!({
+        "model": model_json(&state.model),
+        "thinkingLevel": state.thinking.as_str(),
+        "isStreaming": state.is_streaming,
+        "isCompacting": state.is_compacting,
+        "steeringMode": steering.as_str(),
+        "followUpMode": follow_up.as_str(),
+        "sessionFile": state.session_file.map(|p| p.to_string_lossy().into_owned()),
+        "sessionId": state.session_id,
+        "autoCompactionEnabled": state.auto_compaction,
+        "messageCount": state.message_count,
+        "pendingMessageCount": state.pending_message_count,
+    });
+    if let Some(name) = state.session_name {
+        data["sessionName"] = json!(name);
+    }
+    data
 }
 
 /// Whether `data` can be base64 (the alphabet, padding and line breaks), so a client's
@@ -569,4 +573,47 @@ fn context_usage(messages: &[cadre_protocol::Message], model: &cadre_llm::Model)
         "contextWindow": window,
         "percent": tokens.filter(|_| window > 0).map(|t| (t as f64) * 100.0 / (window as f64)),
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn state(session_name: Option<&str>) -> cadre_host::HostState {
+        cadre_host::HostState {
+            model: cadre_testkit::scripted::model("m1"),
+            thinking: ThinkingLevel::Medium,
+            is_streaming: false,
+            is_compacting: false,
+            session_file: Some(PathBuf::from("/home/u/.cadre/sessions/s.jsonl")),
+            session_id: "0192-session".into(),
+            session_name: session_name.map(str::to_string),
+            auto_compaction: true,
+            message_count: 4,
+            pending_message_count: 1,
+            steering: vec!["look at b too".into()],
+            follow_up: Vec::new(),
+        }
+    }
+
+    /// The whole `get_state` response line, as an RPC client reads it.
+    #[test]
+    fn get_state_response() {
+        let data = state_json(
+            state(Some("auth work")),
+            QueueMode::OneAtATime,
+            QueueMode::All,
+        );
+        let response = super::super::success(Some(&json!("req-1")), "get_state", Some(data));
+        insta::assert_snapshot!(serde_json::to_string_pretty(&response).unwrap());
+        let unnamed = state_json(state(None), QueueMode::All, QueueMode::OneAtATime);
+        assert!(unnamed.get("sessionName").is_none());
+    }
+
+    #[test]
+    fn error_response() {
+        let response = super::super::error(Some(&json!(7)), "prompt", "no model selected");
+        insta::assert_snapshot!(serde_json::to_string(&response).unwrap());
+    }
 }

@@ -188,4 +188,116 @@ mod tests {
         assert_eq!(update["phase"], "final_handoff");
         assert_eq!(update["preview"], "looking");
     }
+
+    // ------------------------------------------------------------ snapshots of the wire shapes
+
+    fn pretty(v: &Value) -> String {
+        serde_json::to_string_pretty(v).unwrap()
+    }
+
+    fn usage() -> TaskUsage {
+        TaskUsage {
+            tokens: cadre_protocol::Usage {
+                input: 1200,
+                output: 340,
+                cache_read: 800,
+                cache_write: 100,
+                total_tokens: 2440,
+                cost: cadre_protocol::UsageCost {
+                    total: 0.0125,
+                    ..Default::default()
+                },
+            },
+            turns: 7,
+            tool_calls_requested: 12,
+            tool_calls_executed: 10,
+            tool_calls_blocked: 2,
+        }
+    }
+
+    #[test]
+    fn task_event_lines() {
+        use cadre_protocol::{TaskStatus, TerminationKind};
+        let events = [
+            TaskEvent::Started {
+                task_id: "t-0001".into(),
+                parent_task_id: Some("t-0000".into()),
+                name: Some("auth-scan".into()),
+                agent: "Explore".into(),
+                description: "scan the auth module".into(),
+                background: true,
+                phase: TaskPhase::Starting,
+            },
+            TaskEvent::Turn {
+                task_id: "t-0001".into(),
+                usage: usage(),
+                preview: "Reading src/auth/token.rs".into(),
+                phase: TaskPhase::Working,
+            },
+            TaskEvent::Ended {
+                task_id: "t-0001".into(),
+                status: TaskStatus::Partial,
+                termination: Some(TerminationKind::TurnBudget),
+            },
+        ];
+        let lines: Vec<String> = events.iter().map(|e| pretty(&task_event_json(e))).collect();
+        insta::assert_snapshot!(lines.join("\n"));
+    }
+
+    #[test]
+    fn task_snapshot_json() {
+        use cadre_protocol::{TaskStatus, TerminationKind, WorktreeInfo};
+        let t = TaskSnapshot {
+            task_id: "t-0001".into(),
+            name: Some("auth-fix".into()),
+            agent: "code".into(),
+            description: "fix the token bug".into(),
+            status: TaskStatus::Completed,
+            phase: TaskPhase::Terminal,
+            termination: Some(TerminationKind::Normal),
+            usage: usage(),
+            preview: "Fixed the expiry check".into(),
+            output: "Fixed the expiry check in src/auth/token.rs.".into(),
+            output_file: "/home/u/.cadre/tasks/root/t-0001/output.md".into(),
+            error: None,
+            worktree: Some(WorktreeInfo {
+                path: "/home/u/.cadre/worktrees/t-0001".into(),
+                branch: "cadre/t-0001".into(),
+                base: "0123456789abcdef".into(),
+                baseline_tree: None,
+                kept: true,
+                diff_stat: Some(" src/auth/token.rs | 3 ++-".into()),
+            }),
+        };
+        insta::assert_snapshot!(pretty(&task_json(&t)));
+    }
+
+    #[test]
+    fn model_and_session_stats_json() {
+        let mut model = cadre_testkit::scripted::model("m1");
+        model.cost.input = 3.0;
+        model.cost.output = 15.0;
+        insta::assert_snapshot!("model_json", pretty(&model_json(&model)));
+        let mut answer = cadre_testkit::scripted::assistant(
+            vec![
+                ContentBlock::text("Reading it."),
+                ContentBlock::ToolCall(cadre_testkit::scripted::tool_call(
+                    "c1",
+                    "read",
+                    json!({ "path": "a" }),
+                )),
+            ],
+            cadre_protocol::StopReason::ToolUse,
+        );
+        answer.usage.cost.total = 0.002;
+        let messages = vec![Message::user("read a"), Message::Assistant(answer)];
+        insta::assert_snapshot!(
+            "session_stats_json",
+            pretty(&session_stats_json(
+                &messages,
+                Some(std::path::Path::new("/home/u/.cadre/sessions/s.jsonl")),
+                "0192-session",
+            ))
+        );
+    }
 }

@@ -48,6 +48,12 @@
 //! byte trickle for ever, and a flood of text that is made as it is sent). Every request is recorded ([`RecordedRequest`], with its raw body),
 //! faulted, rejected and unmatched ones too, so tests can assert on what the client sent.
 //!
+//! # In process
+//!
+//! [`ScriptedProvider`] is the same idea without HTTP: a `cadre_llm::Provider` whose replies a
+//! handler computes from each request, for tests of the agent loop and the task manager
+//! ([`scripted`]).
+//!
 //! # Example
 //!
 //! ```no_run
@@ -92,12 +98,14 @@ mod request;
 mod responses;
 mod responses_check;
 mod script;
+pub mod scripted;
 mod server;
 mod wire;
 
 pub use matcher::Match;
 pub use request::{ReasoningItem, RecordedRequest, WireApi};
 pub use script::{FLOOD_PIECE, Fault, Reply, ReplySpec, Rule, StopKind};
+pub use scripted::ScriptedProvider;
 pub use server::FakeServer;
 
 /// Everything a test needs in one import.

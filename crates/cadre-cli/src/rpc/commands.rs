@@ -474,29 +474,8 @@ impl Commands {
     }
 
     fn state_json(&self) -> Value {
-        let state = self.host.state();
         let (steering, follow_up) = self.host.controller().queue_modes();
-        let mut data = json!({
-            "model": model_json(&state.model),
-            "thinkingLevel": state.thinking.as_str(),
-            "isStreaming": state.is_streaming,
-            "isCompacting": state.is_compacting,
-            "steeringMode": steering.as_str(),
-            "followUpMode": follow_up.as_str(),
-            "sessionFile": state.session_file.map(|p| p.to_string_lossy().into_owned()),
-            "sessionId": state.session_id,
-            "autoCompactionEnabled": state.auto_compaction,
-            "messageCount": state.message_count,
-            "pendingMessageCount": state.pending_message_count,
-        });
-        if let Some(name) = state.session_name {
-            data["sessionName"] = json!(name);
-        }
-        // cadre's addition: the session's token and cost budget, when one is set.
-        if let Some(budget) = state.budget {
-            data["budget"] = json!(budget);
-        }
-        data
+        state_json(self.host.state(), steering, follow_up)
     }
 
     /// Models that can be called: credentials present, the API served.
@@ -509,6 +488,31 @@ impl Commands {
             .filter_map(|m| registry.resolve(&m.full_name).ok())
             .collect()
     }
+}
+
+/// `get_state`'s data: Pi's fields, from the host's state and the queue modes.
+fn state_json(state: cadre_host::HostState, steering: QueueMode, follow_up: QueueMode) -> Value {
+    let mut data = json!({
+        "model": model_json(&state.model),
+        "thinkingLevel": state.thinking.as_str(),
+        "isStreaming": state.is_streaming,
+        "isCompacting": state.is_compacting,
+        "steeringMode": steering.as_str(),
+        "followUpMode": follow_up.as_str(),
+        "sessionFile": state.session_file.map(|p| p.to_string_lossy().into_owned()),
+        "sessionId": state.session_id,
+        "autoCompactionEnabled": state.auto_compaction,
+        "messageCount": state.message_count,
+        "pendingMessageCount": state.pending_message_count,
+    });
+    if let Some(name) = state.session_name {
+        data["sessionName"] = json!(name);
+    }
+    // cadre's addition: the session's token and cost budget, when one is set.
+    if let Some(budget) = state.budget {
+        data["budget"] = json!(budget);
+    }
+    data
 }
 
 /// Whether `data` can be base64 (the alphabet, padding and line breaks), so a client's
@@ -561,4 +565,76 @@ fn context_usage(messages: &[cadre_protocol::Message], model: &cadre_llm::Model)
         "contextWindow": window,
         "percent": tokens.filter(|_| window > 0).map(|t| (t as f64) * 100.0 / (window as f64)),
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn state(session_name: Option<&str>) -> cadre_host::HostState {
+        cadre_host::HostState {
+            model: cadre_testkit::scripted::model("m1"),
+            thinking: ThinkingLevel::Medium,
+            is_streaming: false,
+            is_compacting: false,
+            session_file: Some(PathBuf::from("/home/u/.cadre/sessions/s.jsonl")),
+            session_id: "0192-session".into(),
+            session_name: session_name.map(str::to_string),
+            auto_compaction: true,
+            message_count: 4,
+            pending_message_count: 1,
+            steering: vec!["look at b too".into()],
+            follow_up: Vec::new(),
+            budget: None,
+        }
+    }
+
+    /// The whole `get_state` response line, as an RPC client reads it.
+    #[test]
+    fn get_state_response() {
+        let data = state_json(
+            state(Some("auth work")),
+            QueueMode::OneAtATime,
+            QueueMode::All,
+        );
+        let response = super::super::success(Some(&json!("req-1")), "get_state", Some(data));
+        insta::assert_snapshot!(serde_json::to_string_pretty(&response).unwrap());
+        let unnamed = state_json(state(None), QueueMode::All, QueueMode::OneAtATime);
+        assert!(unnamed.get("sessionName").is_none());
+        assert!(unnamed.get("budget").is_none(), "no cap, no budget");
+    }
+
+    /// Under a cap, `get_state` carries the session's budget (cadre's addition to Pi's shape).
+    #[test]
+    fn get_state_with_a_budget() {
+        let mut capped = state(None);
+        capped.budget = Some(cadre_protocol::BudgetState {
+            cap: cadre_protocol::Limits {
+                max_cost_usd: Some(0.5),
+                max_tokens: None,
+            },
+            spent: cadre_protocol::Spend {
+                tokens: 41_230,
+                cost_usd: 0.41,
+            },
+            reserved: cadre_protocol::Spend {
+                tokens: 1000,
+                cost_usd: 0.02,
+            },
+            ..cadre_protocol::BudgetState::default()
+        });
+        let data = state_json(capped, QueueMode::All, QueueMode::All);
+        insta::assert_snapshot!(serde_json::to_string_pretty(&data["budget"]).unwrap());
+    }
+
+    #[test]
+    fn error_response() {
+        let response = super::super::error(
+            Some(&json!(7)),
+            "prompt",
+            &cadre_host::HostError::InvalidInput("no model selected".into()),
+        );
+        insta::assert_snapshot!(serde_json::to_string(&response).unwrap());
+    }
 }

@@ -1,3 +1,0 @@
-mod agent_loop;
-mod common;
-mod session_store;

@@ -369,6 +369,7 @@ mod tests {
         let mut tree = tree(&[started("a", None, "Explore", "look")], t0);
         tree.apply(
             &TaskEvent::Turn {
+                budget: None,
                 task_id: "a".into(),
                 usage,
                 preview: String::new(),
@@ -381,6 +382,7 @@ mod tests {
 
         tree.apply(
             &TaskEvent::Ended {
+                budget: None,
                 task_id: "a".into(),
                 status: TaskStatus::Failed,
                 termination: None,
@@ -441,6 +443,7 @@ mod tests {
 
     fn turn(id: &str, turns: u32, phase: TaskPhase) -> TaskEvent {
         TaskEvent::Turn {
+            budget: None,
             task_id: id.into(),
             usage: TaskUsage {
                 turns,
@@ -495,6 +498,7 @@ mod tests {
         );
         tree.apply(
             &TaskEvent::Ended {
+                budget: None,
                 task_id: "a".into(),
                 status: TaskStatus::Partial,
                 termination: None,
@@ -512,6 +516,7 @@ mod tests {
         tree.apply(&turn("a", 3, TaskPhase::FinalHandoff), t0);
         tree.apply(
             &TaskEvent::Ended {
+                budget: None,
                 task_id: "a".into(),
                 status: TaskStatus::Completed,
                 termination: None,

@@ -30,6 +30,8 @@ pub struct TaskRow {
     pub ended: Option<Instant>,
     /// The last turn's first line.
     pub preview: String,
+    /// Its token and cost budget as of its last turn (`None`: no cap).
+    pub budget: Option<cadre_protocol::BudgetState>,
 }
 
 impl TaskRow {
@@ -95,6 +97,7 @@ impl Board {
                         started: now,
                         ended: None,
                         preview: String::new(),
+                        budget: None,
                     });
                 }
             }
@@ -103,18 +106,26 @@ impl Board {
                 usage,
                 preview,
                 phase,
+                budget,
             } => {
                 if let Some(row) = self.row_mut(task_id) {
                     row.usage = *usage;
                     row.phase = *phase;
                     row.preview = preview.clone();
+                    row.budget = *budget;
                 }
             }
             TaskEvent::Ended {
-                task_id, status, ..
+                task_id,
+                status,
+                budget,
+                ..
             } => {
                 if let Some(row) = self.row_mut(task_id) {
                     row.status = *status;
+                    if budget.is_some() {
+                        row.budget = *budget;
+                    }
                     row.phase = TaskPhase::Terminal;
                     row.ended = Some(now);
                 }
@@ -281,6 +292,7 @@ pub(crate) mod tests {
         };
         b.apply(
             &TaskEvent::Turn {
+                budget: None,
                 task_id: "a".into(),
                 usage,
                 preview: "found it".into(),
@@ -293,6 +305,7 @@ pub(crate) mod tests {
         let t1 = t0 + Duration::from_secs(5);
         b.apply(
             &TaskEvent::Ended {
+                budget: None,
                 task_id: "a".into(),
                 status: TaskStatus::Completed,
                 termination: None,

@@ -127,24 +127,40 @@ pub fn task_event_json(event: &TaskEvent) -> Value {
             usage,
             preview,
             phase,
-        } => json!({
-            "type": "task_update",
-            "taskId": task_id,
-            "usage": usage,
-            "preview": preview,
-            "phase": phase,
-        }),
+            budget,
+        } => with_budget(
+            json!({
+                "type": "task_update",
+                "taskId": task_id,
+                "usage": usage,
+                "preview": preview,
+                "phase": phase,
+            }),
+            budget,
+        ),
         TaskEvent::Ended {
             task_id,
             status,
             termination,
-        } => json!({
-            "type": "task_end",
-            "taskId": task_id,
-            "status": status.as_str(),
-            "termination": termination,
-        }),
+            budget,
+        } => with_budget(
+            json!({
+                "type": "task_end",
+                "taskId": task_id,
+                "status": status.as_str(),
+                "termination": termination,
+            }),
+            budget,
+        ),
     }
+}
+
+/// A task's budget goes in its event only under a cap (cadre's addition to the event).
+fn with_budget(mut event: Value, budget: &Option<cadre_protocol::BudgetState>) -> Value {
+    if let Some(b) = budget {
+        event["budget"] = json!(b);
+    }
+    event
 }
 
 #[cfg(test)]
@@ -179,6 +195,7 @@ mod tests {
         assert_eq!(unnamed["name"], Value::Null);
         assert_eq!(unnamed["phase"], "working");
         let update = task_event_json(&TaskEvent::Turn {
+            budget: None,
             task_id: "t1".into(),
             usage: TaskUsage::default(),
             preview: "looking".into(),
@@ -229,12 +246,14 @@ mod tests {
                 phase: TaskPhase::Starting,
             },
             TaskEvent::Turn {
+                budget: None,
                 task_id: "t-0001".into(),
                 usage: usage(),
                 preview: "Reading src/auth/token.rs".into(),
                 phase: TaskPhase::Working,
             },
             TaskEvent::Ended {
+                budget: None,
                 task_id: "t-0001".into(),
                 status: TaskStatus::Partial,
                 termination: Some(TerminationKind::TurnBudget),

@@ -99,6 +99,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             usage.tokens.cost.total = 0.003 * f64::from(usage.turns);
             app.board.apply(
                 &TaskEvent::Turn {
+                    budget: None,
                     task_id: ids[i].clone(),
                     usage,
                     preview: format!("turn {} of task {i}", usage.turns),
@@ -131,6 +132,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     for id in &ids {
         app.board.apply(
             &TaskEvent::Ended {
+                budget: None,
                 task_id: id.clone(),
                 status: TaskStatus::Completed,
                 termination: None,

@@ -128,6 +128,7 @@ fn busy_app(t0: Instant) -> App {
     ] {
         b.apply(
             &TaskEvent::Turn {
+                budget: None,
                 task_id: id.into(),
                 usage: u,
                 preview: format!("working on {id}"),
@@ -138,6 +139,7 @@ fn busy_app(t0: Instant) -> App {
     }
     b.apply(
         &TaskEvent::Ended {
+            budget: None,
             task_id: "t1".into(),
             status: TaskStatus::Completed,
             termination: None,
@@ -146,6 +148,7 @@ fn busy_app(t0: Instant) -> App {
     );
     b.apply(
         &TaskEvent::Ended {
+            budget: None,
             task_id: "t4".into(),
             status: TaskStatus::Failed,
             termination: None,
@@ -295,6 +298,7 @@ fn many_tasks_keep_the_running_ones_in_view() {
     for i in 0..25 {
         app.board.apply(
             &TaskEvent::Ended {
+                budget: None,
                 task_id: format!("t{i:02}"),
                 status: TaskStatus::Completed,
                 termination: None,

@@ -297,6 +297,7 @@ mod tests {
         };
         usage.tokens.input = 10;
         let turn = TaskEvent::Turn {
+            budget: None,
             task_id: "1".into(),
             usage,
             preview: "looking".into(),
@@ -305,6 +306,7 @@ mod tests {
         let m = s.apply(&turn).pop().unwrap();
         assert!(m.contains("turns 2, tool calls 3, tokens 10"), "{m}");
         let end = |id: &str| TaskEvent::Ended {
+            budget: None,
             task_id: id.into(),
             status: TaskStatus::Completed,
             termination: None,

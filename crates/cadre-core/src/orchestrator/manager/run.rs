@@ -376,6 +376,7 @@ fn on_event(inner: &Arc<Inner>, h: &Arc<TaskHandle>, ev: AgentEvent) {
                     usage,
                     preview: preview(&text),
                     phase: r.phase,
+                    budget: r.budget,
                 });
             }
             drop(live);
@@ -600,6 +601,7 @@ pub(crate) fn announce_end(
         task_id: record.id.clone(),
         status: record.status,
         termination: record.termination,
+        budget: record.budget,
     });
     h.set_state(RunState::Ended);
     // What the task did not spend of its reservation goes back to its parent.

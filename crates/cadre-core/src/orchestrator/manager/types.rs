@@ -356,12 +356,16 @@ pub enum TaskEvent {
         preview: String,
         /// The phase after the turn (`final_handoff` once the turn budget is reached).
         phase: TaskPhase,
+        /// The task's token and cost budget after the turn (`None`: no cap).
+        budget: Option<cadre_protocol::BudgetState>,
     },
     /// A run ended; the record is final.
     Ended {
         task_id: String,
         status: TaskStatus,
         termination: Option<TerminationKind>,
+        /// What the task spent of its budget (`None`: no cap).
+        budget: Option<cadre_protocol::BudgetState>,
     },
 }
 

@@ -930,6 +930,7 @@ impl Actor {
                         final_message: None,
                         stop_reason: cadre_protocol::StopReason::Error,
                         error: Some(e.to_string()),
+                        failure: Some(cadre_llm::ErrorKind::Fatal),
                         turns: 0,
                         usage: cadre_protocol::Usage::default(),
                     });

@@ -16,6 +16,8 @@ pub enum ErrorKind {
     Quota,
     /// The request was cancelled by the caller.
     Aborted,
+    /// A token or cost budget refused the request before it was sent.
+    Budget,
     /// Anything else: a bad request, an unknown model, a protocol violation, a request that
     /// used up its whole-request deadline.
     Fatal,
@@ -82,8 +84,8 @@ impl LlmError {
             LlmError::Aborted => ErrorKind::Aborted,
             LlmError::RequestDeadline { .. }
             | LlmError::MessageTooLarge { .. }
-            | LlmError::Budget(_)
             | LlmError::Fatal(_) => ErrorKind::Fatal,
+            LlmError::Budget(_) => ErrorKind::Budget,
         }
     }
 

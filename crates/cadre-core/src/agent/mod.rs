@@ -82,6 +82,9 @@ pub struct RunOutcome {
     pub stop_reason: StopReason,
     /// Set when the run ended on a provider failure or an abort.
     pub error: Option<String>,
+    /// What kind of failure ended the run (with `error`): lets a supervisor tell a budget's
+    /// refusal or an abort from a provider failure without reading the text.
+    pub failure: Option<cadre_llm::ErrorKind>,
     /// Model requests made in this run.
     pub turns: u32,
     /// Usage summed over this run's assistant messages.

@@ -264,6 +264,7 @@ impl Agent {
             final_message: None,
             stop_reason: StopReason::Stop,
             error: None,
+            failure: None,
             turns: 0,
             usage: Usage::default(),
         };
@@ -279,6 +280,7 @@ impl Agent {
                 outcome.turns += 1;
 
                 let mut retrying = false;
+                let mut failure;
                 let mut reply = loop {
                     // A retry after an overflow comes right after its own compaction.
                     if !retrying
@@ -288,9 +290,10 @@ impl Agent {
                     {
                         self.emitter.compacted(kept);
                     }
-                    let (reply, failure) = self.request_reply(&token).await;
-                    if failure != Some(ErrorKind::ContextOverflow) {
-                        if failure.is_none() {
+                    let (reply, kind) = self.request_reply(&token).await;
+                    failure = kind;
+                    if kind != Some(ErrorKind::ContextOverflow) {
+                        if kind.is_none() {
                             overflow_retried = false;
                         }
                         break reply;
@@ -327,6 +330,10 @@ impl Agent {
                             .clone()
                             .unwrap_or_else(|| "the model request failed".into()),
                     );
+                    outcome.failure = Some(failure.unwrap_or(match reply.stop_reason {
+                        StopReason::Aborted => ErrorKind::Aborted,
+                        _ => ErrorKind::Fatal,
+                    }));
                     outcome.final_message = Some(reply);
                     break 'run;
                 }
@@ -350,6 +357,7 @@ impl Agent {
                 if token.is_cancelled() {
                     outcome.stop_reason = StopReason::Aborted;
                     outcome.error = Some(OPERATION_ABORTED.into());
+                    outcome.failure = Some(ErrorKind::Aborted);
                     break 'run;
                 }
                 more_tool_calls = !calls.is_empty();

@@ -10,11 +10,12 @@ use futures_util::future::join_all;
 use tokio_util::sync::CancellationToken;
 
 use super::child::{ChildBuild, build_child_agent, fork_message, task_text};
+use super::end::outcome_of;
 use super::handle::{ChildGate, RunState, TaskHandle, lock};
 use super::prepare::{Prepared, prepare};
 use super::refusal_code::RefusalCode;
 use super::review::ReviewSetup;
-use super::run::{RebuildAgent, Retry, Slot, drive, outcome_of};
+use super::run::{RebuildAgent, Retry, RunPlan, Slot, drive};
 use super::scope::ProbeScope;
 use super::spawn::spawn_run;
 use super::structured::StructuredSlot;
@@ -503,13 +504,15 @@ pub(crate) async fn start(
             Arc::clone(&handle),
             agent,
             events,
-            vec![Message::user(first)],
-            guard,
-            slot,
-            worktree,
-            false,
-            retry,
-            review,
+            RunPlan {
+                input: vec![Message::user(first)],
+                guard,
+                slot,
+                worktree,
+                continuation: false,
+                retry,
+                review,
+            },
         ),
     );
     Ok(handle)

@@ -28,6 +28,7 @@
 mod child;
 mod continuation;
 mod digest;
+mod end;
 mod handle;
 mod launch;
 mod mirror;
@@ -42,6 +43,7 @@ mod run;
 mod sandbox_dirs;
 mod scope;
 mod spawn;
+mod step;
 mod structured;
 mod types;
 

@@ -12,9 +12,10 @@ use cadre_protocol::{Message, TaskStatus, ThinkingLevel};
 
 use super::child::{ChildBuild, build_child_agent};
 use super::continuation::{continuation_boundary, plan_mode_refusal, recorded};
+use super::end::outcome_of;
 use super::handle::{ChildGate, RunState, TaskHandle, lock};
 use super::refusal_code::RefusalCode;
-use super::run::{Slot, drive, outcome_of};
+use super::run::{RunPlan, Slot, drive};
 use super::scope::ProbeScope;
 use super::spawn::spawn_run;
 use super::types::{Delivery, LaunchError, ParentRef, SendOutcome};
@@ -311,13 +312,15 @@ async fn reopen_with(
             Arc::clone(&handle),
             agent,
             events,
-            vec![Message::user(message)],
-            guard,
-            Slot::queue(&inner.quota),
-            None,
-            true,
-            None,
-            None,
+            RunPlan {
+                input: vec![Message::user(message)],
+                guard,
+                slot: Slot::queue(&inner.quota),
+                worktree: None,
+                continuation: true,
+                retry: None,
+                review: None,
+            },
         ),
     );
     Ok(handle)

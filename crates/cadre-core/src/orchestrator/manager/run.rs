@@ -1,5 +1,5 @@
-//! Running one task: the quota slot, the child's run under supervision, and the end (record,
-//! output, notification).
+//! Running one task: the quota slot, the child's agent runs under supervision, and what follows
+//! each of them (`step.rs` decides; the end is `end.rs`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -7,24 +7,23 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, SystemTime};
 
-use cadre_protocol::{
-    AgentEvent, Message, StopReason, TaskPhase, TaskStatus, TerminationKind, Usage, WorktreeInfo,
-};
+use cadre_protocol::{AgentEvent, Message, StopReason, Usage, WorktreeInfo};
+use futures_util::FutureExt;
 use tokio::sync::mpsc;
 
 use super::Inner;
+use super::end::{OutputWrite, RunEnd, end_task};
 use super::handle::{ChildGate, RunState, TaskHandle, lock};
 use super::pending::PendingGuard;
 use super::review::{self, ReviewSetup, ReviewStep};
-use super::types::{Delivery, NoticeKind, ParentNotice, TaskEvent, TaskOutcome};
+use super::step::{RunError, RunFacts, Step, next_step};
+use super::types::{NoticeKind, ParentNotice, TaskEvent};
 use crate::agent::{Agent, AgentError, RunOutcome};
 use crate::handoff::contract::EMPTY_COMPLETION_NUDGE;
 use crate::handoff::gate::fix_prompt;
-use crate::orchestrator::lifecycle::{Action, FinalFacts, Lifecycle, LifecycleConfig, TurnFacts};
-use crate::orchestrator::output::{parent_result, preview};
-use crate::orchestrator::policy::{
-    NotificationFacts, WarningFacts, notification_text, progress_warning_text, summary_line,
-};
+use crate::orchestrator::lifecycle::{Action, Lifecycle, LifecycleConfig, TurnFacts};
+use crate::orchestrator::output::preview;
+use crate::orchestrator::policy::{WarningFacts, progress_warning_text};
 use crate::orchestrator::quota::{Permit, Quota};
 use crate::orchestrator::store::timestamp;
 use crate::orchestrator::worktree::{Worktree, WorktreeOutcome};
@@ -96,57 +95,58 @@ fn failed_on_first_call(res: &Result<RunOutcome, AgentError>, h: &TaskHandle) ->
         && !h.is_aborting()
 }
 
-/// Run a task to its end and record it. Owns the child agent for the run.
-#[allow(clippy::too_many_arguments)]
+/// What one run of a task is given besides its agent: built by a launch or a continuation and
+/// handed to [`drive`] whole.
+pub(crate) struct RunPlan {
+    /// The messages the run starts with (the task, or a continuation's message).
+    pub input: Vec<Message>,
+    /// Counts the run as owed to its parent until its end is delivered.
+    pub guard: PendingGuard,
+    pub slot: Slot,
+    /// The worktree the task works in (O11), finished (kept or removed) at the end.
+    pub worktree: Option<Worktree>,
+    /// Whether the run continues a finished task (its output is appended to).
+    pub continuation: bool,
+    /// The one fallback retry of a new task's first call (T7).
+    pub retry: Option<Retry>,
+    /// The review gate of an implementer with `review: true` (V5).
+    pub review: Option<ReviewSetup>,
+}
+
+/// The run's agent and the events it emits, replaced together by a fallback retry.
+struct Child {
+    agent: Agent,
+    events: mpsc::UnboundedReceiver<AgentEvent>,
+}
+
+/// Run a task to its end and record it. Owns the child agent for the run. Each agent run's
+/// facts go to [`next_step`], which decides what follows; the end goes through
+/// [`end_task`], the one end every task has.
 pub(crate) async fn drive(
     inner: Arc<Inner>,
     h: Arc<TaskHandle>,
-    mut agent: Agent,
-    mut events: mpsc::UnboundedReceiver<AgentEvent>,
-    input: Vec<Message>,
-    guard: PendingGuard,
-    slot: Slot,
-    worktree: Option<Worktree>,
-    continuation: bool,
-    mut retry: Option<Retry>,
-    review: Option<ReviewSetup>,
+    agent: Agent,
+    events: mpsc::UnboundedReceiver<AgentEvent>,
+    plan: RunPlan,
 ) {
-    let permit = match slot {
-        Slot::Ready(p) => Some(p),
-        Slot::Queued(wait) => tokio::select! {
-            p = wait => Some(p),
-            _ = h.aborted() => None,
-        },
-    };
-    if let Some(p) = permit {
-        *lock(&h.permit) = Some(Arc::new(p));
-    }
-    h.open_inbox(agent.controller());
-    h.set_state(RunState::Running);
-    {
-        let mut r = lock(&h.record);
-        // A run that got its slot at launch was created with its start time; only one that
-        // waited in the queue has news for readers of task.json.
-        if r.started_at.is_none() {
-            r.started_at = Some(timestamp(SystemTime::now()));
-            let _ = inner.store.save(&mut r);
-        }
-        let _ = inner.events.send(TaskEvent::Started {
-            task_id: r.id.clone(),
-            parent_task_id: r.parent_task_id.clone(),
-            name: r.name.clone(),
-            agent: r.agent.clone(),
-            description: r.description.clone(),
-            background: h.is_background(),
-            phase: r.phase,
-        });
-    }
+    let RunPlan {
+        input,
+        guard,
+        slot,
+        worktree,
+        continuation,
+        mut retry,
+        review,
+    } = plan;
+    let mut child = Child { agent, events };
+    // Stopped while it waited for its slot: the loop does not run, and the end says so.
+    start_run(&inner, &h, slot).await;
+    h.open_inbox(child.agent.controller());
 
-    let timeout = lock(&h.record)
+    let deadline = lock(&h.record)
         .budgets
         .timeout_ms
-        .map(Duration::from_millis);
-    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        .map(|t| tokio::time::Instant::now() + Duration::from_millis(t));
     let mut usage = Usage::default();
     let mut last: Option<Result<RunOutcome, AgentError>> = None;
     let mut next: Option<Vec<Message>> = Some(input.clone());
@@ -156,146 +156,257 @@ pub(crate) async fn drive(
     let mut review_findings: Vec<String> = Vec::new();
     let mut review_failure: Option<String> = None;
     while !h.is_aborting() {
-        let res = match next.take() {
-            Some(messages) => {
-                supervise(
-                    &inner,
-                    &h,
-                    agent.prompt_messages(messages),
-                    &mut events,
-                    deadline,
-                    &mut timed_out,
-                )
-                .await
-            }
-            None => {
-                supervise(
-                    &inner,
-                    &h,
-                    agent.run_queued(),
-                    &mut events,
-                    deadline,
-                    &mut timed_out,
-                )
-                .await
-            }
+        let res = {
+            let run = match next.take() {
+                Some(messages) => child.agent.prompt_messages(messages).boxed(),
+                None => child.agent.run_queued().boxed(),
+            };
+            supervise(&inner, &h, run, &mut child.events, deadline, &mut timed_out).await
         };
-        while let Ok(ev) = events.try_recv() {
+        while let Ok(ev) = child.events.try_recv() {
             on_event(&inner, &h, ev);
         }
         if let Ok(o) = &res {
             usage.add(&o.usage);
         }
         // Only the task's very first run may be retried: the chance is used up either way.
-        if let Some(r) = retry.take()
-            && failed_on_first_call(&res, &h)
+        let fallback = retry.take().filter(|_| failed_on_first_call(&res, &h));
+        let facts = RunFacts {
+            aborting: h.is_aborting(),
+            structured_accepted: h.structured_value().is_some(),
+            clean: matches!(&res, Ok(o) if o.error.is_none()),
+            has_text: matches!(&res, Ok(o) if o.final_message.as_ref().is_some_and(|m| !m.text().trim().is_empty())),
+            ran_tools: ran_tools(&h),
+            nudged,
+            fallback_due: fallback.is_some(),
+        };
+        let step = next_step(facts);
+        if step == Step::FallBack
+            && let Some(r) = fallback
         {
             let error = match &res {
                 Ok(o) => o.error.clone().unwrap_or_default(),
                 Err(e) => e.to_string(),
             };
-            let fallback = r.model.full_name();
-            match (r.build)(r.model).await {
-                Ok((mut fresh, fresh_events)) => {
-                    fresh.set_tool_gate(Arc::new(ChildGate {
-                        handle: Arc::clone(&h),
-                    }));
-                    let old = std::mem::replace(&mut agent, fresh);
-                    let _ = old.close().await;
-                    events = fresh_events;
-                    h.open_inbox(agent.controller());
-                    let mut r = lock(&h.record);
-                    let note = format!(
-                        "model `{}` failed on its first call ({error}); retried once with fallback `{fallback}`",
-                        r.model
-                    );
-                    r.diagnostics.push(note);
-                    r.model = fallback;
-                    r.effective_thinking = agent.config().thinking.as_str().into();
-                    r.session_file = agent
-                        .session_path()
-                        .map(|p| p.to_string_lossy().into_owned());
-                    *lock(&h.lifecycle) = Lifecycle::new(LifecycleConfig {
-                        budgets: r.budgets.clone(),
-                        warnings: Some(r.warnings),
-                        one_shot: r.one_shot,
-                        background: h.is_background(),
-                    });
-                    let _ = inner.store.save(&mut r);
-                    drop(r);
-                    next = Some(input.clone());
-                    continue;
-                }
-                Err(e) => lock(&h.record)
-                    .diagnostics
-                    .push(format!("the fallback retry could not start: {e}")),
+            if fall_back(&inner, &h, &mut child, r, &error).await {
+                next = Some(input.clone());
+                continue;
             }
-        }
-        // A structured answer was accepted: the run is over, whatever its abort says (V8).
-        if h.structured_value().is_some() && !h.is_aborting() {
+            // The fallback could not start: the first run's end is the task's.
             last = Some(res);
             break;
         }
-        let clean = matches!(&res, Ok(o) if o.error.is_none());
-        let text = match &res {
-            Ok(o) => o
-                .final_message
-                .as_ref()
-                .map(|m| m.text())
-                .unwrap_or_default(),
-            Err(_) => String::new(),
-        };
         last = Some(res);
-        if !clean || h.is_aborting() {
-            break;
-        }
-        // V2: a child that ran tools and stopped without text is asked once to summarise.
-        let ran_tools = {
-            let mut u = cadre_protocol::TaskUsage::default();
-            lock(&h.lifecycle).write_counters(&mut u);
-            u.tool_calls_executed > 0
-        };
-        if text.trim().is_empty() && ran_tools && !nudged {
-            nudged = true;
-            next = Some(vec![Message::user(EMPTY_COMPLETION_NUDGE)]);
-            continue;
-        }
-        // Messages that arrived as the run ended are answered before the task ends.
-        if h.try_close_inbox() {
-            // V5: a finished implementer with `review: true` is reviewed; at most one fix
-            // round, in its own live session.
-            if let Some(setup) = review.as_ref() {
+        match step {
+            Step::FallBack | Step::End => break,
+            Step::Nudge => {
+                // V2: a child that ran tools and stopped without text is asked once to
+                // summarise.
+                nudged = true;
+                next = Some(vec![Message::user(EMPTY_COMPLETION_NUDGE)]);
+            }
+            Step::Settle => {
+                // Messages that arrived as the run ended are answered before the task ends.
+                if !h.try_close_inbox() {
+                    continue;
+                }
+                // V5: a finished implementer with `review: true` is reviewed; at most one fix
+                // round, in its own live session.
+                let Some(setup) = review.as_ref() else { break };
                 review_attempt += 1;
                 match review::review(&inner, &h, setup, review_attempt, &review_findings).await {
-                    ReviewStep::Passed => {}
-                    ReviewStep::Failed(message) => review_failure = Some(message),
+                    ReviewStep::Passed => break,
+                    ReviewStep::Failed(message) => {
+                        review_failure = Some(message);
+                        break;
+                    }
                     ReviewStep::Fix(findings) => {
                         if !review::reacquire_slot(&inner, &h).await {
                             break;
                         }
                         next = Some(vec![Message::user(fix_prompt(&findings))]);
                         review_findings = findings;
-                        h.open_inbox(agent.controller());
-                        continue;
+                        h.open_inbox(child.agent.controller());
                     }
                 }
             }
-            break;
         }
     }
     h.force_close_inbox();
-    finish(
-        &inner,
-        &h,
-        agent,
-        last,
+    let (text, mut error) = run_result(&h, last);
+    if let Err(e) = child.agent.close().await
+        && error.is_none()
+    {
+        error = Some(RunError::Runtime(format!("session file: {e}")));
+    }
+    let end = RunEnd {
+        text,
+        error,
         usage,
-        guard,
-        worktree,
-        continuation,
+        worktree: finish_worktree(&h, worktree).await,
+        output: output_write(continuation),
         review_failure,
-    )
-    .await;
+    };
+    end_task(&inner, &h, end, guard);
+}
+
+/// Wait for the quota slot (or an abort), then mark the run started.
+async fn start_run(inner: &Arc<Inner>, h: &Arc<TaskHandle>, slot: Slot) {
+    let permit = match slot {
+        Slot::Ready(p) => Some(p),
+        Slot::Queued(wait) => tokio::select! {
+            p = wait => Some(p),
+            _ = h.aborted() => None,
+        },
+    };
+    if let Some(permit) = permit {
+        *lock(&h.permit) = Some(Arc::new(permit));
+    }
+    h.set_state(RunState::Running);
+    let mut r = lock(&h.record);
+    // A run that got its slot at launch was created with its start time; only one that
+    // waited in the queue has news for readers of task.json.
+    if r.started_at.is_none() {
+        r.started_at = Some(timestamp(SystemTime::now()));
+        let _ = inner.store.save(&mut r);
+    }
+    let _ = inner.events.send(TaskEvent::Started {
+        task_id: r.id.clone(),
+        parent_task_id: r.parent_task_id.clone(),
+        name: r.name.clone(),
+        agent: r.agent.clone(),
+        description: r.description.clone(),
+        background: h.is_background(),
+        phase: r.phase,
+    });
+}
+
+/// Whether the task has run a tool so far.
+fn ran_tools(h: &TaskHandle) -> bool {
+    let mut u = cadre_protocol::TaskUsage::default();
+    lock(&h.lifecycle).write_counters(&mut u);
+    u.tool_calls_executed > 0
+}
+
+/// Replace the child's agent with one on the fallback model (T7). `false`: it could not be
+/// built (said in the record's diagnostics).
+async fn fall_back(
+    inner: &Arc<Inner>,
+    h: &Arc<TaskHandle>,
+    child: &mut Child,
+    retry: Retry,
+    error: &str,
+) -> bool {
+    let fallback = retry.model.full_name();
+    match (retry.build)(retry.model).await {
+        Ok((mut fresh, fresh_events)) => {
+            fresh.set_tool_gate(Arc::new(ChildGate {
+                handle: Arc::clone(h),
+            }));
+            let old = std::mem::replace(&mut child.agent, fresh);
+            let _ = old.close().await;
+            child.events = fresh_events;
+            h.open_inbox(child.agent.controller());
+            let mut r = lock(&h.record);
+            let note = format!(
+                "model `{}` failed on its first call ({error}); retried once with fallback `{fallback}`",
+                r.model
+            );
+            r.diagnostics.push(note);
+            r.model = fallback;
+            r.effective_thinking = child.agent.config().thinking.as_str().into();
+            r.session_file = child
+                .agent
+                .session_path()
+                .map(|p| p.to_string_lossy().into_owned());
+            *lock(&h.lifecycle) = Lifecycle::new(LifecycleConfig {
+                budgets: r.budgets.clone(),
+                warnings: Some(r.warnings),
+                one_shot: r.one_shot,
+                background: h.is_background(),
+            });
+            let _ = inner.store.save(&mut r);
+            true
+        }
+        Err(e) => {
+            lock(&h.record)
+                .diagnostics
+                .push(format!("the fallback retry could not start: {e}"));
+            false
+        }
+    }
+}
+
+/// The task's answer and how its run failed, from its last agent run (O10: the result is the
+/// final message's text, never an older one; a failed or aborted final message gives an empty
+/// result and the error). An accepted structured answer is the result whatever came after.
+fn run_result(
+    h: &TaskHandle,
+    last: Option<Result<RunOutcome, AgentError>>,
+) -> (String, Option<RunError>) {
+    match last {
+        Some(Ok(_)) if h.structured_value().is_some() && !h.is_aborting() => (
+            h.structured_value()
+                .map(|v| serde_json::to_string_pretty(&v).unwrap_or_default())
+                .unwrap_or_default(),
+            None,
+        ),
+        None => (String::new(), Some(RunError::NotStarted)),
+        Some(Ok(o)) => match o.stop_reason {
+            StopReason::Error | StopReason::Aborted => {
+                let message = o
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| "the model request failed".into());
+                let failure = match o.stop_reason {
+                    StopReason::Aborted => Some(cadre_llm::ErrorKind::Aborted),
+                    _ => o.failure.filter(|k| *k != cadre_llm::ErrorKind::Aborted),
+                };
+                (
+                    String::new(),
+                    Some(RunError::of_run(
+                        failure,
+                        message,
+                        h.budget.state().exhausted,
+                    )),
+                )
+            }
+            _ => (
+                o.final_message
+                    .as_ref()
+                    .map(|m| m.text())
+                    .unwrap_or_default(),
+                None,
+            ),
+        },
+        Some(Err(e)) => (String::new(), Some(RunError::Runtime(e.to_string()))),
+    }
+}
+
+fn output_write(continuation: bool) -> OutputWrite {
+    if continuation {
+        OutputWrite::Append
+    } else {
+        OutputWrite::Replace
+    }
+}
+
+/// Keep or remove the task's worktree (O11); a worktree that cannot be finished is kept and
+/// said in the record's diagnostics.
+async fn finish_worktree(h: &TaskHandle, worktree: Option<Worktree>) -> Option<WorktreeInfo> {
+    let w = worktree?;
+    let info = w.info();
+    Some(match w.finish().await {
+        Ok(WorktreeOutcome::Kept(kept)) => kept,
+        Ok(WorktreeOutcome::Removed) => WorktreeInfo {
+            kept: false,
+            ..info
+        },
+        Err(e) => {
+            lock(&h.record).diagnostics.push(format!("worktree: {e}"));
+            WorktreeInfo { kept: true, ..info }
+        }
+    })
 }
 
 /// Poll the run while feeding its events to the lifecycle, firing the timeout and honouring
@@ -431,246 +542,5 @@ pub(crate) fn apply_actions(inner: &Arc<Inner>, h: &Arc<TaskHandle>, actions: Ve
                 ));
             }
         }
-    }
-}
-
-/// Record the end: termination, usage, output, worktree; release the slot; notify.
-#[allow(clippy::too_many_arguments)]
-async fn finish(
-    inner: &Arc<Inner>,
-    h: &Arc<TaskHandle>,
-    agent: Agent,
-    last: Option<Result<RunOutcome, AgentError>>,
-    usage: Usage,
-    guard: PendingGuard,
-    worktree: Option<Worktree>,
-    continuation: bool,
-    review_failure: Option<String>,
-) {
-    // O10: the result is the final message's text, never an older one; a failed or aborted
-    // final message gives an empty result plus the error.
-    let (text, run_error) = match &last {
-        Some(Ok(_)) if h.structured_value().is_some() && !h.is_aborting() => (
-            h.structured_value()
-                .map(|v| serde_json::to_string_pretty(&v).unwrap_or_default())
-                .unwrap_or_default(),
-            None,
-        ),
-        None => (String::new(), Some("stopped before it started".to_string())),
-        Some(Ok(o)) => match o.stop_reason {
-            StopReason::Error | StopReason::Aborted => (String::new(), o.error.clone()),
-            _ => (
-                o.final_message
-                    .as_ref()
-                    .map(|m| m.text())
-                    .unwrap_or_default(),
-                None,
-            ),
-        },
-        Some(Err(e)) => (String::new(), Some(e.to_string())),
-    };
-    let closed = agent.close().await;
-    let kind = {
-        let mut lc = lock(&h.lifecycle);
-        let failed_on_its_own = matches!(&last, Some(Ok(o)) if o.stop_reason == StopReason::Error)
-            || matches!(&last, Some(Err(_)));
-        if failed_on_its_own && !h.is_aborting() {
-            let message = run_error.as_deref().unwrap_or("the model request failed");
-            // A request its budget refused: the run ended on the budget, not on the provider.
-            if let Some(meter) = h.budget.state().exhausted {
-                lc.on_spend_budget(spend_termination(meter), message);
-            }
-            lc.on_provider_error(message);
-        }
-        if let Err(e) = &closed {
-            lc.on_provider_error(&format!("session file: {e}"));
-        }
-        lc.on_finished(FinalFacts {
-            has_final_text: !text.trim().is_empty(),
-        })
-    };
-    // A run that ended normally but did not pass its review fails (V5 step 5).
-    let kind = match &review_failure {
-        Some(_) if kind == TerminationKind::Normal => TerminationKind::ReviewFailed,
-        _ => kind,
-    };
-
-    let worktree_info: Option<WorktreeInfo> = match worktree {
-        None => None,
-        Some(w) => {
-            let info = w.info();
-            match w.finish().await {
-                Ok(WorktreeOutcome::Kept(kept)) => Some(kept),
-                Ok(WorktreeOutcome::Removed) => Some(WorktreeInfo {
-                    kept: false,
-                    ..info
-                }),
-                Err(e) => {
-                    lock(&h.record).diagnostics.push(format!("worktree: {e}"));
-                    Some(WorktreeInfo { kept: true, ..info })
-                }
-            }
-        }
-    };
-
-    // output.md keeps the whole text; without a final answer, the latest visible text is kept
-    // as partial output (O4) under a note saying so.
-    let output = if !text.trim().is_empty() {
-        text.clone()
-    } else {
-        let partial = h.latest_text();
-        if partial.trim().is_empty() {
-            String::new()
-        } else {
-            format!(
-                "[Partial output: the task ended ({}) before a final answer.]\n\n{partial}",
-                kind.as_str()
-            )
-        }
-    };
-    let record = {
-        let mut r = lock(&h.record);
-        let lc = lock(&h.lifecycle);
-        r.status = kind.status();
-        r.termination = Some(kind);
-        r.phase = TaskPhase::Terminal;
-        lc.write_counters(&mut r.usage);
-        r.usage.tokens.add(&usage);
-        *lock(&h.live_tokens) = Usage::default();
-        r.error = lc
-            .error()
-            .map(str::to_string)
-            .or(run_error.clone())
-            .or(review_failure.filter(|_| kind == TerminationKind::ReviewFailed))
-            .filter(|_| r.status != TaskStatus::Completed);
-        drop(lc);
-        if worktree_info.is_some() {
-            r.worktree = worktree_info;
-        }
-        r.budget = super::launch::budget_view(&h.budget);
-        r.preview = preview(&output);
-        r.ended_at = Some(timestamp(SystemTime::now()));
-        r.owner_pid = None;
-        r.owner_start_time = None;
-        let written = if continuation {
-            inner
-                .store
-                .append_output(&r.root_session_id, &r.id, &output)
-        } else {
-            inner.store.write_output(&r.root_session_id, &r.id, &output)
-        };
-        if let Err(e) = written {
-            r.diagnostics.push(format!("output.md: {e}"));
-        }
-        if let Err(e) = inner.store.save(&mut r) {
-            r.diagnostics.push(format!("task.json: {e}"));
-        }
-        r.clone()
-    };
-    *lock(&h.final_text) = text;
-    *lock(&h.receipt) = h.receipt_text();
-    lock(&h.permit).take();
-
-    // Exactly once: this is the run's single end. The pending count moves into the notice (a
-    // foreground run's is released here, before its waiter wakes); a parent that went away
-    // drops the notice, and with it the count.
-    let notice = if h.is_background() {
-        Some(ParentNotice::new(
-            NoticeKind::Completion,
-            record.id.clone(),
-            completion_text(inner, h, &record),
-            Some(guard),
-        ))
-    } else {
-        drop(guard);
-        None
-    };
-    announce_end(inner, h, &record, notice);
-}
-
-/// Make a recorded end known, in the order every end keeps: listeners see it before any waiter
-/// wakes, then the parent gets the notice of a background task, then the task leaves the live
-/// set. Shared by a run's normal end and the end recorded for a run that panicked.
-pub(crate) fn announce_end(
-    inner: &Arc<Inner>,
-    h: &Arc<TaskHandle>,
-    record: &cadre_protocol::TaskRecord,
-    notice: Option<ParentNotice>,
-) {
-    let _ = inner.events.send(TaskEvent::Ended {
-        task_id: record.id.clone(),
-        status: record.status,
-        termination: record.termination,
-        budget: record.budget,
-    });
-    h.set_state(RunState::Ended);
-    // What the task did not spend of its reservation goes back to its parent.
-    h.budget.close();
-    if let Some(notice) = notice {
-        let _ = h.notices.send(notice);
-    }
-    inner.retire(h);
-}
-
-/// The termination of a run a budget stopped.
-fn spend_termination(meter: cadre_protocol::Meter) -> TerminationKind {
-    match meter {
-        cadre_protocol::Meter::Tokens => TerminationKind::TokenBudget,
-        cadre_protocol::Meter::Cost => TerminationKind::CostBudget,
-    }
-}
-
-/// The `<task-notification>` of a finished run (O6).
-pub(crate) fn completion_text(
-    inner: &Inner,
-    h: &TaskHandle,
-    record: &cadre_protocol::TaskRecord,
-) -> String {
-    let outcome = outcome_of(inner, h, Delivery::Finished);
-    let summary = summary_line(&record.agent, &record.description, record.status);
-    notification_text(&NotificationFacts {
-        task_id: &record.id,
-        name: record.name.as_deref(),
-        agent: &record.agent,
-        description: &record.description,
-        status: record.status,
-        termination: record.termination,
-        summary: &summary,
-        output_file: &record.output_file,
-        usage: &record.usage,
-        elapsed_ms: Some(h.started.elapsed().as_millis() as u64),
-        worktree: record.worktree.as_ref(),
-        error: record.error.as_deref(),
-        receipt: Some(&outcome.receipt),
-        result: &outcome.result,
-    })
-}
-
-/// The task as its launcher sees it now.
-pub(crate) fn outcome_of(inner: &Inner, h: &TaskHandle, delivery: Delivery) -> TaskOutcome {
-    let r = h.record();
-    let text = lock(&h.final_text).clone();
-    let capped = parent_result(
-        &text,
-        inner.settings.max_output_bytes,
-        inner.settings.max_output_lines,
-        &r.output_file,
-    );
-    TaskOutcome {
-        task_id: r.id,
-        name: r.name,
-        agent: r.agent,
-        description: r.description,
-        delivery,
-        status: r.status,
-        phase: r.phase,
-        termination: r.termination,
-        result: capped.text,
-        truncated: capped.truncated,
-        error: r.error,
-        output_file: r.output_file,
-        usage: r.usage,
-        worktree: r.worktree,
-        receipt: lock(&h.receipt).clone(),
     }
 }

@@ -328,7 +328,7 @@ fn child_sink(inner: &Arc<Inner>, task_id: &str) -> mpsc::UnboundedSender<Parent
 fn pass_up(inner: &Arc<Inner>, via: &str, notice: ParentNotice) {
     let parent = inner
         .handle(via)
-        .map(|h| lock(&h.record).parent_task_id.clone())
+        .map(|h| h.data().record.parent_task_id.clone())
         .or_else(|| {
             inner
                 .store

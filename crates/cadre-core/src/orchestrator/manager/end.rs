@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use cadre_protocol::{TaskPhase, TaskRecord, TaskStatus, TerminationKind, Usage, WorktreeInfo};
 
 use super::Inner;
-use super::handle::{RunState, TaskHandle, lock};
+use super::handle::{RunState, TaskHandle};
 use super::pending::PendingGuard;
 use super::step::RunError;
 use super::types::{Delivery, NoticeKind, ParentNotice, TaskOutcome};
@@ -77,14 +77,16 @@ pub(crate) fn end_task(inner: &Arc<Inner>, h: &Arc<TaskHandle>, end: RunEnd, gua
         }
     };
     let record = {
-        let mut r = lock(&h.record);
-        let lc = lock(&h.lifecycle);
+        let mut guard = h.data();
+        let d = &mut *guard;
+        let r = &mut d.record;
+        let lc = &d.lifecycle;
         r.status = kind.status();
         r.termination = Some(kind);
         r.phase = TaskPhase::Terminal;
         lc.write_counters(&mut r.usage);
         r.usage.tokens.add(&end.usage);
-        *lock(&h.live_tokens) = Usage::default();
+        d.live_tokens = Usage::default();
         r.error = lc
             .error()
             .map(str::to_string)
@@ -94,7 +96,6 @@ pub(crate) fn end_task(inner: &Arc<Inner>, h: &Arc<TaskHandle>, end: RunEnd, gua
                 .clone()
                 .filter(|_| kind == TerminationKind::ReviewFailed))
             .filter(|_| r.status != TaskStatus::Completed);
-        drop(lc);
         if end.worktree.is_some() {
             r.worktree = end.worktree.clone();
         }
@@ -116,14 +117,20 @@ pub(crate) fn end_task(inner: &Arc<Inner>, h: &Arc<TaskHandle>, end: RunEnd, gua
                 r.diagnostics.push(format!("output.md: {e}"));
             }
         }
-        if let Err(e) = inner.store.save(&mut r) {
+        if let Err(e) = inner.store.save(r) {
             r.diagnostics.push(format!("task.json: {e}"));
         }
         r.clone()
     };
-    *lock(&h.final_text) = end.text;
-    *lock(&h.receipt) = h.receipt_text();
-    lock(&h.permit).take();
+    let receipt = h.receipt_text();
+    let released = {
+        let mut d = h.data();
+        d.final_text = end.text;
+        d.receipt = receipt;
+        d.permit.take()
+    };
+    // The slot goes back to the quota outside the task's lock.
+    drop(released);
 
     // The pending count moves into the notice (a foreground run's is released here, before its
     // waiter wakes); a parent that went away drops the notice, and with it the count.
@@ -143,10 +150,12 @@ pub(crate) fn end_task(inner: &Arc<Inner>, h: &Arc<TaskHandle>, end: RunEnd, gua
 
 /// The termination, resolved once by the lifecycle from how the run ended (L1).
 fn resolve(h: &TaskHandle, end: &RunEnd) -> TerminationKind {
-    let mut lc = lock(&h.lifecycle);
+    let aborting = h.is_aborting();
+    let mut guard = h.data();
+    let lc = &mut guard.lifecycle;
     if let Some(error) = &end.error
         && error.is_own_failure()
-        && (!h.is_aborting() || matches!(error, RunError::Panicked(_)))
+        && (!aborting || matches!(error, RunError::Panicked(_)))
     {
         let message = error.message();
         if let RunError::Budget { meter, .. } = error {
@@ -219,8 +228,10 @@ pub(crate) fn completion_text(inner: &Inner, h: &TaskHandle, record: &TaskRecord
 
 /// The task as its launcher sees it now.
 pub(crate) fn outcome_of(inner: &Inner, h: &TaskHandle, delivery: Delivery) -> TaskOutcome {
-    let r = h.record();
-    let text = lock(&h.final_text).clone();
+    let (r, text, receipt) = {
+        let d = h.data();
+        (d.record.clone(), d.final_text.clone(), d.receipt.clone())
+    };
     let capped = parent_result(
         &text,
         inner.settings.max_output_bytes,
@@ -242,6 +253,6 @@ pub(crate) fn outcome_of(inner: &Inner, h: &TaskHandle, delivery: Delivery) -> T
         output_file: r.output_file,
         usage: r.usage,
         worktree: r.worktree,
-        receipt: lock(&h.receipt).clone(),
+        receipt,
     }
 }

@@ -8,6 +8,7 @@ use std::time::Instant;
 use cadre_protocol::{ContentBlock, TaskRecord, ToolCall, join_text};
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
 
 use super::scope::ProbeScope;
 use super::structured::StructuredSlot;
@@ -45,48 +46,56 @@ enum Inbox {
     Closed,
 }
 
+/// One task's run as the manager holds it: what never changes (its id, tool set, parent's notice
+/// channel, budget node), its run state (a watch, so waiters wake), a cancellation token for
+/// aborts, and everything else behind one lock ([`TaskData`]).
 pub(crate) struct TaskHandle {
     pub id: String,
-    pub record: Mutex<TaskRecord>,
-    pub lifecycle: Mutex<Lifecycle>,
     pub caps: CapabilitySet,
     /// The direct parent's notice channel (O6, O8).
     pub notices: mpsc::UnboundedSender<ParentNotice>,
-    state: watch::Sender<RunState>,
-    inbox: Mutex<Inbox>,
-    /// An abort was asked for (stop, shutdown, budget): no further run may start.
-    aborting: AtomicBool,
-    abort_signal: tokio::sync::Notify,
-    pub background: AtomicBool,
-    pub permit: Mutex<Option<Arc<Permit>>>,
-    /// The final text of the last run (empty for a failed or aborted one).
-    pub final_text: Mutex<String>,
-    /// The latest non-empty assistant text (stage notes, partial output).
-    pub latest_text: Mutex<String>,
-    /// Calls admitted at dispatch and not yet finished, by id: their tool and the arguments
-    /// a receipt reads (for the executed counter and the receipt).
-    admitted: Mutex<HashMap<String, (String, Value)>>,
-    /// What the run's admitted calls did, from tool events only (V3).
-    pub tool_events: Mutex<Vec<ToolEvent>>,
-    /// The run's calls that never ran: refused at dispatch or by their tool (L3, V3).
-    pub refusals: Mutex<Refusals>,
-    /// The run's `<execution-receipt>`, once it ended.
-    pub receipt: Mutex<String>,
-    /// A scoped probe's paths and read budget (S4); `None` for other tasks.
-    pub scope: Mutex<Option<ProbeScope>>,
-    /// A writing child's writable directories and protected paths, checked for `write` and
-    /// `edit` at dispatch (its bash is held to the same boundary by the kernel); `None` for
-    /// read-only tasks, whose write tools are not in their set.
-    pub write_boundary: Mutex<Option<WriteGate>>,
-    /// Where a task with `output_schema` keeps its accepted structured output (V8).
-    pub structured: Mutex<Option<StructuredSlot>>,
     pub started: Instant,
-    /// Tokens of the turns of the current run, for progress (`TaskEvent::Turn`) only: the
-    /// record adds the run's usage once, when the run ends, and this goes back to zero then.
-    pub live_tokens: Mutex<cadre_protocol::Usage>,
     /// The task's node in the session's budget tree: its requests and its subtree's are
     /// charged here; given back to the parent when the task ends.
     pub budget: Arc<crate::budget::BudgetNode>,
+    pub background: AtomicBool,
+    state: watch::Sender<RunState>,
+    /// Cancelled once an abort was asked for (stop, shutdown, budget): no further run starts.
+    cancel: CancellationToken,
+    data: Mutex<TaskData>,
+}
+
+/// A task's changing state, under its handle's one lock. Nothing holds the lock across an
+/// await or while calling into the agent, the store's other tasks or another handle.
+pub(crate) struct TaskData {
+    pub record: TaskRecord,
+    pub lifecycle: Lifecycle,
+    inbox: Inbox,
+    pub permit: Option<Arc<Permit>>,
+    /// The final text of the last run (empty for a failed or aborted one).
+    pub final_text: String,
+    /// The latest non-empty assistant text (stage notes, partial output).
+    pub latest_text: String,
+    /// Calls admitted at dispatch and not yet finished, by id: their tool and the arguments
+    /// a receipt reads (for the executed counter and the receipt).
+    admitted: HashMap<String, (String, Value)>,
+    /// What the run's admitted calls did, from tool events only (V3).
+    pub tool_events: Vec<ToolEvent>,
+    /// The run's calls that never ran: refused at dispatch or by their tool (L3, V3).
+    pub refusals: Refusals,
+    /// The run's `<execution-receipt>`, once it ended.
+    pub receipt: String,
+    /// A scoped probe's paths and read budget (S4); `None` for other tasks.
+    pub scope: Option<ProbeScope>,
+    /// A writing child's writable directories and protected paths, checked for `write` and
+    /// `edit` at dispatch (its bash is held to the same boundary by the kernel); `None` for
+    /// read-only tasks, whose write tools are not in their set.
+    pub write_boundary: Option<WriteGate>,
+    /// Where a task with `output_schema` keeps its accepted structured output (V8).
+    pub structured: Option<StructuredSlot>,
+    /// Tokens of the turns of the current run, for progress (`TaskEvent::Turn`) only: the
+    /// record adds the run's usage once, when the run ends, and this goes back to zero then.
+    pub live_tokens: cadre_protocol::Usage,
 }
 
 impl TaskHandle {
@@ -101,29 +110,35 @@ impl TaskHandle {
         let (state, _) = watch::channel(RunState::Queued);
         TaskHandle {
             id: record.id.clone(),
-            record: Mutex::new(record),
-            lifecycle: Mutex::new(lifecycle),
             caps,
             notices,
-            state,
-            inbox: Mutex::new(Inbox::Waiting(Vec::new())),
-            aborting: AtomicBool::new(false),
-            abort_signal: tokio::sync::Notify::new(),
-            background: AtomicBool::new(background),
-            permit: Mutex::new(None),
-            final_text: Mutex::new(String::new()),
-            latest_text: Mutex::new(String::new()),
-            admitted: Mutex::new(HashMap::new()),
-            tool_events: Mutex::new(Vec::new()),
-            refusals: Mutex::new(Refusals::default()),
-            receipt: Mutex::new(String::new()),
-            scope: Mutex::new(None),
-            write_boundary: Mutex::new(None),
-            structured: Mutex::new(None),
             started: Instant::now(),
-            live_tokens: Mutex::new(cadre_protocol::Usage::default()),
             budget,
+            background: AtomicBool::new(background),
+            state,
+            cancel: CancellationToken::new(),
+            data: Mutex::new(TaskData {
+                record,
+                lifecycle,
+                inbox: Inbox::Waiting(Vec::new()),
+                permit: None,
+                final_text: String::new(),
+                latest_text: String::new(),
+                admitted: HashMap::new(),
+                tool_events: Vec::new(),
+                refusals: Refusals::default(),
+                receipt: String::new(),
+                scope: None,
+                write_boundary: None,
+                structured: None,
+                live_tokens: cadre_protocol::Usage::default(),
+            }),
         }
+    }
+
+    /// The task's data, locked. Keep the guard short: no await, no call that locks it again.
+    pub(crate) fn data(&self) -> MutexGuard<'_, TaskData> {
+        lock(&self.data)
     }
 
     pub(crate) fn state(&self) -> RunState {
@@ -157,20 +172,20 @@ impl TaskHandle {
 
     /// Open the inbox with the run's controller; messages that arrived before are steered.
     pub(crate) fn open_inbox(&self, controller: AgentController) {
-        let mut inbox = lock(&self.inbox);
-        if let Inbox::Waiting(queued) = &mut *inbox {
+        let mut d = self.data();
+        if let Inbox::Waiting(queued) = &mut d.inbox {
             for text in queued.drain(..) {
                 controller.steer(text);
             }
         }
-        *inbox = Inbox::Open(controller);
+        d.inbox = Inbox::Open(controller);
     }
 
     /// Close the inbox if nothing is queued in the controller; `false` means messages arrived
     /// and the run must go on to answer them.
     pub(crate) fn try_close_inbox(&self) -> bool {
-        let mut inbox = lock(&self.inbox);
-        if let Inbox::Open(c) = &*inbox
+        let mut d = self.data();
+        if let Inbox::Open(c) = &d.inbox
             && !self.is_aborting()
         {
             let (steering, follow_up) = c.queued();
@@ -178,19 +193,19 @@ impl TaskHandle {
                 return false;
             }
         }
-        *inbox = Inbox::Closed;
+        d.inbox = Inbox::Closed;
         true
     }
 
     /// Close the inbox whatever is queued (the run ended on an error or an abort).
     pub(crate) fn force_close_inbox(&self) {
-        *lock(&self.inbox) = Inbox::Closed;
+        self.data().inbox = Inbox::Closed;
     }
 
     /// Deliver a message to the live run. `false` when the run no longer takes messages.
     pub(crate) fn deliver(&self, text: &str) -> bool {
-        let mut inbox = lock(&self.inbox);
-        match &mut *inbox {
+        let mut d = self.data();
+        match &mut d.inbox {
             Inbox::Waiting(queued) => {
                 queued.push(text.to_string());
                 true
@@ -204,56 +219,47 @@ impl TaskHandle {
     }
 
     pub(crate) fn controller(&self) -> Option<AgentController> {
-        match &*lock(&self.inbox) {
+        match &self.data().inbox {
             Inbox::Open(c) => Some(c.clone()),
             _ => None,
         }
     }
 
     pub(crate) fn is_aborting(&self) -> bool {
-        self.aborting.load(Ordering::SeqCst)
+        self.cancel.is_cancelled()
     }
 
     /// Abort the run now and keep it from starting another.
     pub(crate) fn abort(&self) {
-        self.aborting.store(true, Ordering::SeqCst);
+        self.cancel.cancel();
         if let Some(c) = self.controller() {
             c.abort();
         }
-        self.abort_signal.notify_waiters();
-        self.abort_signal.notify_one();
     }
 
     /// Resolves once an abort was asked for.
     pub(crate) async fn aborted(&self) {
-        loop {
-            let notified = self.abort_signal.notified();
-            if self.is_aborting() {
-                return;
-            }
-            notified.await;
-        }
+        self.cancel.cancelled().await;
     }
 
     pub(crate) fn set_latest_text(&self, text: &str) {
         if !text.trim().is_empty() {
-            *lock(&self.latest_text) = text.to_string();
+            self.data().latest_text = text.to_string();
         }
     }
 
     pub(crate) fn latest_text(&self) -> String {
-        lock(&self.latest_text).clone()
+        self.data().latest_text.clone()
     }
 
     /// The accepted structured output, once the child gave one (V8).
     pub(crate) fn structured_value(&self) -> Option<Value> {
-        lock(&self.structured)
-            .as_ref()
-            .and_then(|slot| lock(slot).clone())
+        let slot = self.data().structured.clone();
+        slot.and_then(|slot| lock(&slot).clone())
     }
 
     pub(crate) fn record(&self) -> TaskRecord {
-        lock(&self.record).clone()
+        self.data().record.clone()
     }
 
     /// A call finished: count it and keep its event if it was admitted and ran. Calls refused
@@ -261,7 +267,8 @@ impl TaskHandle {
     /// (bash under a shell policy or without its sandbox says so in `details.blocked`) is
     /// blocked, not executed, and listed with the refusals rather than the calls that ran.
     pub(crate) fn on_tool_end(&self, call_id: &str, result: &Value, is_error: bool) {
-        let Some((tool, args)) = lock(&self.admitted).remove(call_id) else {
+        let mut d = self.data();
+        let Some((tool, args)) = d.admitted.remove(call_id) else {
             return;
         };
         let refused = result
@@ -271,11 +278,12 @@ impl TaskHandle {
             .and_then(RefusalReason::from_tool_detail)
             .filter(|_| is_error);
         if let Some(reason) = refused {
-            lock(&self.lifecycle).on_refused_by_tool();
-            lock(&self.refusals).record(&tool, reason);
+            d.lifecycle.on_refused_by_tool();
+            d.refusals.record(&tool, reason);
             return;
         }
-        lock(&self.lifecycle).on_tool_executed();
+        d.lifecycle.on_tool_executed();
+        drop(d);
         let text = result
             .get("content")
             .cloned()
@@ -296,14 +304,14 @@ impl TaskHandle {
                     .collect()
             })
             .unwrap_or_default();
-        lock(&self.tool_events).push(ToolEvent::from_result(
-            &tool, args, is_error, &text, changed,
-        ));
+        let event = ToolEvent::from_result(&tool, args, is_error, &text, changed);
+        self.data().tool_events.push(event);
     }
 
     /// The receipt of the run so far: its tool events and its refused calls (V3).
     pub(crate) fn execution_receipt(&self) -> ExecutionReceipt {
-        ExecutionReceipt::of_run(&lock(&self.tool_events), &lock(&self.refusals))
+        let d = self.data();
+        ExecutionReceipt::of_run(&d.tool_events, &d.refusals)
     }
 
     /// The `<execution-receipt>` of an ended run: its receipt and, under a cap, its budget
@@ -315,12 +323,12 @@ impl TaskHandle {
     }
 
     /// Count a call refused before it ran and list it for the receipt.
-    fn refuse(&self, tool: &str, reason: RefusalReason) {
+    fn refuse(d: &mut TaskData, tool: &str, reason: RefusalReason) {
         if reason != RefusalReason::ToolBudget {
             // The budget's own refusals are counted by the lifecycle when it refuses.
-            lock(&self.lifecycle).on_policy_block();
+            d.lifecycle.on_policy_block();
         }
-        lock(&self.refusals).record(tool, reason);
+        d.refusals.record(tool, reason);
     }
 }
 
@@ -374,43 +382,46 @@ pub(crate) struct ChildGate {
 impl ToolGate for ChildGate {
     fn check(&self, call: &ToolCall) -> Option<String> {
         let h = &self.handle;
+        let mut guard = h.data();
+        let d = &mut *guard;
         if let Err(message) = check_dispatch(&h.caps, &call.name) {
-            h.refuse(&call.name, RefusalReason::NotAllowed);
+            TaskHandle::refuse(d, &call.name, RefusalReason::NotAllowed);
             return Some(message);
         }
-        let refused = lock(&h.scope)
+        let refused = d
+            .scope
             .as_mut()
             .and_then(|s| s.check(&call.name, &call.arguments).err());
         if let Some(refusal) = refused {
-            h.refuse(&call.name, refusal.reason);
+            TaskHandle::refuse(d, &call.name, refusal.reason);
             return Some(refusal.message);
         }
-        let outside = lock(&h.write_boundary)
+        let outside = d
+            .write_boundary
             .as_ref()
             .and_then(|gate| gate.check(&call.name, &call.arguments).err());
         if let Some(message) = outside {
-            h.refuse(&call.name, RefusalReason::WriteBoundary);
+            TaskHandle::refuse(d, &call.name, RefusalReason::WriteBoundary);
             return Some(message);
         }
-        let decision = lock(&h.lifecycle).on_tool_call(&call.name);
-        match decision {
+        match d.lifecycle.on_tool_call(&call.name) {
             ToolDecision::Allow => {
-                lock(&h.admitted).insert(
+                d.admitted.insert(
                     call.id.clone(),
                     (call.name.clone(), receipt_args(&call.arguments)),
                 );
                 None
             }
             ToolDecision::Block(message) => {
-                h.refuse(&call.name, RefusalReason::ToolBudget);
+                TaskHandle::refuse(d, &call.name, RefusalReason::ToolBudget);
                 Some(message)
             }
         }
     }
 
     fn on_unreadable(&self, call: &ToolCall) {
-        self.handle
-            .refuse(&call.name, RefusalReason::InvalidArguments);
+        let mut d = self.handle.data();
+        TaskHandle::refuse(&mut d, &call.name, RefusalReason::InvalidArguments);
     }
 }
 
@@ -463,7 +474,7 @@ mod tests {
 
     fn usage(h: &TaskHandle) -> TaskUsage {
         let mut u = TaskUsage::default();
-        lock(&h.lifecycle).write_counters(&mut u);
+        h.data().lifecycle.write_counters(&mut u);
         u
     }
 
@@ -522,7 +533,7 @@ mod tests {
         }
         let u = usage(&h);
         assert_eq!((u.tool_calls_executed, u.tool_calls_blocked), (4, 0));
-        assert!(lock(&h.refusals).is_empty());
+        assert!(h.data().refusals.is_empty());
     }
 
     #[test]
@@ -552,7 +563,7 @@ mod tests {
             (4, 1, 3)
         );
         assert_eq!(
-            lock(&h.refusals).line(),
+            h.data().refusals.line(),
             "Refused: 3 calls (1 write: not in its tool set; 1 ls: invalid arguments; 1 ls: tool \
              budget reached)"
         );

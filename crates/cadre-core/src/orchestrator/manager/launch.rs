@@ -83,7 +83,7 @@ pub(crate) async fn launch(
         };
         match started {
             Ok(h) => {
-                super::observe::launched(&lock(&h.record).id);
+                super::observe::launched(&h.data().record.id);
                 if sequential {
                     wait_foreground(inner, std::slice::from_ref(&h), cancel.clone()).await;
                 }
@@ -223,7 +223,7 @@ pub(crate) async fn wait_foreground(
                 _ = all => {}
                 _ = cancel.cancelled() => {
                     for h in handles.iter().filter(|h| h.state() != RunState::Promoted) {
-                        let actions = lock(&h.lifecycle).on_parent_shutdown();
+                        let actions = h.data().lifecycle.on_parent_shutdown();
                         super::run::apply_actions(inner, h, actions);
                         h.abort();
                     }
@@ -307,7 +307,7 @@ pub(crate) async fn start(
     // starts now, so the record is created with its start time and the run need not rewrite it.
     // A foreground child of a task borrows its blocked parent's slot (O7).
     let slot = match (&parent.task_id, p.background) {
-        (Some(pid), false) => match inner.handle(pid).and_then(|ph| lock(&ph.permit).clone()) {
+        (Some(pid), false) => match inner.handle(pid).and_then(|ph| ph.data().permit.clone()) {
             Some(lender) => match lender.lend() {
                 Some(lent) => Slot::Ready(lent),
                 // Lent to a sibling: it comes back when that one ends (O7).
@@ -455,14 +455,14 @@ pub(crate) async fn start(
     agent.set_tool_gate(Arc::new(ChildGate {
         handle: Arc::clone(&handle),
     }));
-    *lock(&handle.scope) = ProbeScope::new(&retry_cwd, &p.spec.scope);
+    handle.data().scope = ProbeScope::new(&retry_cwd, &p.spec.scope);
     if !p.role.readonly {
-        *lock(&handle.write_boundary) = Some(super::handle::WriteGate {
+        handle.data().write_boundary = Some(super::handle::WriteGate {
             boundary: super::child::writer_boundary(inner, &retry_cwd, None),
             cwd: retry_cwd.clone(),
         });
     }
-    *lock(&handle.structured) = structured.as_ref().map(|(_, slot)| Arc::clone(slot));
+    handle.data().structured = structured.as_ref().map(|(_, slot)| Arc::clone(slot));
 
     let retry = p.retry_model.clone().map(|model| Retry {
         model,

@@ -392,7 +392,7 @@ impl TaskManager {
                 ),
             ));
         };
-        let actions = lock(&h.lifecycle).on_stop_requested();
+        let actions = h.data().lifecycle.on_stop_requested();
         run::apply_actions(&self.inner, &h, actions);
         h.abort();
         h.wait(false).await;
@@ -416,7 +416,7 @@ impl TaskManager {
                 return;
             }
             for h in &live {
-                let actions = lock(&h.lifecycle).on_parent_shutdown();
+                let actions = h.data().lifecycle.on_parent_shutdown();
                 run::apply_actions(&self.inner, h, actions);
                 h.abort();
             }
@@ -497,8 +497,8 @@ impl TaskManager {
         let mut ids: Vec<(String, String)> = lock(&self.inner.tasks)
             .values()
             .map(|h| {
-                let r = lock(&h.record);
-                (r.created_at.clone(), r.id.clone())
+                let d = h.data();
+                (d.record.created_at.clone(), d.record.id.clone())
             })
             .collect();
         if let Ok(listing) = self.inner.store.list_root(&self.inner.root_session_id) {
@@ -616,7 +616,8 @@ impl Inner {
         let mut out: Vec<TargetCandidate> = lock(&self.tasks)
             .values()
             .map(|h| {
-                let r = lock(&h.record);
+                let d = h.data();
+                let r = &d.record;
                 TargetCandidate {
                     id: r.id.clone(),
                     name: r.name.clone(),

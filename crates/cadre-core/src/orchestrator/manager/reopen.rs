@@ -81,7 +81,7 @@ pub(crate) async fn steer_or_reopen(
         // A live run was started under this manager's rules; plan mode may have been armed
         // since, and a steer directs the run as a continuation would.
         if inner.plan_mode.load(std::sync::atomic::Ordering::SeqCst) {
-            let record = lock(&h.record).clone();
+            let record = h.data().record.clone();
             if let Some(refusal) = plan_mode_refusal(&record, &recorded(&record)) {
                 return Err(refusal);
             }
@@ -288,9 +288,9 @@ async fn reopen_with(
         handle: Arc::clone(&handle),
     }));
     // The probe's scope holds across continuations; its read budget starts afresh.
-    *lock(&handle.scope) = scope;
-    if !lock(&handle.record).readonly {
-        *lock(&handle.write_boundary) = Some(super::handle::WriteGate {
+    handle.data().scope = scope;
+    if !handle.data().record.readonly {
+        handle.data().write_boundary = Some(super::handle::WriteGate {
             boundary: super::child::writer_boundary(inner, &gate_cwd, None),
             cwd: gate_cwd.clone(),
         });

@@ -11,7 +11,7 @@ use cadre_protocol::TaskStatus;
 use futures_util::future::BoxFuture;
 
 use super::Inner;
-use super::handle::{TaskHandle, lock};
+use super::handle::TaskHandle;
 use super::launch::start;
 use super::prepare::prepare;
 use super::types::{ParentRef, TaskSpec};
@@ -57,7 +57,7 @@ pub(crate) async fn review(
 ) -> ReviewStep {
     let receipt = h.execution_receipt();
     let has_check = receipt.evidence().has_successful_check();
-    let cwd = std::path::PathBuf::from(&lock(&h.record).cwd);
+    let cwd = std::path::PathBuf::from(&h.data().record.cwd);
     let (diff_stat, diff_lines) = changes(&cwd).await;
     let packet = ReviewPacket {
         implementer_task_id: h.id.clone(),
@@ -202,7 +202,7 @@ async fn run_reviewer(
         p.caps.tools.push(SHA256_TOOL.to_string());
     }
     // The implementer is idle while it is reviewed: its slot goes to the reviewer (O7).
-    lock(&h.permit).take();
+    h.data().permit.take();
     let started = start_boxed(inner, &parent, p).await;
     match started {
         Ok(rh) => {
@@ -211,7 +211,7 @@ async fn run_reviewer(
             tokio::select! {
                 _ = rh.wait(false) => {}
                 _ = h.aborted() => {
-                    let actions = lock(&rh.lifecycle).on_parent_shutdown();
+                    let actions = rh.data().lifecycle.on_parent_shutdown();
                     super::run::apply_actions(inner, &rh, actions);
                     rh.abort();
                     rh.wait(false).await;
@@ -222,7 +222,7 @@ async fn run_reviewer(
                 task_id: r.id,
                 output_file: r.output_file,
                 status: r.status,
-                text: lock(&rh.final_text).clone(),
+                text: rh.data().final_text.clone(),
                 error: r.error,
             })
         }
@@ -236,16 +236,16 @@ pub(crate) async fn reacquire_slot(inner: &Inner, h: &TaskHandle) -> bool {
     // A foreground child of a task borrows its blocked parent's slot again, as at its start:
     // under a full quota that parent may hold the very slot the queue would wait for (O7).
     let parent = (!h.is_background())
-        .then(|| lock(&h.record).parent_task_id.clone())
+        .then(|| h.data().record.parent_task_id.clone())
         .flatten();
     let lender = parent
         .and_then(|pid| inner.handle(&pid))
-        .and_then(|ph| lock(&ph.permit).clone());
+        .and_then(|ph| ph.data().permit.clone());
     let permit = tokio::select! {
         p = inner.quota.acquire_for_foreground_child(lender.as_deref()) => p,
         _ = h.aborted() => return false,
     };
-    *lock(&h.permit) = Some(Arc::new(permit));
+    h.data().permit = Some(Arc::new(permit));
     true
 }
 
@@ -376,7 +376,7 @@ async fn git(cwd: &Path, args: &[&str]) -> String {
 }
 
 fn note(h: &TaskHandle, text: String) {
-    lock(&h.record).diagnostics.push(text);
+    h.data().record.diagnostics.push(text);
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::Inner;
 use super::end::{OutputWrite, RunEnd, end_task};
-use super::handle::{ChildGate, RunState, TaskHandle, lock};
+use super::handle::{ChildGate, RunState, TaskHandle};
 use super::pending::PendingGuard;
 use super::review::{self, ReviewSetup, ReviewStep};
 use super::step::{RunError, RunFacts, Step, next_step};
@@ -87,7 +87,7 @@ fn failed_on_first_call(res: &Result<RunOutcome, AgentError>, h: &TaskHandle) ->
         .as_ref()
         .is_none_or(|m| m.text().trim().is_empty() && m.tool_calls().next().is_none());
     let mut u = cadre_protocol::TaskUsage::default();
-    lock(&h.lifecycle).write_counters(&mut u);
+    h.data().lifecycle.write_counters(&mut u);
     o.stop_reason == StopReason::Error
         && o.turns == 1
         && empty
@@ -143,7 +143,9 @@ pub(crate) async fn drive(
     start_run(&inner, &h, slot).await;
     h.open_inbox(child.agent.controller());
 
-    let deadline = lock(&h.record)
+    let deadline = h
+        .data()
+        .record
         .budgets
         .timeout_ms
         .map(|t| tokio::time::Instant::now() + Duration::from_millis(t));
@@ -260,15 +262,17 @@ async fn start_run(inner: &Arc<Inner>, h: &Arc<TaskHandle>, slot: Slot) {
         },
     };
     if let Some(permit) = permit {
-        *lock(&h.permit) = Some(Arc::new(permit));
+        h.data().permit = Some(Arc::new(permit));
     }
     h.set_state(RunState::Running);
-    let mut r = lock(&h.record);
+    let background = h.is_background();
+    let mut d = h.data();
+    let r = &mut d.record;
     // A run that got its slot at launch was created with its start time; only one that
     // waited in the queue has news for readers of task.json.
     if r.started_at.is_none() {
         r.started_at = Some(timestamp(SystemTime::now()));
-        let _ = inner.store.save(&mut r);
+        let _ = inner.store.save(r);
     }
     let _ = inner.events.send(TaskEvent::Started {
         task_id: r.id.clone(),
@@ -276,7 +280,7 @@ async fn start_run(inner: &Arc<Inner>, h: &Arc<TaskHandle>, slot: Slot) {
         name: r.name.clone(),
         agent: r.agent.clone(),
         description: r.description.clone(),
-        background: h.is_background(),
+        background,
         phase: r.phase,
     });
 }
@@ -284,7 +288,7 @@ async fn start_run(inner: &Arc<Inner>, h: &Arc<TaskHandle>, slot: Slot) {
 /// Whether the task has run a tool so far.
 fn ran_tools(h: &TaskHandle) -> bool {
     let mut u = cadre_protocol::TaskUsage::default();
-    lock(&h.lifecycle).write_counters(&mut u);
+    h.data().lifecycle.write_counters(&mut u);
     u.tool_calls_executed > 0
 }
 
@@ -307,7 +311,10 @@ async fn fall_back(
             let _ = old.close().await;
             child.events = fresh_events;
             h.open_inbox(child.agent.controller());
-            let mut r = lock(&h.record);
+            let background = h.is_background();
+            let mut guard = h.data();
+            let d = &mut *guard;
+            let r = &mut d.record;
             let note = format!(
                 "model `{}` failed on its first call ({error}); retried once with fallback `{fallback}`",
                 r.model
@@ -319,17 +326,18 @@ async fn fall_back(
                 .agent
                 .session_path()
                 .map(|p| p.to_string_lossy().into_owned());
-            *lock(&h.lifecycle) = Lifecycle::new(LifecycleConfig {
+            d.lifecycle = Lifecycle::new(LifecycleConfig {
                 budgets: r.budgets.clone(),
                 warnings: Some(r.warnings),
                 one_shot: r.one_shot,
-                background: h.is_background(),
+                background,
             });
-            let _ = inner.store.save(&mut r);
+            let _ = inner.store.save(r);
             true
         }
         Err(e) => {
-            lock(&h.record)
+            h.data()
+                .record
                 .diagnostics
                 .push(format!("the fallback retry could not start: {e}"));
             false
@@ -403,7 +411,7 @@ async fn finish_worktree(h: &TaskHandle, worktree: Option<Worktree>) -> Option<W
             ..info
         },
         Err(e) => {
-            lock(&h.record).diagnostics.push(format!("worktree: {e}"));
+            h.data().record.diagnostics.push(format!("worktree: {e}"));
             WorktreeInfo { kept: true, ..info }
         }
     })
@@ -438,7 +446,7 @@ where
             Some(ev) = events.recv() => on_event(inner, h, ev),
             _ = &mut sleep, if !*timed_out => {
                 *timed_out = true;
-                let actions = lock(&h.lifecycle).on_timeout();
+                let actions = h.data().lifecycle.on_timeout();
                 apply_actions(inner, h, actions);
             }
             _ = h.aborted(), if !abort_seen => {
@@ -454,7 +462,7 @@ where
 
 fn on_event(inner: &Arc<Inner>, h: &Arc<TaskHandle>, ev: AgentEvent) {
     match ev {
-        AgentEvent::TurnStart => lock(&h.lifecycle).on_turn_start(),
+        AgentEvent::TurnStart => h.data().lifecycle.on_turn_start(),
         AgentEvent::TurnEnd {
             message: Message::Assistant(a),
             ..
@@ -466,32 +474,33 @@ fn on_event(inner: &Arc<Inner>, h: &Arc<TaskHandle>, ev: AgentEvent) {
                     && !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted),
                 text_len: text.len(),
             };
-            let actions = lock(&h.lifecycle).on_turn_end(facts);
-            let mut r = lock(&h.record);
-            let lc = lock(&h.lifecycle);
-            lc.write_counters(&mut r.usage);
-            r.phase = lc.phase();
-            drop(lc);
-            if r.budget.is_some() {
-                r.budget = super::launch::budget_view(&h.budget);
-            }
-            // The record's tokens grow once, at the run's end; a turn event carries them
-            // with the tokens of this run's turns so far.
-            let mut live = lock(&h.live_tokens);
-            live.add(&a.usage);
-            if inner.events.receiver_count() > 0 {
-                let mut usage = r.usage;
-                usage.tokens.add(&live);
-                let _ = inner.events.send(TaskEvent::Turn {
-                    task_id: r.id.clone(),
-                    usage,
-                    preview: preview(&text),
-                    phase: r.phase,
-                    budget: r.budget,
-                });
-            }
-            drop(live);
-            drop(r);
+            let budget = super::launch::budget_view(&h.budget);
+            let actions = {
+                let mut guard = h.data();
+                let d = &mut *guard;
+                let actions = d.lifecycle.on_turn_end(facts);
+                let r = &mut d.record;
+                d.lifecycle.write_counters(&mut r.usage);
+                r.phase = d.lifecycle.phase();
+                if r.budget.is_some() {
+                    r.budget = budget;
+                }
+                // The record's tokens grow once, at the run's end; a turn event carries them
+                // with the tokens of this run's turns so far.
+                d.live_tokens.add(&a.usage);
+                if inner.events.receiver_count() > 0 {
+                    let mut usage = r.usage;
+                    usage.tokens.add(&d.live_tokens);
+                    let _ = inner.events.send(TaskEvent::Turn {
+                        task_id: r.id.clone(),
+                        usage,
+                        preview: preview(&text),
+                        phase: r.phase,
+                        budget: r.budget,
+                    });
+                }
+                actions
+            };
             apply_actions(inner, h, actions);
         }
         AgentEvent::ToolExecutionEnd {
@@ -515,7 +524,7 @@ pub(crate) fn apply_actions(inner: &Arc<Inner>, h: &Arc<TaskHandle>, actions: Ve
             Action::PromoteToBackground => {
                 h.background
                     .store(true, std::sync::atomic::Ordering::SeqCst);
-                lock(&h.record).background = true;
+                h.data().record.background = true;
                 h.set_state(RunState::Promoted);
             }
             Action::Warn(w) => {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::Inner;
 use super::end::{RunEnd, end_task};
-use super::handle::{RunState, TaskHandle, lock};
+use super::handle::{RunState, TaskHandle};
 
 /// Spawn the run `run` of task `h` with a watcher that ends the task if the run panics.
 pub(crate) fn spawn_run<F>(inner: &Arc<Inner>, h: &Arc<TaskHandle>, run: F)
@@ -22,7 +22,7 @@ where
     // before it calls a model. Its handle is already listed, so either this sees the flag or
     // the shutdown sees the handle (L6).
     if inner.is_closed() {
-        let _ = lock(&h.lifecycle).on_parent_shutdown();
+        let _ = h.data().lifecycle.on_parent_shutdown();
         h.abort();
     }
     // Held until the watcher is done: a panic drops the run's own pending guard, and the count

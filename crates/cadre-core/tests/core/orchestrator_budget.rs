@@ -394,3 +394,111 @@ async fn a_task_stopped_by_its_budget_continues_once_the_budget_is_raised() {
     );
     assert_eq!(b.cap.max_cost_usd, Some(PER_REQUEST_USD * 10.0));
 }
+
+/// Replies as `Priced` does, but a conversation's request reports a large context (so the
+/// child compacts before its next request) and a compaction summary is dearer.
+struct LargeContext(Arc<ScriptedProvider>);
+
+const CONTEXT_INPUT: u64 = 20_000;
+const SUMMARY_OUTPUT: u64 = 2_000;
+
+fn is_summary(r: &CompletionRequest) -> bool {
+    r.system_prompt
+        .starts_with(cadre_core::compaction::prompt::SUMMARIZATION_SYSTEM_PROMPT)
+}
+
+impl Provider for LargeContext {
+    fn stream(
+        &self,
+        request: CompletionRequest,
+        cancel: CancellationToken,
+    ) -> mpsc::Receiver<StreamEvent> {
+        let model = request.model.clone();
+        let summary = is_summary(&request);
+        let mut inner = self.0.stream(request, cancel);
+        let (tx, rx) = mpsc::channel(8);
+        tokio::spawn(async move {
+            while let Some(mut event) = inner.recv().await {
+                if let StreamEvent::Done(m) = &mut event {
+                    m.usage = Usage {
+                        input: CONTEXT_INPUT,
+                        output: if summary { SUMMARY_OUTPUT } else { OUTPUT },
+                        ..Usage::default()
+                    };
+                    cadre_llm::apply_cost(&model, &mut m.usage);
+                }
+                if tx.send(event).await.is_err() {
+                    return;
+                }
+            }
+        });
+        rx
+    }
+}
+
+#[tokio::test]
+async fn a_compaction_that_crosses_the_cap_is_counted_and_stops_the_task() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("work")).unwrap();
+    let provider = ScriptedProvider::new(|r| {
+        if is_summary(r) {
+            return text("## Goal\nRead the directory.");
+        }
+        call("ls", json!({}))
+    });
+    let turn_usd = (CONTEXT_INPUT as f64 * 3.0 + OUTPUT as f64 * 15.0) / 1e6;
+    let summary_usd = (CONTEXT_INPUT as f64 * 3.0 + SUMMARY_OUTPUT as f64 * 15.0) / 1e6;
+    // Room for two turns and part of a summary: the summary crosses the cap.
+    let cap = 2.0 * turn_usd + summary_usd / 2.0;
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let mut config = manager_config(
+        dir.path(),
+        Arc::clone(&provider),
+        Models(&["scripted"]),
+        roster(vec![RoleDef {
+            max_cost_usd: Some(cap),
+            ..role("compacting")
+        }]),
+        settings(&json!({})),
+        tx,
+    );
+    config.provider = Arc::new(LargeContext(Arc::clone(&provider)));
+    config.models = Arc::new(PricedModels);
+    let manager = TaskManager::with_options(config, manager_options());
+    manager.set_compaction(cadre_core::compaction::CompactionSettings {
+        enabled: true,
+        // Compact once the context passes 10,000 tokens, keeping only the newest turn.
+        reserve_tokens: 90_000,
+        keep_recent_tokens: 10,
+    });
+    let mut root = crate::common::root_parent(&manager);
+    root.model = priced("scripted");
+    let o = started(
+        guarded(manager.launch(&root, spec("compacting", "COMPACT me"), None))
+            .await
+            .unwrap()
+            .remove(0),
+    );
+    let summaries = provider.requests().iter().filter(|r| is_summary(r)).count();
+    assert!(summaries >= 1, "the child compacted: {o:?}");
+    assert_eq!(
+        o.termination,
+        Some(TerminationKind::CostBudget),
+        "{:?}",
+        o.error
+    );
+    let b = manager
+        .store()
+        .load(crate::common::ROOT_SESSION_ID, &o.task_id)
+        .unwrap()
+        .budget
+        .unwrap();
+    // The summary's cost is in the task's spend, which crossed the cap by less than a request.
+    let turns = provider.requests().len() - summaries;
+    let expected = turns as f64 * turn_usd + summaries as f64 * summary_usd;
+    assert!(
+        (b.spent.cost_usd - expected).abs() < 1e-9,
+        "{b:?} vs {expected}"
+    );
+    assert!(b.spent.cost_usd > cap && b.spent.cost_usd <= cap + summary_usd);
+}

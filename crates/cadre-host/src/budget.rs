@@ -44,31 +44,35 @@ pub fn session_budget(
     })
 }
 
-/// What a root session and its tasks spent, from their session files. A file that cannot be
-/// read counts nothing (its task's record still shows what it knew).
+/// What a root session and its tasks spent. A task that ended has its whole usage in its
+/// record; one whose process died mid-run (its record recovered as orphaned, or still marked
+/// running) has it in its session file, which got every reply as it arrived. A file that cannot
+/// be read counts what the record knew.
 pub fn spent_before(root_session_file: Option<&Path>, store: &TaskStore, root_id: &str) -> Spend {
     let mut spent = Spend::default();
     if let Some(path) = root_session_file.filter(|p| p.exists()) {
-        spent.add(session_spend(path));
+        spent.add(session_spend(path).unwrap_or_default());
     }
     if let Ok(listing) = store.list_root(root_id) {
         for record in listing.records {
-            match record.session_file.as_deref() {
-                Some(file) => spent.add(session_spend(Path::new(file))),
-                None => spent.add(Spend::of_usage(&record.usage.tokens)),
-            }
+            let recorded = Spend::of_usage(&record.usage.tokens);
+            let cut_short = record.termination.is_none();
+            let from_session = record
+                .session_file
+                .as_deref()
+                .filter(|_| cut_short)
+                .and_then(|file| session_spend(Path::new(file)));
+            spent.add(from_session.unwrap_or(recorded));
         }
     }
     spent
 }
 
 /// Every reply's usage in one session file (all branches: a reply was paid for whichever
-/// branch kept it).
-fn session_spend(path: &Path) -> Spend {
+/// branch kept it); `None` when it cannot be read.
+fn session_spend(path: &Path) -> Option<Spend> {
     let mut spent = Spend::default();
-    let Ok(loaded) = cadre_core::session::load_session(path) else {
-        return spent;
-    };
+    let loaded = cadre_core::session::load_session(path).ok()?;
     for entry in &loaded.entries {
         if let SessionEntryKind::Message {
             message: Message::Assistant(a),
@@ -77,7 +81,7 @@ fn session_spend(path: &Path) -> Spend {
             spent.add(Spend::of_usage(&a.usage));
         }
     }
-    spent
+    Some(spent)
 }
 
 /// Refuse a session whose model has no price under a cost cap, before any token is spent.

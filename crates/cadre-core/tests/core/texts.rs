@@ -451,3 +451,60 @@ fn lifecycle_steers() {
     ];
     assert_snapshot!(texts.join("\n\n"));
 }
+
+// ------------------------------------------------------------------ budgets
+
+fn budget_state(exhausted: Option<cadre_protocol::Meter>) -> cadre_protocol::BudgetState {
+    cadre_protocol::BudgetState {
+        cap: cadre_protocol::Limits {
+            max_cost_usd: Some(0.5),
+            max_tokens: Some(50_000),
+        },
+        spent: cadre_protocol::Spend {
+            tokens: 41_230,
+            cost_usd: 0.41,
+        },
+        exhausted,
+        ..cadre_protocol::BudgetState::default()
+    }
+}
+
+#[test]
+fn receipt_of_a_run_its_budget_stopped() {
+    let mut receipt = cadre_core::handoff::ExecutionReceipt::of_run(
+        &[ok("read", json!({"path": "src/lib.rs"}))],
+        &Refusals::default(),
+    );
+    receipt.budget =
+        cadre_core::budget::text::receipt_line(&budget_state(Some(cadre_protocol::Meter::Cost)));
+    assert_snapshot!(receipt.render());
+}
+
+#[test]
+fn budget_steer_and_root_warning() {
+    let state = budget_state(None);
+    assert_snapshot!(format!(
+        "{}\n\n{}",
+        cadre_core::budget::text::final_handoff_steer(cadre_protocol::Meter::Cost, &state),
+        cadre_core::budget::text::root_warning(cadre_protocol::Meter::Tokens, &state)
+    ));
+}
+
+#[test]
+fn refusal_of_a_launch_the_budget_cannot_pay_for() {
+    let exhausted = cadre_core::budget::Exhausted {
+        meter: cadre_protocol::Meter::Cost,
+        spent: cadre_protocol::Spend {
+            tokens: 0,
+            cost_usd: 0.5,
+        },
+        cap: cadre_protocol::Limits {
+            max_cost_usd: Some(0.5),
+            max_tokens: None,
+        },
+    };
+    let refused = cadre_core::orchestrator::manager::LaunchError::BudgetExhausted(exhausted);
+    let unpriced =
+        cadre_core::orchestrator::manager::LaunchError::UnpricedModel("local/llama".into());
+    assert_snapshot!(format!("{refused}\n\n{unpriced}"));
+}

@@ -220,7 +220,8 @@ pub fn unique_prefixes(ids: &[&str], min: usize) -> Vec<String> {
         .collect()
 }
 
-fn common_prefix(a: &str, b: &str) -> usize {
+/// How many characters `a` and `b` share at their start.
+pub fn common_prefix(a: &str, b: &str) -> usize {
     a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
 }
 

@@ -1,11 +1,12 @@
 //! `cadre tasks`: this project's tasks, newest first (SPEC I2, O12). Orphan recovery (O13) runs
 //! first, so a task whose process died is listed as `failed/orphaned`, never as `running`.
 //!
-//! Only a page is read (SPEC P4): task directories are listed by name, newest first (ids are
-//! UUID v7), and records are read from the newest down until the page is full, so the cost follows
-//! the page, not the number of past tasks.
+//! Only a page is read (SPEC P4): the tasks are named by the store's index (with root session
+//! directories it does not know listed by name, so tasks older versions wrote are listed too),
+//! sorted newest first (ids are UUID v7), and records are read from the newest down until the page
+//! is full, so the cost follows the page, not the number of past tasks. Statuses come from the
+//! records, never from the index.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::SystemTime;
@@ -14,7 +15,7 @@ use anyhow::Result;
 use cadre_core::orchestrator::store::{Listing, StoreProblem, TaskStore, pid_is_alive};
 use cadre_protocol::TaskRecord;
 
-use super::format::{age, clip, cost, status, table, tokens, unique_prefixes};
+use super::format::{age, clip, common_prefix, cost, status, table, tokens};
 use super::{Place, print_err, print_out};
 
 /// Shortest id prefix shown: long enough to read as an id.
@@ -30,35 +31,30 @@ pub struct TasksArgs {
     /// Show at most this many tasks, the newest; 0 shows every one.
     #[arg(long, short = 'n', value_name = "N", default_value_t = DEFAULT_LIMIT)]
     pub limit: usize,
+    /// Look in every task directory, not only the task index, and add what the index lacks (tasks
+    /// an older cadre wrote after this one indexed their root session).
+    #[arg(long)]
+    pub rescan: bool,
 }
 
 pub fn run(args: &TasksArgs) -> Result<ExitCode> {
     let place = Place::from_env()?;
     let store = TaskStore::new(place.home.tasks_dir());
     let mut problems = recover(&store);
-    let refs = store.task_refs()?;
+    let refs = store.task_refs_with(args.rescan)?;
     problems.extend(refs.problems);
     let limit = (args.limit > 0).then_some(args.limit);
     let page = store.read_page(&refs.refs, limit, |r| {
         args.all || in_project(r, &place.root)
     });
     problems.extend(page.problems);
-    // Prefixes unique among every task's id, so each works as a `cadre task` target.
+    // Prefixes unique among every task's id, so each works as a `cadre task` target. The refs
+    // are sorted by id, newest first: a shown id's neighbours there are all it must differ from.
     let all_ids: Vec<&str> = refs.refs.iter().map(|r| r.id.as_str()).collect();
-    let prefixes: HashMap<&str, String> = all_ids
-        .iter()
-        .copied()
-        .zip(unique_prefixes(&all_ids, MIN_ID_CHARS))
-        .collect();
-    let mut shown: Vec<(&TaskRecord, &str)> = page
+    let mut shown: Vec<(&TaskRecord, String)> = page
         .records
         .iter()
-        .map(|r| {
-            let id = prefixes
-                .get(r.id.as_str())
-                .map_or(r.id.as_str(), String::as_str);
-            (r, id)
-        })
+        .map(|r| (r, unique_prefix_in_sorted(&all_ids, &r.id, MIN_ID_CHARS)))
         .collect();
     newest_first(&mut shown, |(r, _)| r);
 
@@ -130,6 +126,23 @@ fn row(r: &TaskRecord, id: &str, now: SystemTime, with_cwd: bool) -> Vec<String>
         cells.insert(8, r.cwd.clone());
     }
     cells
+}
+
+/// The shortest prefix of `id`, at least `min` characters, that no other id of `desc` (every id,
+/// sorted descending; `id` among them) starts with: one character past what it shares with its
+/// neighbours. The same as [`super::format::unique_prefixes`] gives `id`, without a prefix for
+/// every id.
+fn unique_prefix_in_sorted(desc: &[&str], id: &str, min: usize) -> String {
+    let at = desc.partition_point(|x| *x > id);
+    let mut shared = 0;
+    if at > 0 {
+        shared = common_prefix(id, desc[at - 1]);
+    }
+    // `desc[at]` is `id` itself; a second equal id (the same id under two roots) shares it all.
+    if let Some(next) = desc.get(at + 1) {
+        shared = shared.max(common_prefix(id, next));
+    }
+    id.chars().take((shared + 1).max(min)).collect()
 }
 
 /// Mark dead owners' `running` records failed (O13), then list every readable record. What could
@@ -216,6 +229,29 @@ mod tests {
         assert!(!in_project(&r, Path::new("/p/proj")));
         r.cwd = String::new();
         assert!(!in_project(&r, Path::new("/")));
+    }
+
+    #[test]
+    fn a_prefix_from_the_sorted_ids_is_the_one_every_prefix_gives() {
+        use super::super::format::unique_prefixes;
+        let mut ids = vec![
+            "0192aaaa-bbbb-7000-8000-000000000001",
+            "0192aaaa-bbbb-7000-8000-000000000002",
+            "0193cccc-0000-7000-8000-000000000000",
+            "0193cccc-0000-7000-8000-000000000000",
+            "0194dddd",
+            "ab",
+        ];
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        let all = unique_prefixes(&ids, MIN_ID_CHARS);
+        for (id, want) in ids.iter().zip(&all) {
+            assert_eq!(
+                &unique_prefix_in_sorted(&ids, id, MIN_ID_CHARS),
+                want,
+                "{id}"
+            );
+        }
+        assert_eq!(unique_prefix_in_sorted(&["x"], "x", MIN_ID_CHARS), "x");
     }
 
     #[test]

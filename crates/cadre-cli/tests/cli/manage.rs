@@ -494,6 +494,56 @@ fn tasks_shows_the_newest_page_filtering_before_the_limit() {
     assert_ne!(out.code, Some(0), "{out:#?}");
 }
 
+#[test]
+fn tasks_lists_tasks_older_versions_wrote_beside_indexed_ones() {
+    let f = Fixture::new();
+    // Written as a version without the task index left them: a directory and a record, no index.
+    let old_root = "0191root-0000-7000-8000-000000000000";
+    let old = |name: &str| {
+        let mut r = record(&new_task_id(), name, &f.project);
+        r.root_session_id = old_root.into();
+        let dir = f.home.join("tasks").join(old_root).join(&r.id);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        write(
+            &dir.join("task.json"),
+            &serde_json::to_string_pretty(&r).expect("json"),
+        );
+        r
+    };
+    old("old1");
+    old("old2");
+    // This version adds tasks: one continuing the old root session, one under a new root.
+    let mut r = record(&new_task_id(), "new-in-old", &f.project);
+    r.root_session_id = old_root.into();
+    create(&f, r);
+    create(&f, record(&new_task_id(), "new", &f.project));
+    let index = f.home.join("tasks").join(".index-v1");
+    assert!(index.exists(), "this version indexes the tasks it creates");
+
+    let all = ["new", "new-in-old", "old2", "old1"];
+    let out = f.run(&["tasks"]);
+    out.assert_success();
+    assert_eq!(listed_names(&out.stdout), all, "{}", out.stdout);
+    // The listing added the old root's tasks to the index; the next one reads them from it.
+    let text = std::fs::read_to_string(&index).expect("index");
+    assert!(text.contains(&format!("+{old_root}\n")), "{text}");
+    let out = f.run(&["tasks"]);
+    out.assert_success();
+    assert_eq!(listed_names(&out.stdout), all, "{}", out.stdout);
+
+    // An older version adding a task to a root the index already knows is not in the index, so
+    // a plain listing misses it; `--rescan` finds it.
+    old("late");
+    let out = f.run(&["tasks"]);
+    assert!(!listed_names(&out.stdout).contains(&"late".to_string()));
+    let out = f.run(&["tasks", "--rescan"]);
+    out.assert_success();
+    assert!(listed_names(&out.stdout).contains(&"late".to_string()));
+    // ... and indexes it.
+    let out = f.run(&["tasks"]);
+    assert_eq!(listed_names(&out.stdout).len(), 5, "{}", out.stdout);
+}
+
 // ---------------------------------------------------------------------------------------------
 // cadre task show | output | stop
 

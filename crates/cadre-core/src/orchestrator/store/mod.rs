@@ -19,6 +19,7 @@
 //! The files are small and written rarely, so this is plain blocking `std::fs`; async callers that
 //! care can wrap calls in `spawn_blocking`.
 
+mod index;
 mod live;
 mod lock;
 mod page;
@@ -27,6 +28,7 @@ mod retention;
 #[cfg(test)]
 mod test_support;
 
+pub use index::INDEX_FILE;
 pub use live::LIVE_DIR;
 pub use page::{Page, TaskRef, TaskRefs};
 pub use process::{claim_ownership, pid_is_alive, process_start_time};
@@ -215,6 +217,7 @@ impl TaskStore {
             builder
         };
         let mut made = private().create(&dir);
+        let mut new_root = false;
         if matches!(&made, Err(e) if e.kind() == io::ErrorKind::NotFound) {
             let root_dir = self.dir.join(&record.root_session_id);
             private()
@@ -225,6 +228,7 @@ impl TaskStore {
                     source,
                 })?;
             made = private().create(&dir);
+            new_root = true;
         }
         match made {
             Ok(()) => {}
@@ -235,6 +239,23 @@ impl TaskStore {
                 });
             }
             Err(source) => return Err(StoreError::Write { path: dir, source }),
+        }
+        // The task's line in the index, before its record: a crash leaves at worst a line whose
+        // directory has no record, never a record the index does not name ([`index`]).
+        let mut line = index::task_line(&record.root_session_id, &record.id);
+        if new_root {
+            line.push_str(&index::complete_line(&record.root_session_id));
+        }
+        let indexed = self
+            .append_index(&line)
+            .and_then(|file| file.sync_data())
+            .map_err(|source| StoreError::Write {
+                path: self.index_path(),
+                source,
+            });
+        if let Err(e) = indexed {
+            let _ = fs::remove_dir(&dir);
+            return Err(e);
         }
         let now = timestamp(SystemTime::now());
         if record.created_at.is_empty() {

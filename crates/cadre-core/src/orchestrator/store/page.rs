@@ -7,7 +7,7 @@
 
 use cadre_protocol::TaskRecord;
 
-use super::{StoreError, StoreProblem, TaskStore, subdirs, validate_id};
+use super::{StoreError, StoreProblem, TaskStore};
 
 /// A task by its directory: what the store knows of it without opening its record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,31 +34,11 @@ pub struct Page {
 }
 
 impl TaskStore {
-    /// Every task directory's root session and id, newest first: by id descending (creation
-    /// order for UUID v7 ids), then by root. Only directory names are read.
+    /// Every task's root session and id, newest first: by id descending (creation order for
+    /// UUID v7 ids), then by root. Read from the task index, with the roots it does not know
+    /// listed by their directories ([`super::index`]); no record is opened.
     pub fn task_refs(&self) -> Result<TaskRefs, StoreError> {
-        let mut out = TaskRefs::default();
-        for root in subdirs(&self.dir)? {
-            if validate_id("root session id", &root).is_err() {
-                continue;
-            }
-            match subdirs(&self.dir.join(&root)) {
-                Ok(ids) => out.refs.extend(
-                    ids.into_iter()
-                        .filter(|id| validate_id("task id", id).is_ok())
-                        .map(|id| TaskRef {
-                            root: root.clone(),
-                            id,
-                        }),
-                ),
-                Err(e) => out
-                    .problems
-                    .push(StoreProblem::from_error(self.dir.join(&root), &e)),
-            }
-        }
-        out.refs
-            .sort_unstable_by(|a, b| b.id.cmp(&a.id).then_with(|| b.root.cmp(&a.root)));
-        Ok(out)
+        self.task_refs_with(false)
     }
 
     /// Read the records of `refs` in their order, keeping those `keep` accepts, until `limit` are
@@ -77,6 +57,13 @@ impl TaskStore {
             }
             let record = match self.load(&r.root, &r.id) {
                 Ok(record) => record,
+                // A task the index names whose directory is gone (removed, or its creation
+                // failed): no task.
+                Err(StoreError::NotFound { .. })
+                    if !super::index::dir_exists(&self.dir.join(&r.root).join(&r.id)) =>
+                {
+                    continue;
+                }
                 Err(e) => {
                     let dir = self.dir.join(&r.root).join(&r.id);
                     page.problems.push(StoreProblem::from_error(dir, &e));

@@ -8,6 +8,7 @@
 //!   was), so a root or task whose id is younger than the cutoff is skipped by its name alone.
 //!   Ids without a time (not v7) are read.
 
+use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -72,6 +73,24 @@ impl TaskStore {
                 continue;
             }
             self.clean_root(&root, period, now, cutoff, &mut cleanup);
+        }
+        if !cleanup.removed.is_empty() {
+            // The index forgets the removed tasks (and roots), so it does not grow for ever.
+            let removed: HashSet<(String, String)> = cleanup
+                .removed
+                .iter()
+                .filter_map(|dir| {
+                    let id = dir.file_name()?.to_str()?;
+                    let root = dir.parent()?.file_name()?.to_str()?;
+                    Some((root.to_string(), id.to_string()))
+                })
+                .collect();
+            if let Err(e) = self.compact_index(&removed) {
+                cleanup.problems.push(StoreProblem {
+                    path: self.index_path(),
+                    message: format!("cannot rewrite: {e}"),
+                });
+            }
         }
         cleanup
     }

@@ -90,9 +90,17 @@ impl Spend {
     }
 }
 
-/// A price or count from a server is not trusted to be a finite, non-negative number.
+/// A price or count from a server or a models.json is not trusted to be a finite,
+/// non-negative number. A negative amount is no refund (0); an amount that overflowed or is not
+/// a number saturates, so it exhausts a cap rather than resetting or escaping it.
 fn finite(x: f64) -> f64 {
-    if x.is_finite() && x > 0.0 { x } else { 0.0 }
+    if x.is_nan() || x == f64::INFINITY {
+        f64::MAX
+    } else if x > 0.0 {
+        x
+    } else {
+        0.0
+    }
 }
 
 /// A task's budget as `task.json` and the views show it.

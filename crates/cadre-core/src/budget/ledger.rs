@@ -29,6 +29,9 @@ pub struct BudgetNode {
     parent: Option<Arc<BudgetNode>>,
     state: Mutex<NodeState>,
     warn: Mutex<Option<WarnHook>>,
+    /// Stands in for a task that has ended (rebuilt from its record so a continued child stays
+    /// inside its subtree's cap): it is closed with the child it was made for.
+    stand_in: bool,
 }
 
 #[derive(Debug, Default)]
@@ -99,6 +102,7 @@ impl BudgetNode {
                 ..NodeState::default()
             }),
             warn: Mutex::new(None),
+            stand_in: false,
         })
     }
 
@@ -198,6 +202,25 @@ impl BudgetNode {
                 ..NodeState::default()
             }),
             warn: Mutex::new(None),
+            stand_in: false,
+        }))
+    }
+
+    /// A node standing in for an ended task under this one: its cap and spend are the task's as
+    /// recorded, and it reserves its room here as a child would. A child made under it (a
+    /// continued task of the ended one) closes it when it closes.
+    pub fn stand_in(
+        self: &Arc<Self>,
+        own: Limits,
+        spent_before: Spend,
+    ) -> Result<Arc<Self>, Exhausted> {
+        let node = self.child(own, spent_before, CHILD_SHARE)?;
+        let state = std::mem::take(&mut *lock(&node.state));
+        Ok(Arc::new(BudgetNode {
+            parent: node.parent.clone(),
+            state: Mutex::new(state),
+            warn: Mutex::new(None),
+            stand_in: true,
         }))
     }
 
@@ -295,6 +318,9 @@ impl BudgetNode {
         if let (Some(left), Some(parent)) = (left, &self.parent) {
             let mut p = lock(&parent.state);
             p.outstanding = p.outstanding.minus(left);
+        }
+        if let Some(parent) = self.parent.as_ref().filter(|p| p.stand_in) {
+            parent.close();
         }
     }
 
@@ -564,6 +590,26 @@ mod tests {
         assert_eq!(root_warnings.load(Ordering::SeqCst), 0);
         root.charge(cost(0.4), false);
         assert_eq!(root_warnings.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_stand_in_for_an_ended_task_keeps_its_subtree_inside_its_cap() {
+        let root = BudgetNode::root(usd(10.0), Spend::default());
+        // The ended parent had a $1.00 cap and spent $0.90 with its subtree.
+        let parent = root.stand_in(usd(1.0), cost(0.9)).unwrap();
+        assert!(close(parent.cap().max_cost_usd.unwrap(), 1.0));
+        let child = parent
+            .child(Limits::default(), cost(0.0), CHILD_SHARE)
+            .unwrap();
+        assert!(close(child.cap().max_cost_usd.unwrap(), 0.05), "{child:?}");
+        child.charge(cost(0.05), false);
+        assert!(child.admit().is_err());
+        assert!(close(root.state().spent.cost_usd, 0.05));
+        // Closing the child closes the stand-in: the root gets its reservation back.
+        child.close();
+        assert!(close(root.state().reserved.cost_usd, 0.0), "{root:?}");
+        // A stand-in for a parent already spent refuses the continuation.
+        assert!(root.stand_in(usd(1.0), cost(1.0)).is_err());
     }
 
     #[test]

@@ -77,7 +77,11 @@ impl Provider for MeteredProvider {
                         node.charge(spend, estimated);
                     }
                     StreamEvent::Failed { partial, .. } => {
-                        node.charge(Spend::of_usage(&partial.usage), false);
+                        // A request that failed after the service reported its usage was
+                        // paid for: the client prices only complete replies, so price it here.
+                        let mut usage = partial.usage;
+                        cadre_llm::cost::apply_cost(&model, &mut usage);
+                        node.charge(Spend::of_usage(&usage), false);
                     }
                     _ => {}
                 }

@@ -42,12 +42,24 @@ mod tests {
     }
 
     #[test]
-    fn a_hostile_cost_counts_as_nothing_not_as_a_refund() {
+    fn a_hostile_cost_is_no_refund_and_no_escape() {
         let mut u = Usage::default();
-        u.cost.total = f64::NAN;
-        assert_eq!(Spend::of_usage(&u).cost_usd, 0.0);
         u.cost.total = -5.0;
         assert_eq!(Spend::of_usage(&u).cost_usd, 0.0);
+        u.cost.total = f64::NAN;
+        assert_eq!(Spend::of_usage(&u).cost_usd, f64::MAX);
+        u.cost.total = f64::INFINITY;
+        assert_eq!(Spend::of_usage(&u).cost_usd, f64::MAX);
+        // A sum that overflows stays at the top: it never wraps back to nothing.
+        let mut s = Spend {
+            tokens: u64::MAX,
+            cost_usd: f64::MAX,
+        };
+        s.add(Spend {
+            tokens: 5,
+            cost_usd: f64::MAX,
+        });
+        assert_eq!((s.tokens, s.cost_usd), (u64::MAX, f64::MAX));
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod compaction;
 mod handoff_e2e;
 mod orchestrator_bash_allow;
 mod orchestrator_budget;
+mod orchestrator_budget_attack;
 mod orchestrator_manager;
 mod orchestrator_review;
 mod orchestrator_store;

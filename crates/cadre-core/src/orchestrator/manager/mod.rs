@@ -88,6 +88,10 @@ pub const DEFAULT_OUTPUT_WAIT_MS: u64 = 300_000;
 /// The directory, inside the session catalogue, that holds child sessions.
 pub const CHILD_SESSIONS_DIR: &str = "subagents";
 
+/// How many ended ancestors a continuation's budget is rebuilt through (deeper ones are bounded
+/// by the nodes rebuilt below them, whose recorded caps already held them).
+const MAX_STAND_INS: u32 = 8;
+
 /// Task events kept for a slow listener before it starts missing them.
 const EVENT_BUFFER: usize = 256;
 
@@ -577,20 +581,56 @@ impl Inner {
         share: f64,
         model: &Model,
     ) -> Result<crate::budget::Reservation, LaunchError> {
-        let parent = parent_task
-            .and_then(|id| self.handle(id))
-            .map(|h| Arc::clone(&h.budget))
-            .unwrap_or_else(|| Arc::clone(&self.budget));
+        let parent = self.budget_parent(parent_task, MAX_STAND_INS)?;
         let node = parent
             .child(own, spent_before, share)
             .map_err(LaunchError::BudgetExhausted)?;
         let reservation = crate::budget::Reservation::new(node);
-        let unpriced = model.cost.input <= 0.0 && model.cost.output <= 0.0;
-        let cost_capped = reservation.node().cap().max_cost_usd.is_some();
-        if unpriced && cost_capped && self.unknown_price == crate::budget::UnknownPrice::Fail {
+        if self.cannot_price(reservation.node(), model) {
             return Err(LaunchError::UnpricedModel(model.full_name()));
         }
         Ok(reservation)
+    }
+
+    /// The budget node a task launched or continued under `parent_task` hangs below: the live
+    /// parent's, the root's, or — for a parent that has ended — a stand-in rebuilt from its
+    /// record (its cap and what its subtree spent), so a continued task stays inside the cap of
+    /// the subtree it belongs to.
+    fn budget_parent(
+        &self,
+        parent_task: Option<&str>,
+        depth: u32,
+    ) -> Result<Arc<crate::budget::BudgetNode>, LaunchError> {
+        let Some(id) = parent_task else {
+            return Ok(Arc::clone(&self.budget));
+        };
+        if let Some(h) = self.handle(id) {
+            return Ok(Arc::clone(&h.budget));
+        }
+        let Ok(record) = self.store.load(&self.root_session_id, id) else {
+            return Ok(Arc::clone(&self.budget));
+        };
+        let above = match depth {
+            0 => Arc::clone(&self.budget),
+            _ => self.budget_parent(record.parent_task_id.as_deref(), depth - 1)?,
+        };
+        match record.budget {
+            Some(state) if !record.budgets.limits().is_unlimited() || !state.cap.is_unlimited() => {
+                above
+                    .stand_in(record.budgets.limits(), state.spent)
+                    .map_err(LaunchError::BudgetExhausted)
+            }
+            _ => Ok(above),
+        }
+    }
+
+    /// Whether `model` would run under a cost cap it cannot be counted against: no price in the
+    /// model table, and `budgets.unknownPrice` is not `tokens_only`.
+    pub(crate) fn cannot_price(&self, node: &crate::budget::BudgetNode, model: &Model) -> bool {
+        let unpriced = !(model.cost.input > 0.0 || model.cost.output > 0.0);
+        unpriced
+            && node.cap().max_cost_usd.is_some()
+            && self.unknown_price == crate::budget::UnknownPrice::Fail
     }
 
     pub(crate) fn handle(&self, id: &str) -> Option<Arc<TaskHandle>> {

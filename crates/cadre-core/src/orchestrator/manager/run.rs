@@ -302,6 +302,17 @@ async fn fall_back(
     error: &str,
 ) -> bool {
     let fallback = retry.model.full_name();
+    // A fallback the cost cap cannot count is not taken: the first run's failure stands.
+    if inner.cannot_price(&h.budget, &retry.model) {
+        let mut d = h.data();
+        let note = format!(
+            "model `{}` failed on its first call ({error}); its fallback `{fallback}` has no \
+             price and the task runs under a cost cap, so it was not retried",
+            d.record.model
+        );
+        d.record.diagnostics.push(note);
+        return false;
+    }
     match (retry.build)(retry.model).await {
         Ok((mut fresh, fresh_events)) => {
             fresh.set_tool_gate(Arc::new(ChildGate {

@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use cadre_core::config::CadreHome;
-use cadre_core::orchestrator::store::TaskStore;
 use cadre_host::{Host, HostContext, HostEvent, HostOptions};
 use cadre_protocol::UserContent;
 use cadre_testkit::FakeServer;
@@ -103,7 +102,6 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
     .context("cannot start the demo session")?;
     let host = started.host;
     let mut rx = started.events;
-    let root_session_id = host.state().session_id;
 
     if !args.json {
         outln!("cadre demo: a real orchestration run against a scripted model");
@@ -173,7 +171,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
             usage.add(&a.usage);
         }
     }
-    let store = host.manager().store().clone();
+    let tasks = host.tasks();
     let closed = host.shutdown().await;
     drop(host);
     let _ = printer.await;
@@ -192,7 +190,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
             Some(message) => outln!("answer:\n{}\n", message.text().trim_end()),
             None => outln!("(no answer)"),
         }
-        print_tasks(&store, &root_session_id);
+        print_tasks(&tasks);
         outln!(
             "{requests} model requests · every tool call answered: {} · parent {} tokens in, {} out",
             if answered.is_ok() { "yes" } else { "NO" },
@@ -229,16 +227,13 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
 }
 
 /// The task records of this run, as `cadre tasks` would show them.
-fn print_tasks(store: &TaskStore, root_session_id: &str) {
-    let Ok(listing) = store.list_root(root_session_id) else {
-        return;
-    };
-    let mut records = listing.records;
+fn print_tasks(tasks: &cadre_host::SessionTasks) {
+    let mut records = tasks.records();
     records.sort_by(|a, b| a.created_at.cmp(&b.created_at));
     outln!(
         "tasks ({} records in {}):",
         records.len(),
-        store.dir().display()
+        tasks.store_dir().display()
     );
     for r in &records {
         let name = r.name.as_deref().unwrap_or("-");

@@ -49,7 +49,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         };
     }
     let host = started.host;
-    let manager = host.manager();
+    let tasks = host.tasks();
     let printer = tokio::spawn(print_events(started.events, args.mode));
     let (interrupted, signals) = cadre_host::interrupt_on_signal(host.interrupt_handle());
     let outcome = run_prompts(&host, first, rest).await;
@@ -69,7 +69,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     };
     // The closing line: what the session spent of its budget, on stderr so the answer on
     // stdout stays the answer.
-    if let Some(line) = manager.budget().as_ref().and_then(budget_line) {
+    if let Some(line) = tasks.budget().as_ref().and_then(budget_line) {
         errln!("cadre: {line}");
     }
     finish(args.mode, &outcome, session_path.as_deref(), signal)

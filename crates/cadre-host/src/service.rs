@@ -424,8 +424,14 @@ impl Host {
         lock(&self.shared.live).controller.clone()
     }
 
-    /// The root session's task manager (task list, show, output, stop).
-    pub fn manager(&self) -> TaskManager {
+    /// The session's tasks as front ends see them: snapshots, records, events, roles, budget,
+    /// and stopping one. (Launching and continuing are the model's, through the tools.)
+    pub fn tasks(&self) -> crate::SessionTasks {
+        crate::SessionTasks::new(self.manager())
+    }
+
+    /// The root session's task manager, for the host's own operations.
+    pub(crate) fn manager(&self) -> TaskManager {
         lock(&self.shared.live).manager.clone()
     }
 

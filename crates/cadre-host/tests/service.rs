@@ -98,7 +98,7 @@ async fn settle_waits_for_every_background_result_exactly_once() {
         .unwrap();
     let outcome = guarded(host.settle()).await.unwrap().expect("a run");
     assert!(outcome.error.is_none(), "{outcome:?}");
-    assert!(!host.manager().has_pending());
+    assert!(!host.tasks().reports_owed());
     let conversation: Vec<String> = host.messages().iter().map(text).collect();
     for result in ["fast result", "slow result"] {
         let seen = conversation

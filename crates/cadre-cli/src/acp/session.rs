@@ -216,7 +216,7 @@ impl Sessions {
             cwd.to_path_buf(),
             self.subagents.load(Ordering::SeqCst),
             current,
-            Some(host.manager()),
+            Some(host.tasks()),
         );
         let (barrier, barriers) = mpsc::unbounded_channel();
         tokio::spawn(forward(

@@ -13,8 +13,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use cadre_core::orchestrator::manager::{TaskEvent, TaskManager};
+use cadre_core::orchestrator::manager::TaskEvent;
 use cadre_host::HostEvent;
+use cadre_host::SessionTasks;
 use cadre_protocol::{AgentEvent, AssistantMessageEvent, TaskStatus};
 use serde_json::{Value, json};
 
@@ -49,7 +50,7 @@ pub struct View {
     current: CurrentCall,
     tasks: HashMap<String, TaskView>,
     /// Where an ended task's output is read from.
-    manager: Option<TaskManager>,
+    session_tasks: Option<SessionTasks>,
 }
 
 struct TaskView {
@@ -69,7 +70,7 @@ impl View {
         cwd: PathBuf,
         subagents: bool,
         current: CurrentCall,
-        manager: Option<TaskManager>,
+        session_tasks: Option<SessionTasks>,
     ) -> View {
         View {
             session,
@@ -80,13 +81,13 @@ impl View {
             ended_calls: std::collections::HashSet::new(),
             current,
             tasks: HashMap::new(),
-            manager,
+            session_tasks,
         }
     }
 
     /// An ended task's output (its result), if it has one.
     fn output_of(&self, task_id: &str) -> Option<String> {
-        let snapshot = self.manager.as_ref()?.snapshot(task_id).ok()?;
+        let snapshot = self.session_tasks.as_ref()?.snapshot(task_id).ok()?;
         let output = snapshot.output.trim();
         (!output.is_empty()).then(|| tail(output).to_string())
     }

@@ -146,8 +146,8 @@ fn add_warnings(reply: &mut Reply, warnings: &[String]) {
 }
 
 fn agents(host: &Host) -> Reply {
-    let manager = host.manager();
-    let roster = manager.roster();
+    let tasks = host.tasks();
+    let roster = tasks.roster();
     let mut out = String::from("roles (Agent's subagent_type):\n");
     let width = roster
         .roles
@@ -180,7 +180,7 @@ fn agents(host: &Host) -> Reply {
 }
 
 fn tasks(host: &Host, env: &Env) -> Reply {
-    let snapshots = host.manager().tasks();
+    let snapshots = host.tasks().list();
     if snapshots.is_empty() {
         return Reply::info("no tasks in this session yet");
     }
@@ -220,22 +220,14 @@ fn tasks(host: &Host, env: &Env) -> Reply {
 }
 
 fn task(host: &Host, target: &str) -> Reply {
-    let manager = host.manager();
-    let id = match manager.resolve(target) {
-        Ok(id) => id,
+    let tasks = host.tasks();
+    let (record, output_path): (TaskRecord, PathBuf) = match tasks.record(target) {
+        Ok(found) => found,
         Err(e) => return Reply::error(e.to_string()),
     };
-    let root = manager.root_session_id().to_string();
-    let store = manager.store();
-    let record: TaskRecord = match store.load(&root, &id) {
-        Ok(r) => r,
-        Err(e) => return Reply::error(format!("cannot read task {id}: {e}")),
-    };
-    let output_path = store
-        .output_path(&root, &id)
-        .unwrap_or_else(|_| PathBuf::from("output.md"));
+    let id = record.id.clone();
     let mut out = crate::commands::task::show(&record, &output_path, SystemTime::now());
-    let output = manager.snapshot(&id).map(|s| s.output).unwrap_or_default();
+    let output = tasks.snapshot(&id).map(|s| s.output).unwrap_or_default();
     if !output.trim().is_empty() {
         out.push_str("\noutput:\n");
         out.push_str(&format::clip(&output, OUTPUT_SHOWN));
@@ -251,7 +243,7 @@ fn task(host: &Host, target: &str) -> Reply {
 }
 
 async fn stop(host: &Host, target: &str) -> Reply {
-    match host.manager().stop(target).await {
+    match host.tasks().stop(target).await {
         Ok(snapshot) => Reply::note(
             NoteKind::Task,
             format!(
@@ -418,7 +410,7 @@ fn busy_refusal(host: &Host, what: &str) -> Option<Reply> {
             "cannot {what} while the agent works (Esc stops the turn)"
         )));
     }
-    let live = host.manager().live_tasks().len();
+    let live = host.tasks().live().len();
     if live > 0 {
         return Some(Reply::error(format!(
             "cannot {what} while {live} task{} run{} (/stop ID, or wait for them)",

@@ -131,7 +131,7 @@ impl Live {
         };
         // Checked again now: a prompt may have started since the command was typed, and a
         // restart must not cut a turn or stop tasks.
-        if self.host.is_streaming() || !self.host.manager().live_tasks().is_empty() {
+        if self.host.is_streaming() || !self.host.tasks().live().is_empty() {
             return Err("not restarted: the agent or a task started working meanwhile; try again when they are done".into());
         }
         self.host.interrupt();
@@ -228,7 +228,7 @@ pub fn apply_task_event(
     let TaskEvent::Ended { task_id: id, .. } = event else {
         return;
     };
-    if let Ok(snapshot) = host.manager().snapshot(id) {
+    if let Ok(snapshot) = host.tasks().snapshot(id) {
         board.fill(&snapshot);
     }
     if let (TaskEvent::Ended { status, .. }, Some(row)) = (event, board.get(id)) {

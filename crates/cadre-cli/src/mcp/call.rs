@@ -58,7 +58,7 @@ pub async fn call(
         &args,
         context.meta.get_progress_token(),
         context.peer.clone(),
-        host.manager(),
+        host.tasks(),
     );
     let ctx = host.context();
     let tool_ctx = ToolContext {
@@ -127,12 +127,12 @@ async fn execute(
                         return ToolOutput::error("TaskOutput was cancelled by the client");
                     }
                     "SendMessage" => {
-                        let manager = served.host().manager();
+                        let tasks = served.host().tasks();
                         let target = args.get("to").and_then(Value::as_str).unwrap_or_default();
-                        if let Ok(id) = manager.resolve(target) {
+                        if let Ok(id) = tasks.resolve(target) {
                             // The continuation ends once its task is stopped.
                             tokio::spawn(async move {
-                                let _ = manager.stop(&id).await;
+                                let _ = tasks.stop(&id).await;
                             });
                         }
                     }

@@ -8,7 +8,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use cadre_core::orchestrator::manager::{LaunchObserver, TaskEvent, TaskManager};
+use cadre_core::orchestrator::manager::{LaunchObserver, TaskEvent};
+use cadre_host::SessionTasks;
 use cadre_protocol::TaskUsage;
 use rmcp::RoleServer;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
@@ -26,7 +27,7 @@ pub struct Reporter {
     events: broadcast::Receiver<TaskEvent>,
     launched: mpsc::UnboundedReceiver<String>,
     /// Where an ended task's final usage is read: a run's tokens are recorded at its end.
-    manager: TaskManager,
+    tasks: SessionTasks,
 }
 
 impl Reporter {
@@ -36,7 +37,7 @@ impl Reporter {
         args: &Value,
         token: Option<ProgressToken>,
         peer: Peer<RoleServer>,
-        manager: TaskManager,
+        tasks: SessionTasks,
     ) -> (Reporter, LaunchObserver) {
         let background = args.get("run_in_background").and_then(Value::as_bool) == Some(true);
         let target = token
@@ -48,9 +49,9 @@ impl Reporter {
         });
         let reporter = Reporter {
             target,
-            events: manager.subscribe(),
+            events: tasks.events(),
             launched,
-            manager,
+            tasks,
         };
         (reporter, observer)
     }
@@ -106,7 +107,7 @@ impl Reporter {
     fn apply(&self, state: &mut State, event: &TaskEvent) -> Vec<String> {
         if let TaskEvent::Ended { task_id, .. } = event
             && let Some(slot) = state.tasks.get_mut(task_id)
-            && let Ok(snapshot) = self.manager.snapshot(task_id)
+            && let Ok(snapshot) = self.tasks.snapshot(task_id)
         {
             *slot = snapshot.usage;
         }

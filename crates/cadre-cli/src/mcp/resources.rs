@@ -26,7 +26,7 @@ pub fn list(host: &Host) -> Result<ListResourcesResult, McpError> {
         "description": "The roles Agent can launch (subagent_type), with their tools.",
         "mimeType": "text/markdown",
     })];
-    for t in host.manager().tasks() {
+    for t in host.tasks().list() {
         let id = &t.task_id;
         let label = format!("{} \"{}\"", t.agent, t.description);
         resources.push(json!({
@@ -75,12 +75,11 @@ pub fn read(host: &Host, uri: &str) -> Result<ReadResourceResult, McpError> {
         Some((id, part)) => (id, Some(part)),
         None => (rest, None),
     };
-    let manager = host.manager();
     // Only this session's tasks, by id, id prefix or name (as TaskOutput takes them).
-    let id = manager.resolve(target).map_err(|_| not_found(uri))?;
-    let record = manager
-        .store()
-        .load(manager.root_session_id(), &id)
+    let tasks = host.tasks();
+    let id = tasks.resolve(target).map_err(|_| not_found(uri))?;
+    let (record, _) = tasks
+        .record(&id)
         .map_err(|e| McpError::internal_error(format!("task {id}: {e}"), None))?;
     match part {
         None => {
@@ -105,8 +104,8 @@ pub fn read(host: &Host, uri: &str) -> Result<ReadResourceResult, McpError> {
 }
 
 fn roster_text(host: &Host) -> String {
-    let manager = host.manager();
-    let roster = manager.roster();
+    let tasks = host.tasks();
+    let roster = tasks.roster();
     let mut text = String::from("# Agent types\n\n");
     text.push_str(&roster.summary());
     if !roster.blocked.is_empty() {

@@ -404,12 +404,7 @@ impl Commands {
                 ok(Some(json!({"commands": []})));
             }
             "task_list" => {
-                let tasks: Vec<Value> = host
-                    .manager()
-                    .tasks()
-                    .iter()
-                    .map(views::task_json)
-                    .collect();
+                let tasks: Vec<Value> = host.tasks().list().iter().map(views::task_json).collect();
                 ok(Some(json!({"tasks": tasks})));
             }
             "task_show" => {

@@ -209,18 +209,11 @@ fn task_line(
 /// The tokens and cost cells: what the task used, or under a cap what it spent of it
 /// (`41.2k/50k`, `$0.41/$0.50`), so a row shows how close it is to being stopped.
 fn spend_cells(row: &TaskRow) -> (String, String) {
-    use cadre_core::budget::text::{short_tokens, usd};
-    let u = &row.usage;
     let budget = row.budget.as_ref();
-    let tokens = match budget.and_then(|b| Some((b.spent.tokens, b.cap.max_tokens?))) {
-        Some((spent, cap)) => format!("{}/{}", short_tokens(spent), short_tokens(cap)),
-        None => format::tokens(u.tokens.total_tokens),
-    };
-    let cost = match budget.and_then(|b| Some((b.spent.cost_usd, b.cap.max_cost_usd?))) {
-        Some((spent, cap)) => format!("{}/{}", usd(spent), usd(cap)),
-        None => format::cost(u.tokens.cost.total),
-    };
-    (tokens, cost)
+    (
+        format::tokens_cell(budget, row.usage.tokens.total_tokens),
+        format::cost_cell(budget, row.usage.tokens.cost.total),
+    )
 }
 
 fn status_word(status: TaskStatus, wide: bool) -> &'static str {

@@ -27,10 +27,10 @@ pub struct Cli {
 const AFTER_HELP: &str = "Subagents:
   The agent delegates with the Agent, SendMessage, TaskOutput and TaskStop tools to roles
   (built-in, CADRE_HOME/agents/*.md, and .cadre/agents/*.md of a trusted project).
-  `cadre agents` lists the roles, `cadre tasks` and `cadre task show|output|stop|apply` the
-  tasks (records in CADRE_HOME/tasks), `cadre trace` draws a run's tasks as one HTML page,
+  `cadre agents` lists the roles, `cadre tasks` and `cadre task show|output|stop|apply|budget`
+  the tasks (records in CADRE_HOME/tasks), `cadre trace` draws a run's tasks as one HTML page,
   `cadre trust` trusts a project, `cadre doctor` checks it all; `--plan` allows only planning
-  roles.
+  roles. `--max-cost-usd` and `--max-tokens` cap a session's spend, subagents included.
 
 Environment:
   CADRE_HOME             configuration, models.json, auth.json and sessions (default: ~/.cadre);
@@ -276,7 +276,7 @@ pub struct ServeArgs {
     pub max_tokens: Option<u64>,
 }
 
-fn parse_usd(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_usd(s: &str) -> Result<f64, String> {
     match s.trim().trim_start_matches('$').parse::<f64>() {
         Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
         _ => Err(format!(
@@ -285,7 +285,7 @@ fn parse_usd(s: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_tokens(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_tokens(s: &str) -> Result<u64, String> {
     match s.trim().replace(['_', ','], "").parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(format!(

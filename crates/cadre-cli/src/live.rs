@@ -73,7 +73,7 @@ impl Tree {
 }
 
 /// One task's line:
-/// `  ▸ role "name"  description · status[ · phase] · turns, tool calls, tokens · elapsed`.
+/// `  ▸ role "name"  description · status[ · phase] · turns, tool calls, tokens[ · budget] · elapsed`.
 fn line(t: &TaskRow, depth: usize, now: Instant) -> String {
     let (mark, state) = match t.ended {
         None if t.usage.turns == 0 || t.phase == TaskPhase::Starting => {
@@ -86,7 +86,17 @@ fn line(t: &TaskRow, depth: usize, now: Instant) -> String {
                 None => ("▸", turn),
             }
         }
-        Some(_) => (status_mark(t.status), t.status.as_str().to_string()),
+        Some(_) => {
+            let mut state = t.status.as_str().to_string();
+            // Why a budget-stopped task ended: `partial (cost budget)`.
+            if let Some(meter) = t.budget.and_then(|b| b.exhausted) {
+                state.push_str(match meter {
+                    cadre_protocol::Meter::Cost => " (cost budget)",
+                    cadre_protocol::Meter::Tokens => " (token budget)",
+                });
+            }
+            (status_mark(t.status), state)
+        }
     };
     let name = match t.name.as_deref().map(printable) {
         Some(name) if !name.trim().is_empty() => format!(" \"{name}\""),
@@ -94,8 +104,14 @@ fn line(t: &TaskRow, depth: usize, now: Instant) -> String {
     };
     let bg = if t.background { " (bg)" } else { "" };
     let tokens = t.usage.tokens.input + t.usage.tokens.output;
+    // Under a cap, what it spent of it: `· $0.41/$0.50`.
+    let budget = t
+        .budget
+        .as_ref()
+        .and_then(cadre_core::budget::text::compact)
+        .map_or(String::new(), |b| format!(" · {b}"));
     format!(
-        "{indent}{mark} {agent}{name}{bg}  {description} · {state} · {turns}t {tools}c {tokens} · {elapsed}",
+        "{indent}{mark} {agent}{name}{bg}  {description} · {state} · {turns}t {tools}c {tokens}{budget} · {elapsed}",
         indent = "  ".repeat(depth),
         agent = printable(&t.agent),
         description = printable(&t.description),
@@ -393,6 +409,61 @@ mod tests {
         let frame = tree.frame(200, 20, t0 + Duration::from_secs(65));
         assert_eq!(frame, ["✗ Explore  look · failed · 2t 3c 1.5k tok · 7s"]);
         assert!(!tree.any_running());
+    }
+
+    #[test]
+    fn a_task_under_a_cap_shows_what_it_spent_of_it() {
+        let t0 = Instant::now();
+        let mut budget = cadre_protocol::BudgetState {
+            cap: cadre_protocol::Limits {
+                max_cost_usd: Some(0.5),
+                max_tokens: None,
+            },
+            spent: cadre_protocol::Spend {
+                tokens: 1500,
+                cost_usd: 0.41,
+            },
+            ..Default::default()
+        };
+        let mut usage = TaskUsage {
+            turns: 2,
+            tool_calls_requested: 3,
+            ..TaskUsage::default()
+        };
+        usage.tokens.input = 1200;
+        usage.tokens.output = 300;
+        let mut tree = tree(&[started("a", None, "Explore", "look")], t0);
+        tree.apply(
+            &TaskEvent::Turn {
+                budget: Some(budget),
+                task_id: "a".into(),
+                usage,
+                preview: String::new(),
+                phase: TaskPhase::Working,
+            },
+            t0,
+        );
+        let frame = tree.frame(200, 20, t0 + Duration::from_secs(5));
+        assert_eq!(
+            frame,
+            ["▸ Explore  look · turn 3 · 2t 3c 1.5k tok · $0.41/$0.50 · 5s"]
+        );
+        budget.spent.cost_usd = 0.52;
+        budget.exhausted = Some(cadre_protocol::Meter::Cost);
+        tree.apply(
+            &TaskEvent::Ended {
+                budget: Some(budget),
+                task_id: "a".into(),
+                status: TaskStatus::Partial,
+                termination: Some(cadre_protocol::TerminationKind::CostBudget),
+            },
+            t0 + Duration::from_secs(7),
+        );
+        let frame = tree.frame(200, 20, t0 + Duration::from_secs(9));
+        assert_eq!(
+            frame,
+            ["◐ Explore  look · partial (cost budget) · 2t 3c 1.5k tok · $0.52/$0.50 · 7s"]
+        );
     }
 
     #[test]

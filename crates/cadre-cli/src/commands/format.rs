@@ -4,7 +4,8 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use cadre_protocol::{TaskRecord, TaskStatus};
+use cadre_core::budget::text::{short_tokens, usd};
+use cadre_protocol::{BudgetState, TaskRecord, TaskStatus};
 
 /// Columns aligned to their widest cell, two spaces apart; the last column is not padded so
 /// lines carry no trailing spaces. Widths count characters, not bytes.
@@ -85,6 +86,24 @@ pub fn cost(dollars: f64) -> String {
         format!("${dollars:.4}")
     } else {
         format!("${dollars:.2}")
+    }
+}
+
+/// A TOKENS cell: the tokens used, or under a token cap what the task (and its subtree) spent
+/// of it: `41.2k/50k`.
+pub fn tokens_cell(budget: Option<&BudgetState>, used: u64) -> String {
+    match budget.and_then(|b| Some((b.spent.tokens, b.cap.max_tokens?))) {
+        Some((spent, cap)) => format!("{}/{}", short_tokens(spent), short_tokens(cap)),
+        None => tokens(used),
+    }
+}
+
+/// A COST cell: the cost charged, or under a cost cap what the task (and its subtree) spent of
+/// it: `$0.41/$0.50`.
+pub fn cost_cell(budget: Option<&BudgetState>, dollars: f64) -> String {
+    match budget.and_then(|b| Some((b.spent.cost_usd, b.cap.max_cost_usd?))) {
+        Some((spent, cap)) => format!("{}/{}", usd(spent), usd(cap)),
+        None => cost(dollars),
     }
 }
 
@@ -337,6 +356,33 @@ mod tests {
         r.status = TaskStatus::Stopped;
         r.termination = Some(TerminationKind::ManualStop);
         assert_eq!(status(&r), "stopped/manual_stop");
+        r.status = TaskStatus::Partial;
+        r.termination = Some(TerminationKind::CostBudget);
+        assert_eq!(status(&r), "partial/cost_budget");
+        r.termination = Some(TerminationKind::TokenBudget);
+        assert_eq!(status(&r), "partial/token_budget");
+    }
+
+    #[test]
+    fn a_capped_tasks_cells_show_its_spend_against_its_cap() {
+        let mut b = BudgetState {
+            cap: cadre_protocol::Limits {
+                max_cost_usd: Some(0.5),
+                max_tokens: None,
+            },
+            spent: cadre_protocol::Spend {
+                tokens: 41_230,
+                cost_usd: 0.41,
+            },
+            ..BudgetState::default()
+        };
+        assert_eq!(cost_cell(Some(&b), 0.2), "$0.41/$0.50");
+        // No token cap: the tokens cell is the usage as before.
+        assert_eq!(tokens_cell(Some(&b), 12_345), "12.3k");
+        b.cap.max_tokens = Some(50_000);
+        assert_eq!(tokens_cell(Some(&b), 12_345), "41.2k/50k");
+        assert_eq!(cost_cell(None, 0.2), "$0.20");
+        assert_eq!(tokens_cell(None, 950), "950");
     }
 
     #[test]

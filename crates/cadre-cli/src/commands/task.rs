@@ -1,4 +1,4 @@
-//! `cadre task show|output|stop|apply <target>` (SPEC I2, O5, O11, O12).
+//! `cadre task show|output|stop|apply|budget <target>` (SPEC I2, O5, O11, O12, L1).
 //!
 //! A target resolves by exact id → unique id prefix → unique name, first among this project's
 //! tasks and then among all; an ambiguous or unknown target lists the candidates and picks none.
@@ -7,6 +7,10 @@
 //! request (a file named by the task id in the root session's
 //! [`cadre_core::orchestrator::store::STOP_REQUESTS_DIR`]), which the owner polls. A task whose
 //! owner is gone is marked stopped here directly.
+//!
+//! `cadre task budget` changes only an ended task's record: a running task's budget lives in its
+//! owner's ledger, which a record change could not reach, and the owner's next save would undo
+//! it. The new cap takes effect when `SendMessage` continues the task.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -14,10 +18,11 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result, anyhow, bail};
+use cadre_core::budget::text::{receipt_line, tokens as token_count, usd};
 use cadre_core::config::atomic_write;
 use cadre_core::orchestrator::store::{Listing, TaskStore, pid_is_alive, timestamp};
 use cadre_core::orchestrator::target::{TargetCandidate, TargetError, resolve_target};
-use cadre_protocol::{TaskPhase, TaskRecord, TaskStatus, TerminationKind};
+use cadre_protocol::{Limits, Spend, TaskPhase, TaskRecord, TaskStatus, TerminationKind};
 use cadre_tools::shell_policy::CommandAllowlist;
 
 use super::format::{age, cost, status, table, tokens, unique_prefixes};
@@ -54,6 +59,30 @@ pub enum TaskCommand {
     Apply {
         /// Task id, unique id prefix or name.
         target: String,
+    },
+    /// Set an ended task's own cost or token cap, e.g. raise the one that stopped it.
+    ///
+    /// A cap counts everything the task and its subtasks spent, its earlier runs included: a
+    /// task stopped at $0.50 that is given --max-cost-usd 1 has $0.50 more to spend. The new
+    /// cap applies when SendMessage continues the task, within what its parent and its session
+    /// have left (a session's own cap comes from the --max-cost-usd and --max-tokens flags or
+    /// the `budgets` settings of the run that continues it). A running task's cap cannot be
+    /// changed: wait for it to end, or stop it with `cadre task stop`, then set it.
+    #[command(group(
+        clap::ArgGroup::new("cap")
+            .required(true)
+            .multiple(true)
+            .args(["max_cost_usd", "max_tokens"])
+    ))]
+    Budget {
+        /// Task id, unique id prefix or name.
+        target: String,
+        /// The task's cost cap in US dollars at list prices (above what it has spent).
+        #[arg(long, value_name = "USD", value_parser = crate::args::parse_usd)]
+        max_cost_usd: Option<f64>,
+        /// The task's token cap: fresh input, cache writes and output (above what it has spent).
+        #[arg(long, value_name = "N", value_parser = crate::args::parse_tokens)]
+        max_tokens: Option<u64>,
     },
 }
 
@@ -100,6 +129,19 @@ pub async fn run(args: TaskArgs) -> Result<ExitCode> {
             report_problems(&listing.problems);
             let record = find(&listing, &place.root, &target)?.clone();
             print_out(&stop(&store, record, STOP_CONFIRM_WAIT)?);
+        }
+        TaskCommand::Budget {
+            target,
+            max_cost_usd,
+            max_tokens,
+        } => {
+            let listing = recover_and_list(&store)?;
+            let record = find(&listing, &place.root, &target)?;
+            let caps = Limits {
+                max_cost_usd,
+                max_tokens,
+            };
+            print_out(&set_budget(&store, record, caps)?);
         }
         TaskCommand::Apply { target } => {
             let listing = recover_and_list(&store)?;
@@ -272,6 +314,9 @@ pub(crate) fn show(r: &TaskRecord, output_path: &Path, now: SystemTime) -> Strin
     }
     field("tools", &tools);
     field("budgets", &budgets(r));
+    if let Some(line) = r.budget.as_ref().and_then(budget_line) {
+        field("budget", &line);
+    }
     field("usage", &usage(r));
     field(
         "created",
@@ -350,11 +395,125 @@ fn budgets(r: &TaskRecord) -> String {
     if let Some(ms) = b.timeout_ms {
         parts.push(format!("timeout {}s", ms / 1000));
     }
+    if let Some(max) = b.max_cost_usd {
+        parts.push(format!("own cost cap {}", usd(max)));
+    }
+    if let Some(max) = b.max_tokens {
+        parts.push(format!("own token cap {}", token_count(max)));
+    }
     parts.push(format!(
         "warnings at turn {} then every {}",
         r.warnings.warning_turns, r.warnings.warning_interval_turns
     ));
     parts.join(", ")
+}
+
+/// The budget in force in its last run and what was spent of it: `$0.41 of $0.50 — stopped by
+/// its cost budget`, with what its running subtasks still reserve.
+fn budget_line(state: &cadre_protocol::BudgetState) -> Option<String> {
+    let line = receipt_line(state)?;
+    let mut line = line.trim_start_matches("Budget: ").to_string();
+    if !state.reserved.is_zero() {
+        let _ = write!(
+            line,
+            " ({} reserved for its running subtasks)",
+            spent_text(state.reserved, state.cap)
+        );
+    }
+    Some(line)
+}
+
+/// An amount on the meters `cap` caps: `$0.41`, `41,230 tokens`, or both.
+fn spent_text(spent: Spend, cap: Limits) -> String {
+    let mut parts = Vec::new();
+    if cap.max_cost_usd.is_some() {
+        parts.push(usd(spent.cost_usd));
+    }
+    if cap.max_tokens.is_some() {
+        parts.push(format!("{} tokens", token_count(spent.tokens)));
+    }
+    parts.join(" and ")
+}
+
+/// `cadre task budget`: set an ended task's own caps in its record (atomically, as every record
+/// write is). A running task is refused: its owner holds its budget and writes its record.
+fn set_budget(store: &TaskStore, record: &TaskRecord, caps: Limits) -> Result<String> {
+    // The newest record: the task may have been continued since it was listed.
+    let mut record = store.load(&record.root_session_id, &record.id)?;
+    let id = record.id.clone();
+    if record.status == TaskStatus::Running {
+        let owner = record
+            .owner_pid
+            .map_or(String::new(), |pid| format!(" in process {pid}"));
+        bail!(
+            "task {id} is running{owner}; its budget can be changed only once it has ended. \
+             Wait for it to end, or stop it with `cadre task stop {id}`, then set the cap; \
+             `SendMessage` then continues it under the new cap"
+        );
+    }
+    if record.one_shot {
+        bail!(
+            "task {id} ({}) is one-shot: it cannot be continued, so a new cap would never apply; \
+             launch a new task instead",
+            record.agent
+        );
+    }
+    // What it spent in all its runs, subtasks included; what the record knows otherwise.
+    let spent = record
+        .budget
+        .map(|b| b.spent)
+        .unwrap_or_else(|| Spend::of_usage(&record.usage.tokens));
+    if let Some(cap) = caps.max_cost_usd
+        && cap <= spent.cost_usd
+    {
+        bail!(
+            "--max-cost-usd {} is not above what task {id} has already spent ({}): its cap counts \
+             its earlier runs, so a continuation could make no request. Give more than {}",
+            usd(cap),
+            usd(spent.cost_usd),
+            usd(spent.cost_usd)
+        );
+    }
+    if let Some(cap) = caps.max_tokens
+        && cap <= spent.tokens
+    {
+        bail!(
+            "--max-tokens {} is not above what task {id} has already spent ({} tokens): its cap \
+             counts its earlier runs, so a continuation could make no request. Give more than {}",
+            token_count(cap),
+            token_count(spent.tokens),
+            token_count(spent.tokens)
+        );
+    }
+    let before = record.budgets.limits();
+    let mut out = String::new();
+    if let Some(cap) = caps.max_cost_usd {
+        record.budgets.max_cost_usd = Some(cap);
+        let was = before.max_cost_usd.map_or("none".to_string(), usd);
+        let _ = writeln!(
+            out,
+            "task {id}: cost cap {was} → {} (spent so far {})",
+            usd(cap),
+            usd(spent.cost_usd)
+        );
+    }
+    if let Some(cap) = caps.max_tokens {
+        record.budgets.max_tokens = Some(cap);
+        let was = before.max_tokens.map_or("none".to_string(), token_count);
+        let _ = writeln!(
+            out,
+            "task {id}: token cap {was} → {} (spent so far {})",
+            token_count(cap),
+            token_count(spent.tokens)
+        );
+    }
+    store.save(&mut record)?;
+    let _ = writeln!(
+        out,
+        "`SendMessage` to it continues it under the new cap, within what its parent and its \
+         session have left."
+    );
+    Ok(out)
 }
 
 fn usage(r: &TaskRecord) -> String {
@@ -606,6 +765,113 @@ mod tests {
         assert!(saved.ended_at.is_some());
         let msg = stop(&store, saved, std::time::Duration::ZERO).unwrap();
         assert!(msg.contains("already ended"), "{msg}");
+    }
+
+    fn budget_stopped(id: &str) -> TaskRecord {
+        let mut r = record(id, Some("probe"), "/p", "2026-01-01T00:00:01Z");
+        r.status = TaskStatus::Partial;
+        r.phase = TaskPhase::Terminal;
+        r.termination = Some(TerminationKind::CostBudget);
+        r.budgets.max_cost_usd = Some(0.5);
+        r.budget = Some(cadre_protocol::BudgetState {
+            cap: Limits {
+                max_cost_usd: Some(0.5),
+                max_tokens: None,
+            },
+            spent: Spend {
+                tokens: 41_230,
+                cost_usd: 0.51,
+            },
+            exhausted: Some(cadre_protocol::Meter::Cost),
+            ..Default::default()
+        });
+        r
+    }
+
+    #[test]
+    fn budget_raises_an_ended_tasks_own_caps_in_its_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = TaskStore::new(tmp.path());
+        let mut r = budget_stopped("t3");
+        store.create(&mut r).unwrap();
+        let caps = Limits {
+            max_cost_usd: Some(1.0),
+            max_tokens: Some(200_000),
+        };
+        let msg = set_budget(&store, &r, caps).unwrap();
+        assert!(
+            msg.contains("task t3: cost cap $0.50 → $1.00 (spent so far $0.51)"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("task t3: token cap none → 200,000 (spent so far 41,230)"),
+            "{msg}"
+        );
+        assert!(msg.contains("`SendMessage` to it continues it"), "{msg}");
+        let saved = store.load("root", "t3").unwrap();
+        assert_eq!(saved.budgets.limits(), caps);
+        // The rest of the record is as it was: the last run's budget, its end.
+        assert_eq!(saved.budget, r.budget);
+        assert_eq!(saved.status, TaskStatus::Partial);
+        // `task show` names the own caps and the last run's budget.
+        let shown = show(&saved, Path::new("/o/output.md"), SystemTime::now());
+        assert!(
+            shown.contains("own cost cap $1.00, own token cap 200,000"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("budget:       $0.51 of $0.50 — stopped by its cost budget"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn budget_refuses_a_running_task_a_one_shot_task_and_a_cap_already_spent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = TaskStore::new(tmp.path());
+        let cost = |usd: f64| Limits {
+            max_cost_usd: Some(usd),
+            max_tokens: None,
+        };
+        let mut running = record("t4", None, "/p", "");
+        cadre_core::orchestrator::store::claim_ownership(&mut running);
+        store.create(&mut running).unwrap();
+        let err = set_budget(&store, &running, cost(1.0))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("task t4 is running in process"), "{err}");
+        assert!(err.contains("`cadre task stop t4`"), "{err}");
+        assert_eq!(store.load("root", "t4").unwrap().budgets.max_cost_usd, None);
+
+        let mut spent = budget_stopped("t5");
+        store.create(&mut spent).unwrap();
+        let err = set_budget(&store, &spent, cost(0.5))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(
+                "--max-cost-usd $0.50 is not above what task t5 has already spent ($0.51)"
+            ),
+            "{err}"
+        );
+        let tokens = Limits {
+            max_cost_usd: None,
+            max_tokens: Some(40_000),
+        };
+        let err = set_budget(&store, &spent, tokens).unwrap_err().to_string();
+        assert!(err.contains("(41,230 tokens)"), "{err}");
+        assert_eq!(
+            store.load("root", "t5").unwrap().budgets.max_cost_usd,
+            Some(0.5)
+        );
+
+        let mut once = budget_stopped("t6");
+        once.one_shot = true;
+        store.create(&mut once).unwrap();
+        let err = set_budget(&store, &once, cost(2.0))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("is one-shot"), "{err}");
     }
 
     #[test]

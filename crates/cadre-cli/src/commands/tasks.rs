@@ -15,7 +15,7 @@ use anyhow::Result;
 use cadre_core::orchestrator::store::{Listing, StoreProblem, TaskStore, pid_is_alive};
 use cadre_protocol::TaskRecord;
 
-use super::format::{age, clip, common_prefix, cost, status, table, tokens};
+use super::format::{age, clip, common_prefix, cost_cell, status, table, tokens_cell};
 use super::{Place, print_err, print_out};
 
 /// Shortest id prefix shown: long enough to read as an id.
@@ -111,8 +111,8 @@ fn row(r: &TaskRecord, id: &str, now: SystemTime, with_cwd: bool) -> Vec<String>
         status(r),
         age(&r.created_at, now),
         r.usage.turns.to_string(),
-        tokens(tokens_used),
-        cost(r.usage.tokens.cost.total),
+        tokens_cell(r.budget.as_ref(), tokens_used),
+        cost_cell(r.budget.as_ref(), r.usage.tokens.cost.total),
         clip(
             if r.preview.is_empty() {
                 &r.description

@@ -39,6 +39,8 @@ pub struct Status {
     pub session: String,
     /// Messages waiting for the running agent (steers, follow-ups).
     pub queued: (usize, usize),
+    /// The session's token and cost budget, subagents included (`None`: no cap).
+    pub budget: Option<cadre_protocol::BudgetState>,
 }
 
 /// An open `@file` (or `/command`) completion: the candidates and the one shown.

@@ -207,7 +207,8 @@ fn completion_rows(app: &App, theme: Theme, cols: usize) -> Vec<Line<'static>> {
     out
 }
 
-/// The bottom line: model, thinking, plan mode, session, and the hint for help.
+/// The bottom line: model, thinking, plan mode, session, the session's budget under a cap,
+/// and the hint for help.
 fn status_line(app: &App, theme: Theme, cols: usize) -> Line<'static> {
     let s = &app.status;
     let mut left = format!("{} · thinking {}", s.model, s.thinking);
@@ -224,7 +225,16 @@ fn status_line(app: &App, theme: Theme, cols: usize) -> Line<'static> {
             if running == 1 { "" } else { "s" }
         ));
     }
-    let right = " /help ";
+    // The budget sits on the right with the help hint, so a long left side never clips it.
+    let right = match s
+        .budget
+        .as_ref()
+        .and_then(cadre_core::budget::text::compact)
+    {
+        Some(budget) => format!(" budget {} · /help ", screen_safe(&budget)),
+        None => " /help ".to_string(),
+    };
+    let right = right.as_str();
     let room = cols.saturating_sub(width(right));
     let left = clip(&format!(" {}", screen_safe(&left)), room);
     let pad = cols.saturating_sub(width(&left) + width(right));

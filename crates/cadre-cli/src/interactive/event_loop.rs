@@ -169,6 +169,7 @@ pub fn status_of(live: &Live) -> Status {
         plan: live.options.plan,
         session,
         queued: (state.steering.len(), state.follow_up.len()),
+        budget: state.budget,
     }
 }
 
@@ -194,6 +195,15 @@ pub fn note_kind(note: &str) -> NoteKind {
 
 /// Take in one host event.
 pub fn apply_event(app: &mut App, host: &Host, event: HostEvent, now: Instant) {
+    // Spend changes when a response ends, the root's or a task's.
+    let spent = matches!(
+        &event,
+        HostEvent::Agent(AgentEvent::MessageEnd { .. } | AgentEvent::AgentEnd { .. })
+            | HostEvent::Task(TaskEvent::Turn { .. } | TaskEvent::Ended { .. })
+    );
+    if spent {
+        refresh_budget(app, host);
+    }
     match event {
         HostEvent::Agent(event) => {
             match &event {
@@ -217,6 +227,15 @@ pub fn apply_event(app: &mut App, host: &Host, event: HostEvent, now: Instant) {
     }
 }
 
+/// The status line's budget as the session's ledger has it now.
+fn refresh_budget(app: &mut App, host: &Host) {
+    let budget = host.tasks().budget();
+    if app.status.budget != budget {
+        app.status.budget = budget;
+        app.changed();
+    }
+}
+
 pub fn apply_task_event(
     board: &mut Board,
     transcript: &mut Transcript,
@@ -236,16 +255,28 @@ pub fn apply_task_event(
             Some(name) => format!("{} {name}", row.agent),
             None => format!("{} ({})", row.agent, row.description),
         };
+        // Under a cap, what it spent of it and whether the cap stopped it.
+        let budget = row.budget.as_ref().and_then(|b| {
+            let mut text = format!(" · budget {}", cadre_core::budget::text::compact(b)?);
+            if let Some(meter) = b.exhausted {
+                text.push_str(match meter {
+                    cadre_protocol::Meter::Cost => ", stopped by its cost budget",
+                    cadre_protocol::Meter::Tokens => ", stopped by its token budget",
+                });
+            }
+            Some(text)
+        });
         transcript.note(
             NoteKind::Task,
             format!(
-                "task {who} {} after {} · {} turn{} · {} tokens · {}",
+                "task {who} {} after {} · {} turn{} · {} tokens · {}{}",
                 format!("{status:?}").to_lowercase(),
                 crate::task_board::elapsed_text(row.elapsed(now)),
                 row.usage.turns,
                 if row.usage.turns == 1 { "" } else { "s" },
                 crate::commands::format::tokens(row.usage.tokens.total_tokens),
                 crate::commands::format::cost(row.usage.tokens.cost.total),
+                budget.unwrap_or_default(),
             ),
         );
     }

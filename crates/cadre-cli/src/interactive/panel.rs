@@ -1,5 +1,6 @@
 //! The live task panel: one row per task in tree order, with role, name, status, phase,
 //! turns, tool calls, tokens, cost and elapsed time, in columns that fit the terminal's width.
+//! A task under a token or cost cap shows what it spent of it in place of its tokens or cost.
 //!
 //! Narrow terminals (80 columns) get short status and phase words; wide ones add the task's
 //! description. When the tasks outnumber the rows, running tasks are kept and the rest counted.
@@ -157,16 +158,19 @@ fn task_line(
         .as_deref()
         .map(|n| screen_safe(n).into_owned())
         .unwrap_or_else(|| screen_safe(&row.description).into_owned());
-    let name = fit(&name, c.name);
+    let (tokens, cost) = spend_cells(row);
+    // A spent-of-cap cell is wider than its column: the name gives up the difference, so the
+    // row still ends with its elapsed time.
+    let over =
+        super::text::width(&tokens).saturating_sub(6) + super::text::width(&cost).saturating_sub(7);
+    let name = fit(&name, c.name.saturating_sub(over).max(6));
     let status = fit(status_word(row.status, c.wide), c.status);
     let phase = fit(phase_word(row.phase, c.wide), c.phase);
     let u = &row.usage;
     let numbers = format!(
-        "{:>3}t {:>3}⚒ {:>6} {:>7} {:>6}",
+        "{:>3}t {:>3}⚒ {tokens:>6} {cost:>7} {:>6}",
         u.turns,
         u.tool_calls_executed,
-        format::tokens(u.tokens.total_tokens),
-        format::cost(u.tokens.cost.total),
         crate::task_board::elapsed_text(row.elapsed(now)),
     );
     let style = if row.ended.is_some() {
@@ -200,6 +204,16 @@ fn task_line(
         return Line::styled(clip(&text, cols), style);
     }
     line
+}
+
+/// The tokens and cost cells: what the task used, or under a cap what it spent of it
+/// (`41.2k/50k`, `$0.41/$0.50`), so a row shows how close it is to being stopped.
+fn spend_cells(row: &TaskRow) -> (String, String) {
+    let budget = row.budget.as_ref();
+    (
+        format::tokens_cell(budget, row.usage.tokens.total_tokens),
+        format::cost_cell(budget, row.usage.tokens.cost.total),
+    )
 }
 
 fn status_word(status: TaskStatus, wide: bool) -> &'static str {

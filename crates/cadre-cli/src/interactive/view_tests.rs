@@ -22,6 +22,7 @@ fn status() -> Status {
         plan: false,
         session: "0198a1b2".into(),
         queued: (0, 0),
+        budget: None,
     }
 }
 
@@ -323,4 +324,53 @@ fn a_tiny_terminal_does_not_break() {
     for (cols, rows) in [(1, 1), (9, 3), (20, 5), (80, 4)] {
         let _ = render(&app, cols, rows, Instant::now());
     }
+}
+
+/// Under a cap, the status line shows the session's spend and each capped task's row what it
+/// spent of its own cap; uncapped rows keep their tokens and cost.
+#[test]
+fn a_session_and_tasks_under_a_budget() {
+    let t0 = Instant::now();
+    let mut app = busy_app(t0);
+    named(&mut app);
+    let capped = |spent: f64, cap: f64, exhausted: bool| cadre_protocol::BudgetState {
+        cap: cadre_protocol::Limits {
+            max_cost_usd: Some(cap),
+            max_tokens: None,
+        },
+        spent: cadre_protocol::Spend {
+            tokens: 0,
+            cost_usd: spent,
+        },
+        exhausted: exhausted.then_some(cadre_protocol::Meter::Cost),
+        ..Default::default()
+    };
+    app.board.apply(
+        &TaskEvent::Turn {
+            budget: Some(capped(0.19, 0.25, false)),
+            task_id: "t3".into(),
+            usage: usage(3, 1, 12_000, 0.19),
+            preview: "working on t3".into(),
+            phase: TaskPhase::Working,
+        },
+        t0,
+    );
+    app.status.budget = Some(cadre_protocol::BudgetState {
+        cap: cadre_protocol::Limits {
+            max_cost_usd: Some(2.0),
+            max_tokens: Some(500_000),
+        },
+        spent: cadre_protocol::Spend {
+            tokens: 104_200,
+            cost_usd: 0.62,
+        },
+        ..Default::default()
+    });
+    let screen = render(&app, 100, 24, t0 + Duration::from_secs(65));
+    assert!(screen.contains("$0.19/$0.25"), "{screen}");
+    assert!(
+        screen.contains("budget $0.62/$2.00 · 104.2k/500k tok · /help"),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
 }

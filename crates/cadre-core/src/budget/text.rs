@@ -43,6 +43,34 @@ pub fn spent_of_cap(spent: Spend, cap: Limits) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
+/// A token count for a narrow cell: `950`, `41.2k`, `50k`, `1.5M`.
+pub fn short_tokens(n: u64) -> String {
+    let (value, unit) = match n {
+        0..1_000 => return n.to_string(),
+        1_000..1_000_000 => (n as f64 / 1e3, "k"),
+        _ => (n as f64 / 1e6, "M"),
+    };
+    let text = format!("{value:.1}");
+    format!("{}{unit}", text.strip_suffix(".0").unwrap_or(&text))
+}
+
+/// A live row's short form of a budget: `$0.41/$0.50` for a cost cap, `41.2k/50k tok` for a
+/// token cap, both joined by ` · `; `None` for a task under no cap.
+pub fn compact(state: &BudgetState) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(c) = state.cap.max_cost_usd {
+        parts.push(format!("{}/{}", usd(state.spent.cost_usd), usd(c)));
+    }
+    if let Some(c) = state.cap.max_tokens {
+        parts.push(format!(
+            "{}/{} tok",
+            short_tokens(state.spent.tokens),
+            short_tokens(c)
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join(" · "))
+}
+
 /// The receipt's line: `Budget: $0.41 of $0.50` (and `(estimated)` when some usage was not
 /// reported); `None` for a task without a budget.
 pub fn receipt_line(state: &BudgetState) -> Option<String> {
@@ -125,5 +153,28 @@ mod tests {
             "Budget: $0.41 of $0.50, 41,230 of 50,000 tokens — stopped by its cost budget"
         );
         assert_eq!(receipt_line(&BudgetState::default()), None);
+    }
+
+    #[test]
+    fn the_compact_form_fits_a_live_row() {
+        let mut state = BudgetState {
+            cap: Limits {
+                max_cost_usd: Some(0.5),
+                max_tokens: None,
+            },
+            spent: Spend {
+                tokens: 41_230,
+                cost_usd: 0.41,
+            },
+            ..BudgetState::default()
+        };
+        assert_eq!(compact(&state).unwrap(), "$0.41/$0.50");
+        state.cap.max_tokens = Some(50_000);
+        assert_eq!(compact(&state).unwrap(), "$0.41/$0.50 · 41.2k/50k tok");
+        state.cap.max_cost_usd = None;
+        assert_eq!(compact(&state).unwrap(), "41.2k/50k tok");
+        assert_eq!(compact(&BudgetState::default()), None);
+        assert_eq!(short_tokens(950), "950");
+        assert_eq!(short_tokens(1_500_000), "1.5M");
     }
 }

@@ -21,6 +21,8 @@ mod agent_corpus;
 mod bash_allow;
 #[path = "cli/budgets.rs"]
 mod budgets;
+#[path = "cli/budgets_attack.rs"]
+mod budgets_attack;
 #[path = "cli/compaction_pi.rs"]
 mod compaction_pi;
 #[path = "cli/config.rs"]

@@ -970,6 +970,9 @@ impl Actor {
             .registry
             .resolve(name)
             .map_err(|e| HostError::InvalidInput(e.to_string()))?;
+        // Under a cost cap, a model the cap cannot count is refused here as at start-up.
+        crate::budget::check_priced(&self.root.orchestration.budget, &model)
+            .map_err(|e| HostError::InvalidInput(e.to_string()))?;
         HostContext::register_secret(&model);
         let requested = self.root.agent.config().thinking;
         self.root.agent.set_model(model.clone());
